@@ -1,0 +1,31 @@
+"""Crawl settings, keyword-only, with the defaults the CLI documents."""
+from dataclasses import dataclass
+from typing import Literal
+
+Scope = Literal["host", "domain", "any"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrawlConfig:
+    roots: tuple[str, ...]
+    concurrency: int = 10
+    max_redirect: int = 10
+    max_tries: int = 4
+    scope: Scope = "host"
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    max_depth: int | None = None
+    max_pages: int | None = None
+    timeout: float = 30.0
+    max_bytes: int = 10 * 1024 * 1024
+    per_host: int | None = None
+    delay: float = 0.0
+    robots: bool = True
+    user_agent: str | None = None
+    output: str | None = None
+    # Backoff base in seconds: try n waits base * 2**(n-1) * jitter. Tests shrink it.
+    backoff: float = 0.5
+    # Longest Retry-After / Crawl-delay we agree to wait: a hostile server can't park us.
+    max_wait: float = 60.0
+    # Start with workers paused (a resumed crawl that was quit while paused).
+    start_paused: bool = False

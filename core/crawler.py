@@ -1,0 +1,321 @@
+"""The worker-pool crawler of "A Web Crawler With asyncio Coroutines", grown up.
+
+One frontier of (url, redirects_left, depth) items, drained by N worker tasks;
+crawl() waits on join() and then cancels the workers. Redirects are followed by
+hand, so every hop passes scope and robots and can be recorded as a merge. The
+control surface (pause, resume, set_concurrency, cancel_worker, stop) is plain
+methods, safe to call from the same loop at any time.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable, Sequence
+
+import aiohttp
+
+from core import errors
+from core.config import CrawlConfig
+from core.fetch import REDIRECTS, Response, backoff, decode, fetch_once, retry_after, retryable
+from core.frontier import Frontier, Item, MemoryFrontier
+from core.hosts import HostGate
+from core.records import JsonlSink, Record, Sink
+from core.robots import Robots
+from core.scope import Scope
+from core.stats import Stats, WorkerState
+from core.urls import LinkExtractor, canonical, netloc_of
+
+VERSION = "0.1.0"
+NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
+
+
+class Crawler:
+    def __init__(
+        self,
+        config: CrawlConfig,
+        *,
+        frontier: Frontier | None = None,
+        sinks: Sequence[Sink] = (),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        roots = [canonical(r) for r in config.roots]
+        bad = [r for r, c in zip(config.roots, roots) if c is None]
+        if bad or not roots:
+            raise errors.UsageError(f"not an http(s) URL with a host: {bad[0] if bad else '(none)'}")
+        self.config = config
+        self.roots: list[str] = [r for r in roots if r]
+        self.frontier: Frontier = frontier if frontier is not None else MemoryFrontier()
+        self.sinks: list[Sink] = list(sinks)
+        if config.output:
+            self.sinks.append(JsonlSink(config.output))
+        self.scope = Scope(tuple(self.roots), config.scope, config.include, config.exclude)
+        self.agent = config.user_agent or f"crawltop/{VERSION} (+https://example.invalid/crawltop)"
+        self.links = LinkExtractor()
+        self.stats = Stats(clock=clock)
+        self.stats.queue_size = lambda: self.frontier.size
+        self.stats.seen_size = lambda: self.frontier.seen_count
+        self._target = config.concurrency
+        self.stats.target_concurrency = config.concurrency
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._held: dict[int, Item] = {}
+        self._next_id = 0
+        self._unpaused = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._gates: dict[str, HostGate] = {}
+        self._session: aiohttp.ClientSession | None = None
+        self._robots: Robots | None = None
+        if not config.start_paused:
+            self._unpaused.set()
+        else:
+            self.stats.state = "PAUSED"
+
+    # -- control surface --------------------------------------------------------
+    @property
+    def paused(self) -> bool:
+        return not self._unpaused.is_set()
+
+    @property
+    def concurrency(self) -> int:
+        return self._target
+
+    def pause(self) -> None:
+        if self.stats.state == "RUNNING":
+            self._unpaused.clear()
+            self.stats.state = "PAUSED"
+
+    def resume(self) -> None:
+        if self.stats.state == "PAUSED":
+            self._unpaused.set()
+            self.stats.state = "RUNNING"
+
+    def set_concurrency(self, n: int) -> None:
+        """Grow at once; shrink by cancelling idle workers, then retiring busy ones."""
+        self._target = self.stats.target_concurrency = max(0, min(n, 10_000))
+        if self._session is None or self._stopping.is_set():
+            return
+        while len(self._tasks) < self._target:
+            self._spawn()
+        surplus = len(self._tasks) - self._target
+        for wid in sorted(self._tasks, reverse=True):
+            if surplus <= 0:
+                break
+            if wid not in self._held:
+                self._tasks[wid].cancel()
+                surplus -= 1
+        for ws in self.stats.workers.values():
+            ws.retiring = False
+        for wid in sorted(self._held, reverse=True)[:surplus]:
+            self.stats.workers[wid].retiring = True
+
+    def cancel_worker(self, worker_id: int) -> bool:
+        """The chapter's task.cancel(): the URL goes back on the frontier, the pool shrinks."""
+        task = self._tasks.get(worker_id)
+        if task is None or task.done():
+            return False
+        self._target = self.stats.target_concurrency = max(0, self._target - 1)
+        task.cancel()
+        return True
+
+    def stop(self) -> None:
+        if self.stats.state != "DONE":
+            self.stats.state = "STOPPING"
+            self._stopping.set()
+
+    # -- the crawl --------------------------------------------------------------
+    async def crawl(self) -> None:
+        timeout = aiohttp.ClientTimeout(
+            total=self.config.timeout * 3, sock_connect=self.config.timeout, sock_read=self.config.timeout
+        )
+        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+        self._session = aiohttp.ClientSession(
+            timeout=timeout,
+            connector=connector,
+            headers={"User-Agent": self.agent},
+            cookie_jar=aiohttp.DummyCookieJar(),
+            trust_env=False,
+        )
+        self._robots = Robots(self._session, "crawltop", self.config.timeout) if self.config.robots else None
+        try:
+            for root in self.roots:
+                self._admit(root, self.config.max_redirect, 0)
+            self.set_concurrency(self._target)
+            join = asyncio.ensure_future(self.frontier.join())
+            stop = asyncio.ensure_future(self._stopping.wait())
+            await asyncio.wait((join, stop), return_when=asyncio.FIRST_COMPLETED)
+            join.cancel()
+            stop.cancel()
+            await self._cancel_workers()
+            for item in self.frontier.drain():
+                self._emit(Record(url=item.url, depth=item.depth, tries=item.tries,
+                                  error="Cancelled: crawl stopped before this URL was fetched"))
+                self.frontier.done(item)
+        finally:
+            await self._cancel_workers()
+            if self._robots is not None:
+                self._robots.close()
+            await self._session.close()
+            for sink in self.sinks:
+                sink.close()
+            self.stats.finish()
+
+    async def _cancel_workers(self) -> None:
+        tasks = list(self._tasks.values())
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _spawn(self) -> None:
+        self._next_id += 1
+        wid = self._next_id
+        ws = self.stats.workers[wid] = WorkerState(wid, since=self.stats.clock())
+        self._tasks[wid] = asyncio.get_running_loop().create_task(self._work(ws), name=f"worker-{wid}")
+
+    async def _work(self, ws: WorkerState) -> None:
+        try:
+            while len(self._tasks) <= self._target:
+                await self._unpaused.wait()
+                self.stats.set_phase(ws, "waiting")
+                item = await self.frontier.pop()
+                self._held[ws.id] = item
+                try:
+                    await self._handle(ws, item)
+                finally:
+                    del self._held[ws.id]
+                    self.frontier.done(item)
+        finally:
+            self._tasks.pop(ws.id, None)
+            self.stats.workers.pop(ws.id, None)
+
+    async def _handle(self, ws: WorkerState, item: Item) -> None:
+        """Turn one item into exactly one Record, whatever happens."""
+        ws.url, ws.host, ws.tries = item.url, netloc_of(item.url), item.tries
+        host = self.stats.host(ws.host)
+        host.in_flight += 1
+        started = self.stats.clock()
+        try:
+            if self.paused:
+                self.stats.set_phase(ws, "paused")
+                await self._unpaused.wait()
+            record = await self._process(ws, item)
+        except asyncio.CancelledError:
+            # Cancelled mid-fetch (cancel_worker or stop): the URL goes back, one try spent.
+            self.frontier.requeue(item._replace(tries=ws.tries + 1))
+            raise
+        except Exception as exc:  # a bug or a surprise must not kill the worker or hang join()
+            record = Record(url=item.url, depth=item.depth, tries=ws.tries, error=errors.describe(exc))
+        finally:
+            host.in_flight -= 1
+            ws.url = ws.host = None
+        record.elapsed_ms = round((self.stats.clock() - started) * 1000, 1)
+        self._emit(record)
+
+    def _emit(self, record: Record) -> None:
+        self.stats.records += 1
+        if record.error is not None:
+            self.stats.error(record.url, netloc_of(record.url), record.error, record.tries)
+        for sink in self.sinks:
+            sink.write(record)
+
+    def _admit(self, url: str, redirects_left: int, depth: int) -> bool:
+        """Queue a URL never seen before, within --max-pages."""
+        if self.config.max_pages is not None and self.frontier.seen_count >= self.config.max_pages:
+            return False
+        return self.frontier.add(Item(url, redirects_left, depth))
+
+    def _gate(self, netloc: str, crawl_delay: float) -> HostGate:
+        gate = self._gates.get(netloc)
+        if gate is None:
+            delay = max(self.config.delay, min(crawl_delay, self.config.max_wait))
+            gate = self._gates[netloc] = HostGate(self.config.per_host, delay)
+            self.stats.host(netloc).delay = delay
+        return gate
+
+    async def _process(self, ws: WorkerState, item: Item) -> Record:
+        record = Record(url=item.url, depth=item.depth)
+        crawl_delay = 0.0
+        if self._robots is not None:
+            self.stats.set_phase(ws, "robots")
+            allowed, crawl_delay = await self._robots.check(item.url)
+            if not allowed:
+                self.stats.robots_blocked += 1
+                record.error = "BlockedByRobots: disallowed by robots.txt"
+                return record
+        started = self.stats.clock()
+        resp = await self._fetch(ws, item, record, self._gate(ws.host or "", crawl_delay))
+        if resp is None:
+            return record
+        record.status = resp.status
+        record.content_type = resp.content_type
+        record.size = len(resp.body)
+        record.truncated = resp.truncated
+        self.stats.page(ws.host or "", resp.status, record.size, (self.stats.clock() - started) * 1000)
+        if resp.truncated:
+            self.stats.truncated += 1
+        for sink in self.sinks:
+            if hasattr(sink, "response"):
+                sink.response(item.url, resp.status, resp.reason, list(resp.headers.items()),
+                              resp.body, resp.request_headers)
+        if resp.status in REDIRECTS:
+            self._redirect(item, resp, record)
+        elif retryable(resp.status):
+            record.error = f"HTTPStatusError: HTTP {resp.status} after {record.tries} tries"
+        elif resp.is_html:
+            self.stats.set_phase(ws, "parsing")
+            self._parse(item, resp, record)
+        return record
+
+    async def _fetch(self, ws: WorkerState, item: Item, record: Record, gate: HostGate) -> Response | None:
+        """Attempts with retries; None when every try failed (record.error says why)."""
+        last = max(self.config.max_tries, item.tries + 1)
+        for attempt in range(item.tries + 1, last + 1):
+            ws.tries = record.tries = attempt
+            wait: float | None = None
+            try:
+                async with gate.slot():
+                    self.stats.set_phase(ws, "connecting")
+                    resp = await fetch_once(self._session, item.url, self.config.max_bytes,  # type: ignore[arg-type]
+                                            lambda: self.stats.set_phase(ws, "reading"))
+                if not retryable(resp.status) or attempt == last:
+                    return resp
+                wait = retry_after(resp.headers.get("Retry-After"), self.config.max_wait)
+            except NETWORK_ERRORS as exc:
+                if attempt == last:
+                    record.error = _network_error(exc, self.config.timeout)
+                    return None
+            self.stats.retries += 1
+            self.stats.set_phase(ws, "backoff")
+            await asyncio.sleep(wait if wait is not None else backoff(self.config.backoff, attempt, self.config.max_wait))
+        return None
+
+    def _redirect(self, item: Item, resp: Response, record: Record) -> None:
+        self.stats.redirects += 1
+        location = resp.headers.get("Location", "").strip()
+        target = self.links.join(item.url, location) if location else None
+        if target is None:
+            record.error = f"MissingLocation: HTTP {resp.status} without a usable Location header"
+            return
+        record.next_url = target
+        if item.redirects_left <= 0:
+            record.error = f"TooManyRedirects: more than {self.config.max_redirect} redirects"
+        elif not self.scope.allows(target):
+            return
+        elif self.frontier.seen(target):
+            record.merged = True
+            self.stats.merge(item.url, target, resp.status)
+        else:
+            self._admit(target, item.redirects_left - 1, item.depth)
+
+    def _parse(self, item: Item, resp: Response, record: Record) -> None:
+        text, record.encoding = decode(resp)
+        links = [u for u in self.links.links(text, item.url) if self.scope.allows(u)]
+        record.num_urls = len(links)
+        max_depth = self.config.max_depth
+        if max_depth is not None and item.depth + 1 > max_depth:
+            return
+        record.num_new_urls = sum(self._admit(u, self.config.max_redirect, item.depth + 1) for u in links)
+
+
+def _network_error(exc: BaseException, timeout: float) -> str:
+    if isinstance(exc, TimeoutError) and not str(exc):
+        return f"TimeoutError: no response within {timeout:g}s"
+    return errors.describe(exc)

@@ -1,0 +1,109 @@
+"""One HTTP attempt, with the body capped, and the retry policy around attempts."""
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from datetime import datetime, timezone
+from typing import Callable
+
+import aiohttp
+from multidict import CIMultiDictProxy
+
+REDIRECTS = frozenset((301, 302, 303, 307, 308))
+HTML_TYPES = frozenset(("text/html", "application/xhtml+xml"))
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.I)
+
+
+@dataclass(slots=True)
+class Response:
+    status: int
+    reason: str
+    headers: CIMultiDictProxy[str]
+    body: bytes
+    truncated: bool
+    content_type: str
+    charset: str | None
+    request_headers: list[tuple[str, str]]
+
+    @property
+    def is_html(self) -> bool:
+        return self.content_type in HTML_TYPES
+
+
+async def fetch_once(
+    session: aiohttp.ClientSession, url: str, max_bytes: int, reading: Callable[[], None]
+) -> Response:
+    """GET without following redirects; read at most max_bytes of (decoded) body."""
+    async with session.get(url, allow_redirects=False) as resp:
+        reading()
+        chunks: list[bytes] = []
+        size = 0
+        truncated = False
+        while True:
+            chunk = await resp.content.read(max_bytes - size + 1)
+            if not chunk:
+                break
+            if size + len(chunk) > max_bytes:
+                chunks.append(chunk[: max_bytes - size])
+                size = max_bytes
+                truncated = True
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        try:
+            charset = resp.charset
+        except (ValueError, LookupError):
+            charset = None
+        return Response(
+            status=resp.status,
+            reason=resp.reason or "",
+            headers=resp.headers,
+            body=b"".join(chunks),
+            truncated=truncated,
+            content_type=resp.content_type,
+            charset=charset,
+            request_headers=list(resp.request_info.headers.items()),
+        )
+
+
+def retryable(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+def backoff(base: float, attempt: int, cap: float) -> float:
+    """Exponential with full jitter around the middle, so retries don't stampede."""
+    return min(cap, base * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
+
+
+def retry_after(value: str | None, cap: float) -> float | None:
+    """Seconds from a Retry-After header (delta or HTTP date), capped; None if unusable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return min(cap, float(value))
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return min(cap, max(0.0, (when - datetime.now(timezone.utc)).total_seconds()))
+
+
+def decode(resp: Response) -> tuple[str, str]:
+    """(text, encoding): header charset, then <meta charset>, then utf-8."""
+    for candidate in (resp.charset, _meta_charset(resp.body)):
+        if candidate:
+            try:
+                return resp.body.decode(candidate, errors="replace"), candidate.lower()
+            except LookupError:
+                continue
+    return resp.body.decode("utf-8", errors="replace"), "utf-8"
+
+
+def _meta_charset(body: bytes) -> str | None:
+    m = _META_CHARSET.search(body[:4096])
+    return m.group(1).decode("ascii") if m else None

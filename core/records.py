@@ -1,0 +1,48 @@
+"""One Record per URL that entered the queue, and the sinks that keep them."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import IO, Protocol
+
+
+@dataclass(slots=True, kw_only=True)
+class Record:
+    """The reference crawler's FetchStatistic, plus depth, tries, timing and truncation."""
+
+    url: str
+    status: int | None = None
+    next_url: str | None = None
+    merged: bool = False
+    error: str | None = None
+    content_type: str | None = None
+    encoding: str | None = None
+    size: int = 0
+    num_urls: int = 0
+    num_new_urls: int = 0
+    depth: int = 0
+    tries: int = 0
+    elapsed_ms: float = 0.0
+    truncated: bool = False
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+
+
+class Sink(Protocol):
+    def write(self, record: Record) -> None: ...
+    def close(self) -> None: ...
+
+
+class JsonlSink:
+    """Streams records as JSON lines, flushed per write so a kill loses nothing written."""
+
+    def __init__(self, path: str) -> None:
+        self._fh: IO[str] = open(path, "w", encoding="utf-8")
+
+    def write(self, record: Record) -> None:
+        self._fh.write(record.to_json() + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()

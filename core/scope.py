@@ -1,0 +1,78 @@
+"""Which URLs a crawl may follow: --scope, --include and --exclude.
+
+Decisions are cached per netloc, so the per-link cost is one dict lookup plus the
+regexes the user asked for.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from functools import lru_cache
+
+import tldextract
+
+from core.config import Scope as ScopeKind
+from core.urls import host_of, netloc_of
+
+
+@lru_cache(maxsize=1)
+def _extractor() -> tldextract.TLDExtract:
+    # Bundled public-suffix snapshot only: never a network fetch, never a cache write.
+    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+def registered_domain(host: str) -> str:
+    """'a.b.example.co.uk' -> 'example.co.uk'; IPs and bare names stay as they are."""
+    return _extractor()(host).top_domain_under_public_suffix or host
+
+
+def _is_literal(host: str) -> bool:
+    if host == "localhost" or host.startswith("["):
+        return True
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return "." not in host
+
+
+def _strip_www(host: str) -> str:
+    return host[4:] if host.startswith("www.") else host
+
+
+class Scope:
+    def __init__(
+        self,
+        roots: tuple[str, ...],
+        kind: ScopeKind = "host",
+        include: tuple[str, ...] = (),
+        exclude: tuple[str, ...] = (),
+    ) -> None:
+        self.kind = kind
+        self._include = [re.compile(p) for p in include]
+        self._exclude = [re.compile(p) for p in exclude]
+        hosts = [host_of(r) for r in roots]
+        self._literal = {h for h in hosts if _is_literal(h)}
+        self._hosts = {_strip_www(h) for h in hosts if h not in self._literal}
+        self._domains = {registered_domain(h) for h in hosts if h not in self._literal}
+        self._by_netloc: dict[str, bool] = {}
+
+    def _host_ok(self, host: str) -> bool:
+        if self.kind == "any" or host in self._literal:
+            return True
+        if _is_literal(host):
+            return False
+        if self.kind == "host":
+            return _strip_www(host) in self._hosts
+        return registered_domain(host) in self._domains
+
+    def allows(self, url: str) -> bool:
+        netloc = netloc_of(url)
+        ok = self._by_netloc.get(netloc)
+        if ok is None:
+            ok = self._by_netloc[netloc] = self._host_ok(host_of(url))
+        if not ok:
+            return False
+        if self._include and not any(p.search(url) for p in self._include):
+            return False
+        return not any(p.search(url) for p in self._exclude)

@@ -1,0 +1,139 @@
+"""URL canonicalisation and link extraction: the per-link hot path, kept lean.
+
+On link-heavy pages joining costs more than parsing, so raw hrefs are de-duplicated
+per page and each join result is cached: an absolute or root-relative href joins to
+the same URL from every page of a site, and that is most of them.
+"""
+from __future__ import annotations
+
+import re
+from urllib.parse import quote, urljoin, urlsplit, urlunsplit
+
+from selectolax.lexbor import LexborHTMLParser
+
+_DEFAULT_PORT = {"http": 80, "https": 443}
+_SAFE = "!#$%&'()*+,/:;=?@[]~-._"  # reserved + unreserved: never re-escaped
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_PCT = re.compile(r"%([0-9A-Fa-f]{2})")
+_STRAY_PCT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_NEEDS_WORK = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,/:;=@?]")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+_CACHE_MAX = 200_000
+
+
+def _pct(match: re.Match[str]) -> str:
+    ch = chr(int(match.group(1), 16))
+    return ch if ch in _UNRESERVED else "%" + match.group(1).upper()
+
+
+def _normalise(component: str) -> str:
+    """Escape what must be escaped, upper-case escapes, decode needless ones."""
+    if not _NEEDS_WORK.search(component):
+        return component
+    s = quote(component, safe=_SAFE)
+    s = _STRAY_PCT.sub("%25", s)
+    return _PCT.sub(_pct, s)
+
+
+def _remove_dots(path: str) -> str:
+    out: list[str] = []
+    for seg in path.split("/"):
+        if seg == "..":
+            if len(out) > 1:
+                out.pop()
+        elif seg != ".":
+            out.append(seg)
+    if path.endswith(("/.", "/..")):
+        out.append("")
+    return "/".join(out) or "/"
+
+
+def canonical(url: str) -> str | None:
+    """Lower-case scheme and host, drop default port, fragment and credentials.
+
+    Returns None for anything that is not an http(s) URL with a host.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    host = parts.hostname
+    if scheme not in _DEFAULT_PORT or not host:
+        return None
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return None
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port is None or port == _DEFAULT_PORT[scheme] else f"{host}:{port}"
+    path = parts.path or "/"
+    if "/." in path:
+        path = _remove_dots(path)
+    return urlunsplit((scheme, netloc, _normalise(path), _normalise(parts.query), ""))
+
+
+def netloc_of(url: str) -> str:
+    """The host[:port] of a canonical URL, without parsing it again."""
+    return url.split("/", 3)[2]
+
+
+def host_of(url: str) -> str:
+    netloc = netloc_of(url)
+    if netloc.startswith("["):
+        return netloc[: netloc.index("]") + 1]
+    return netloc.rsplit(":", 1)[0] if ":" in netloc else netloc
+
+
+class LinkExtractor:
+    """Parses a page once and returns its distinct canonical http(s) links."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str], str | None] = {}
+
+    def join(self, base: str, href: str) -> str | None:
+        """urljoin + canonical, cached on the part of the base the result depends on."""
+        if _SCHEME.match(href) or href.startswith("//"):
+            key = ("", href) if not href.startswith("//") else (base.split(":", 1)[0], href)
+        elif href.startswith("/"):
+            key = (base[: base.find("/", base.find("//") + 2)], href)
+        elif href.startswith("?"):
+            key = (base.split("?", 1)[0], href)
+        else:
+            key = (base[: base.rfind("/") + 1], href)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        url = canonical(urljoin(base, href))
+        if len(self._cache) >= _CACHE_MAX:
+            self._cache.clear()
+        self._cache[key] = url
+        return url
+
+    def links(self, html: str, page_url: str) -> set[str]:
+        tree = LexborHTMLParser(html)
+        base = page_url
+        node = tree.css_first("base[href]")
+        if node is not None:
+            base = canonical(urljoin(page_url, (node.attrs.get("href") or "").strip())) or page_url
+        raw: set[str] = set()
+        for node in tree.css("a[href], area[href]"):
+            raw.add(node.attrs.get("href") or "")
+        for node in tree.css("frame[src], iframe[src]"):
+            raw.add(node.attrs.get("src") or "")
+        out: set[str] = set()
+        for href in raw:
+            href = href.strip()
+            if not href or href[0] == "#":
+                continue
+            m = _SCHEME.match(href)
+            if m is not None and m.group(1).lower() not in _DEFAULT_PORT:
+                continue
+            url = self.join(base, href)
+            if url is not None:
+                out.add(url)
+        return out
