@@ -1,0 +1,331 @@
+"""The bundled demo site: a deterministic local website that exercises every path of the crawler.
+
+Every response is a pure function of the request path and query (seeded per page), so
+a crawl of it always yields the same records and `EXPECTED` can be stated exactly.
+Nothing here touches the network beyond 127.0.0.1.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import html
+import random
+import re
+import zlib
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urldefrag, urljoin, urlsplit, urlunsplit
+
+from aiohttp import web
+
+SECTIONS = ("news", "world", "science", "tech", "arts", "sports", "travel", "food", "health", "business")
+ARTICLES = 190  # per section
+PER_PAGE = 19
+INDEX_PAGES = ARTICLES // PER_PAGE  # /news/, /news/?page=2&sort=new, ...
+LATENCY_MS = (40, 480)  # ~2,050 fetches at concurrency 10: about a minute
+SLOW_SECONDS = 2.0
+STALL_SECONDS = 45.0  # longer than the crawler's default 30 s timeout, on purpose
+SLOW = ("/slow/1/", "/slow/2/")
+STALL = "/stall/"
+BROKEN = ("/broken/", "/api/status")  # always 500, however often retried
+EXTERNAL = ("http://example.invalid/", "//cdn.example.invalid/lib/", "https://example.invalid/a?x=1&amp;y=2")
+ROBOTS = "User-agent: *\nDisallow: /private/\n"
+FILES: dict[str, tuple[str, bytes]] = {
+    "/files/report.pdf": ("application/pdf", b"%PDF-1.4\n% demo report\n" + bytes(range(256)) * 8 + b"\n%%EOF\n"),
+    "/data.json": ("application/json", b'{"site": "crawltop demo", "sections": %d}' % len(SECTIONS)),
+}
+# Why every merge is order-independent: a crawler marks a URL seen when it queues it,
+# and "/" is the only URL in flight until its links are queued, all at once. So a
+# redirect target linked from "/" is always seen before any redirect to it is fetched
+# (always a merge), and every other redirect target is reachable through exactly one
+# redirect and no link (never a merge), except /loop/b -> /loop/a: b is only reached by
+# fetching a, so a is always seen by then (always a merge). test_demo_site re-walks the
+# model in random orders to check this.
+# Merge sources (linked from articles only, depth >= 2): /old/1-5 -> /about/,
+# /index.html -> /, /latest/ -> /news/, and the slashless /<section>, /about -> .../
+REDIRECTS: dict[str, tuple[int, str]] = {
+    **{f"/old/{i}": (code, "/about/") for i, code in enumerate((301, 302, 307, 308, 301), 1)},
+    "/index.html": (301, "/"),
+    "/latest/": (302, "/news/"),
+    "/chain/1": (302, "/chain/2"),
+    "/chain/2": (307, "{origin}/chain/3"),  # absolute Location
+    "/chain/3": (308, "end"),  # relative Location -> /chain/end
+    "/loop/a": (302, "/loop/b"),
+    "/loop/b": (301, "a"),
+    "/moved/": (308, "/gone/"),  # redirect to a 404
+}
+# Pages that each article links one of, round-robin, so all are reached from depth >= 2.
+SPECIALS = (
+    *(f"/old/{i}" for i in range(1, 6)), "/chain/1", "/loop/a", "/latest/", "/moved/",
+    *SLOW, STALL, *BROKEN, *FILES, "/intl/latin1/", "/intl/meta/",
+    *(f"/private/report-{k}/" for k in range(8)), *(f"/missing/{k}/" for k in range(6)),
+)
+_ARTICLE = re.compile(r"/([a-z]+)/art-(\d+)/")
+_PRIVATE = re.compile(r"/private/report-(\d+)/")
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One response, as data: the server renders it and the EXPECTED walk reads its links."""
+
+    status: int
+    title: str = ""
+    links: tuple[tuple[str, str], ...] = ()  # (href exactly as written in the HTML, text)
+    base: str | None = None
+    text: str = ""
+    location: str | None = None
+    content_type: str = "text/html"
+    charset: str | None = "utf-8"  # None: declared only by <meta charset>
+    meta_charset: str | None = None
+    body: bytes | None = None  # non-HTML payload
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """What a full default crawl from / records (host scope, robots obeyed, max-redirect 10).
+
+    urls == pages + files + redirects + not_found + server_errors + robots_blocked.
+    `pages` includes the stall page, which only completes when stall_seconds is shorter
+    than the crawler's timeout (fast mode); otherwise it ends as a timeout error.
+    """
+
+    urls: int
+    pages: int
+    files: int
+    redirects: int
+    merges: int
+    not_found: int
+    server_errors: int
+    robots_blocked: int
+
+
+def latency(path: str) -> float:
+    """Seconds a page takes in normal mode: fixed per path, so runs are comparable."""
+    lo, hi = LATENCY_MS
+    return (lo + zlib.crc32(path.encode()) % (hi - lo + 1)) / 1000
+
+
+def _nav() -> list[tuple[str, str]]:
+    return [("/", "Home"), *((f"/{s}/", s.title()) for s in SECTIONS)]
+
+
+def _article(s: int, n: int, origin: str) -> Reply:
+    sec = SECTIONS[s]
+    rng = random.Random(f"42:{sec}:{n}")
+    based = n % 10 == 3  # these pages carry <base href> pointing at their section
+    base = None if not based else (f"/{sec}/" if n % 20 == 3 else f"{origin}/{sec}/")
+    up = "" if based else "../"  # relative links are written against the effective base
+    links = [("#top", "Top"), *_nav(), (f"/{sec}" if n % 7 == 0 else up or "./", f"All {sec}")]
+    links += [(f"{up}art-{m}/", "Previous" if m < n else "Next") for m in (n - 1, n + 1) if 0 <= m < ARTICLES]
+    for m in rng.sample([m for m in range(ARTICLES) if m != n], 4):
+        links.append((f"{up}art-{m}/" + ("#comments" if m % 3 == 0 else ""), f"Related {m}"))
+    for _ in range(2):
+        t, m = rng.randrange(len(SECTIONS)), rng.randrange(ARTICLES)
+        links.append((f"{origin}/{SECTIONS[t]}/art-{m}/", f"More from {SECTIONS[t]}"))
+    if n % 37 == 0:
+        links.append((f"{up}art-{ARTICLES + s}/", "Deleted story"))  # 404
+    links += [("mailto:editor@example.invalid", "Mail"), ("javascript:void(0)", "Share"),
+              ("tel:+15555550100", "Call"), ("/about" if n % 5 == 0 else "/about/", "About"),
+              ("/contact/", "Contact"), (SPECIALS[(s * ARTICLES + n) % len(SPECIALS)], "See also")]
+    if n % 11 == 0:
+        links.append(("/index.html", "Front page"))
+    if n % 4 == 0:
+        links.append((EXTERNAL[n // 4 % len(EXTERNAL)], "Elsewhere"))
+    words = " ".join(rng.choice(("crawl", "queue", "asyncio", "worker", "redirect", "robots")) for _ in range(40))
+    return Reply(200, f"{sec.title()} article {n}", tuple(links), base, words)
+
+
+def _index(s: int, page: int) -> Reply:
+    sec = SECTIONS[s]
+
+    def at(k: int) -> str:  # query-only relative hrefs, with &amp; as HTML requires
+        return "./" if k == 1 else f"?page={k}&amp;sort=new"
+
+    links = [*_nav(), (f"/search/?q={sec}&amp;lang=en", "Search")]
+    links += [(f"art-{m}/", f"Article {m}") for m in range((page - 1) * PER_PAGE, page * PER_PAGE)]
+    pager = {1, page - 1, page + 1, INDEX_PAGES} & set(range(1, INDEX_PAGES + 1)) - {page}
+    links += [(at(k), f"Page {k}") for k in sorted(pager)]
+    return Reply(200, f"{sec.title()}, page {page}", tuple(links))
+
+
+def _page(path: str, query: Mapping[str, str], origin: str) -> Reply | None:
+    """The 200 HTML page at path, or None."""
+    simple = [*_nav(), ("/about/", "About")]
+    if path == "/":
+        featured = [(f"{sec}/art-0/", f"Top {sec} story") for sec in SECTIONS]
+        return Reply(200, "crawltop demo", (*_nav(), ("/about/", "About"), ("/contact/", "Contact"), *featured))
+    if path in ("/about/", "/contact/", "/chain/end", STALL, *SLOW):
+        extra = [("mailto:hello@example.invalid", "Mail"), ("tel:+15555550100", "Call")]
+        return Reply(200, path.strip("/").title(), (*simple, *extra), text="A page of the demo site.")
+    if path == "/intl/latin1/":
+        return Reply(200, "Latin-1", tuple(simple), text="Café crème, naïve jalapeño, Straße.", charset="iso-8859-1")
+    if path == "/intl/meta/":
+        return Reply(200, "Meta charset", tuple(simple), text="“Smart quotes” – and a € sign.",
+                     charset=None, meta_charset="windows-1252")
+    if path == "/search/" and query.get("q") in SECTIONS:
+        return Reply(200, f"Search: {query['q']}", tuple((f"/{query['q']}/art-{m * 37}/", "Hit") for m in range(5)))
+    if m := _PRIVATE.fullmatch(path):  # robots-disallowed; links deeper so a leak shows
+        return Reply(200, "Private", ((f"/private/report-{int(m[1]) + 100}/", "More"),))
+    if (sec := path.strip("/")) in SECTIONS and path == f"/{sec}/":
+        page = int(query["page"]) if query.get("page", "").isdigit() and query.get("sort") == "new" else 1 if not query else 0
+        return _index(SECTIONS.index(sec), page) if 1 <= page <= INDEX_PAGES else None
+    if (m := _ARTICLE.fullmatch(path)) and m[1] in SECTIONS and int(m[2]) < ARTICLES:
+        return _article(SECTIONS.index(m[1]), int(m[2]), origin)
+    return None
+
+
+def route(path: str, query: Mapping[str, str], origin: str) -> Reply:
+    """Pure: the reply for a request, used by both the server and the EXPECTED walk."""
+    if path in REDIRECTS:
+        code, loc = REDIRECTS[path]
+        return Reply(code, location=loc.format(origin=origin))
+    if path == "/robots.txt":
+        return Reply(200, body=ROBOTS.encode(), content_type="text/plain")
+    if path in FILES:
+        ctype, body = FILES[path]
+        return Reply(200, body=body, content_type=ctype, charset=None)
+    if path in BROKEN:
+        return Reply(500, "500 Internal Server Error")
+    if page := _page(path, query, origin):
+        return page
+    if not path.endswith("/") and _page(path + "/", {}, origin):
+        return Reply(301, location=path + "/")  # trailing-slash redirect
+    return Reply(404, "404 Not Found")
+
+
+def render(r: Reply) -> bytes:
+    """The HTML bytes, in the page's own encoding."""
+    if r.body is not None:
+        return r.body
+    head = f'<meta charset="{r.meta_charset}">' if r.meta_charset else ""
+    head += f'<base href="{r.base}">' if r.base else ""
+    items = "\n".join(f'<li><a href="{href}">{text}</a></li>' for href, text in r.links)
+    doc = (f"<!DOCTYPE html>\n<html><head>{head}<title>{r.title}</title></head>\n<body id=\"top\">"
+           f"<h1>{r.title}</h1>\n<p>{r.text}</p>\n<ul>\n{items}\n</ul>\n</body></html>\n")
+    return doc.encode(r.charset or r.meta_charset or "utf-8")
+
+
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    fast: bool
+    stall_seconds: float
+
+
+_SETTINGS = web.AppKey("demo_settings", _Settings)
+
+
+async def _handle(request: web.Request) -> web.StreamResponse:
+    cfg = request.app[_SETTINGS]
+    path = request.path
+    r = route(path, request.query, f"{request.scheme}://{request.host}")
+    if not cfg.fast:
+        await asyncio.sleep(latency(path) + (SLOW_SECONDS if path in SLOW else 0.0))
+    body = render(r)
+    ctype = r.content_type + (f"; charset={r.charset}" if r.charset and r.body is None else "")
+    if path == STALL:  # headers and half the body, then silence: only a timeout ends it
+        resp = web.StreamResponse(status=200, headers={"Content-Type": ctype})
+        resp.content_length = len(body)
+        await resp.prepare(request)
+        await resp.write(body[: len(body) // 2])
+        await asyncio.sleep(cfg.stall_seconds)
+        await resp.write(body[len(body) // 2 :])
+        await resp.write_eof()
+        return resp
+    headers = {"Content-Type": ctype} | ({"Location": r.location} if r.location else {})
+    return web.Response(status=r.status, body=body if r.location is None else b"", headers=headers)
+
+
+def make_app(*, fast: bool = False, stall_seconds: float | None = None) -> web.Application:
+    """fast=True drops all latency (benchmarks, tests) but keeps every URL, so counts match."""
+    app = web.Application()
+    stall = stall_seconds if stall_seconds is not None else 0.0 if fast else STALL_SECONDS
+    app[_SETTINGS] = _Settings(fast, stall)
+    app.router.add_get("/{tail:.*}", _handle)
+    return app
+
+
+class DemoSite:
+    """The demo site on 127.0.0.1 at a free port, inside the caller's event loop."""
+
+    def __init__(self, *, fast: bool = False, stall_seconds: float | None = None) -> None:
+        self.app = make_app(fast=fast, stall_seconds=stall_seconds)
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    async def start(self) -> None:
+        # No access log (it would scribble over the TUI); cancel handlers whose client
+        # left, and don't wait long on shutdown, so a stalled request can't hold us.
+        self._runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.port = self._runner.addresses[0][1]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> DemoSite:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+def _canon(url: str, host: str) -> str | None:
+    """A crawler's canonical form: no fragment, lower-case host; None if out of scope."""
+    parts = urlsplit(urldefrag(url)[0])
+    if parts.scheme not in ("http", "https") or parts.netloc.lower() != host:
+        return None
+    return urlunsplit((parts.scheme, parts.netloc.lower(), parts.path or "/", parts.query, ""))
+
+
+def _walk(order: random.Random | None = None) -> Expected:
+    """Crawl the model in BFS order, or any random order: the counts must not change."""
+    origin = "http://127.0.0.1:8080"
+    seen, todo, n = {origin + "/"}, [origin + "/"], Counter[str]()
+    while todo:
+        url = todo.pop(order.randrange(len(todo)) if order else 0)
+        parts = urlsplit(url)
+        if parts.path.startswith("/private/"):
+            n["robots_blocked"] += 1
+            continue
+        r = route(parts.path, dict(parse_qsl(parts.query)), origin)
+        if r.location is not None:
+            n["redirects"] += 1
+            hrefs, base = [r.location], url
+        else:
+            kind = {404: "not_found", 500: "server_errors"}.get(r.status, "files" if r.body else "pages")
+            n[kind] += 1
+            hrefs, base = [html.unescape(h) for h, _ in r.links], urljoin(url, r.base or "")
+        for href in hrefs:
+            target = _canon(urljoin(base, href), "127.0.0.1:8080")
+            if target is None:
+                continue
+            if target in seen:
+                n["merges"] += r.location is not None
+            else:
+                seen.add(target)
+                todo.append(target)
+    fields = ("pages", "files", "redirects", "merges", "not_found", "server_errors", "robots_blocked")
+    return Expected(urls=len(seen), **{f: n[f] for f in fields})
+
+
+EXPECTED: Expected  # computed on first access (~1 s), not at import: the CLI imports this
+
+
+@functools.cache
+def _expected() -> Expected:
+    return _walk()
+
+
+def __getattr__(name: str) -> Expected:
+    if name == "EXPECTED":
+        return _expected()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
