@@ -1,0 +1,122 @@
+"""Real aiohttp servers on 127.0.0.1 and a helper that crawls them with the real engine."""
+from __future__ import annotations
+
+import asyncio
+from typing import AsyncIterator, Awaitable, Callable
+
+import pytest
+from aiohttp import web
+
+from core import CrawlConfig, Crawler, Record
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class ListSink:
+    """Keeps records in memory, in order, for assertions."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.closed = False
+
+    def write(self, record: Record) -> None:
+        self.records.append(record)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def by_url(self) -> dict[str, Record]:
+        return {r.url: r for r in self.records}
+
+
+def html(*hrefs: str, extra: str = "") -> web.Response:
+    body = "".join(f'<a href="{h}">{h}</a>\n' for h in hrefs)
+    return web.Response(text=f"<html><body>{extra}{body}</body></html>", content_type="text/html")
+
+
+def page(*hrefs: str, extra: str = "") -> Handler:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return html(*hrefs, extra=extra)
+    return handler
+
+
+def redirect(location: str, status: int = 302) -> Handler:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(status=status, headers={"Location": location})
+    return handler
+
+
+class Site:
+    """A tiny site: a dict of path -> handler, plus request counters."""
+
+    def __init__(self, routes: dict[str, Handler]) -> None:
+        self.routes = routes
+        self.hits: dict[str, int] = {}
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path_qs
+        self.hits[path] = self.hits.get(path, 0) + 1
+        handler = self.routes.get(path) or self.routes.get(request.path)
+        if handler is None:
+            if request.path == "/robots.txt":
+                raise web.HTTPNotFound()
+            raise web.HTTPNotFound(text="missing")
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await handler(request)
+        finally:
+            self.in_flight -= 1
+
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_route("GET", "/{tail:.*}", self._dispatch)
+        self._runner = web.AppRunner(app, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[[dict[str, Handler]], Awaitable[Site]]]:
+    sites: list[Site] = []
+
+    async def start(routes: dict[str, Handler]) -> Site:
+        site = Site(routes)
+        await site.start()
+        sites.append(site)
+        return site
+
+    yield start
+    for site in sites:
+        await site.stop()
+
+
+async def crawl(roots: list[str] | str, **options: object) -> tuple[Crawler, ListSink]:
+    """Crawl to the end with the real engine; fast backoff unless a test says otherwise."""
+    options.setdefault("backoff", 0.01)
+    options.setdefault("timeout", 5.0)
+    sink = ListSink()
+    crawler = Crawler(CrawlConfig(roots=tuple([roots] if isinstance(roots, str) else roots), **options),  # type: ignore[arg-type]
+                      sinks=[sink])
+    await asyncio.wait_for(crawler.crawl(), 60)
+    return crawler, sink
+
+
+async def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not cond():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.01)
