@@ -108,7 +108,10 @@ class LinkExtractor:
             return self._cache[key]
         except KeyError:
             pass
-        url = canonical(urljoin(base, href))
+        try:
+            url = canonical(urljoin(base, href))
+        except ValueError:  # e.g. "http://[::1" : not a URL
+            url = None
         if len(self._cache) >= _CACHE_MAX:
             self._cache.clear()
         self._cache[key] = url
@@ -119,7 +122,7 @@ class LinkExtractor:
         base = page_url
         node = tree.css_first("base[href]")
         if node is not None:
-            base = canonical(urljoin(page_url, (node.attrs.get("href") or "").strip())) or page_url
+            base = self.join(page_url, (node.attrs.get("href") or "").strip()) or page_url
         raw: set[str] = set()
         for node in tree.css("a[href], area[href]"):
             raw.add(node.attrs.get("href") or "")

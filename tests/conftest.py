@@ -73,9 +73,9 @@ class Site:
             self.in_flight -= 1
 
     async def start(self) -> str:
-        app = web.Application()
+        app = web.Application(handler_args={"access_log": None})
         app.router.add_route("GET", "/{tail:.*}", self._dispatch)
-        self._runner = web.AppRunner(app, handle_signals=False)
+        self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.2)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
