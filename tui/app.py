@@ -1,0 +1,401 @@
+"""crawltop's live monitor: a Textual app that runs the crawl on its own loop and steers it.
+
+The app *pulls*: a timer (5 Hz by default) that is re-armed only after the previous
+refresh finished reads one `Stats.snapshot()` and hands it to every panel inside
+`batch_update()`. The engine never posts anything to the UI, and the panels diff their
+rows, so the cost per frame is O(workers + rows shown), not O(pages crawled).
+
+Entry points for the CLI: `run_tui(crawler, exit_on_finish=...)` (blocking) and
+`await run_tui_async(crawler, exit_on_finish=...)` (when the caller already runs a loop,
+e.g. with the demo site on it).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any, Protocol
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Footer
+
+from core.errors import describe
+from core.stats import Snapshot
+from tui import fmt
+from tui.breakdown import BreakdownPanel
+from tui.commands import CrawlCommands
+from tui.errors import ErrorsPanel
+from tui.merges import MergesPanel
+from tui.screens import (
+    ConcurrencyPrompt,
+    ConfirmQuit,
+    ErrorListScreen,
+    EventListScreen,
+    HelpScreen,
+    MergeListScreen,
+)
+from tui.sparks import SparkPanel
+from tui.status import StatusBar
+from tui.summary import SummaryScreen, summary_content
+from tui.workers import WorkersPanel, WorkersTable
+
+MAX_CONCURRENCY = 10_000
+CONC = Binding.Group("conc", compact=False)
+LIVE = ("RUNNING", "PAUSED")
+
+
+class CrawlerLike(Protocol):
+    """What the app needs from `core.Crawler` (tests for snapshots use a stand-in)."""
+
+    stats: Any
+    paused: bool
+    concurrency: int
+
+    async def crawl(self) -> Any: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def set_concurrency(self, n: int) -> None: ...
+    def cancel_worker(self, worker_id: int) -> bool: ...
+    def stop(self) -> None: ...
+
+
+# Keys shown in the help screen besides the app bindings.
+NAV_KEYS = (
+    ("tab / shift+tab", "move between panels (workers, errors, merges, hosts)"),
+    ("↑ ↓ pgup pgdn home end", "move the selection in a panel"),
+    ("ctrl+p", "command palette: every action by name"),
+    ("escape", "close a list, prompt or help"),
+    ("/", "in the error and merge lists: type to filter"),
+    ("= and > <", "also work as + and ] [ (for keyboards where + needs shift)"),
+)
+
+
+class CrawlApp(App[int]):
+    """htop for a crawl: watch it and steer it from the keyboard."""
+
+    TITLE = "crawltop"
+    CSS_PATH = "app.tcss"
+    COMMANDS = App.COMMANDS | {CrawlCommands}
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-tiny"), (18, "-short"), (34, "-tall")]
+
+    BINDINGS = [
+        Binding("p", "pause", "Pause", id="pause", tooltip="No worker takes a new URL; fetches in flight finish"),
+        Binding("p", "resume", "Resume", id="resume", tooltip="Workers take URLs again"),
+        Binding("plus", "more(1)", "+1", id="more", key_display="+", tooltip="One more worker", group=CONC),
+        Binding("minus", "fewer(1)", "-1", id="fewer", key_display="-", tooltip="One worker fewer (it retires after its URL)", group=CONC),
+        Binding("right_square_bracket", "more(10)", "+10", id="more10", key_display="]", tooltip="Ten more workers", group=CONC),
+        Binding("left_square_bracket", "fewer(10)", "-10", id="fewer10", key_display="[", tooltip="Ten workers fewer", group=CONC),
+        Binding("c", "set_concurrency", "Set", id="concurrency", tooltip="Type a number of workers"),
+        Binding("x", "cancel_worker", "Cancel", id="cancel-worker", tooltip="Cancel the selected worker; its URL is re-queued"),
+        Binding("e", "errors", "Errors", id="errors", tooltip="Full error list, filterable"),
+        Binding("r", "merges", "Merges", id="merges", tooltip="Redirect merges and redirects, filterable"),
+        Binding("s", "summary", "Summary", id="summary", tooltip="Summary of the finished crawl"),
+        Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="Every key"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Quit; asks first while the crawl runs"),
+        # Aliases, hidden from the Footer: listed in the help screen.
+        Binding("equals_sign", "more(1)", show=False),
+        Binding("greater_than_sign", "more(10)", show=False),
+        Binding("less_than_sign", "fewer(10)", show=False),
+        Binding("ctrl+c", "quit", show=False, priority=True),
+        Binding("ctrl+q", "quit", show=False, priority=True),
+    ]
+
+    def __init__(
+        self,
+        crawler: CrawlerLike,
+        *,
+        exit_on_finish: bool = False,
+        refresh_hz: float = 5.0,
+    ) -> None:
+        super().__init__()
+        self.crawler = crawler
+        self.exit_on_finish = exit_on_finish
+        self.refresh_interval = 1.0 / max(0.5, min(refresh_hz, 30.0))
+        self.crawl_task: asyncio.Task[Any] | None = None
+        self.last_snapshot: Snapshot | None = None
+        self.failure: str | None = None
+        self.frames = 0  # refreshes done (tests and the benchmark read it)
+        self._stopping = False
+        self._finished = False
+        self._binding_key: tuple = ()
+        self._timer = None
+
+    # -- layout ----------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        self.status_bar = StatusBar(id="status")
+        self.sparks = SparkPanel(id="sparks")
+        self.breakdown = BreakdownPanel(id="breakdown")
+        self.workers_panel = WorkersPanel(id="workers")
+        self.errors_panel = ErrorsPanel(id="errors")
+        self.merges_panel = MergesPanel(id="merges")
+        yield self.status_bar
+        with Horizontal(id="top"):
+            yield self.sparks
+            yield self.breakdown
+        yield self.workers_panel
+        with Horizontal(id="bottom"):
+            yield self.errors_panel
+            yield self.merges_panel
+        yield Footer(compact=True)
+
+    @property
+    def workers_table(self) -> WorkersTable:
+        return self.workers_panel.table
+
+    def on_mount(self) -> None:
+        config = getattr(self.crawler, "config", None)
+        home = fmt.home_hosts(getattr(config, "roots", ()))
+        self.errors_panel.home = self.merges_panel.home = home
+        self.workers_table.focus()
+        self.crawl_task = asyncio.create_task(self.crawler.crawl(), name="crawltop-crawl")
+        self.crawl_task.add_done_callback(self._crawl_done)
+        self._tick()
+
+    def on_unmount(self) -> None:
+        # The app is going away without the quit dialog (an error, or a test ending):
+        # never leave the crawl running behind it. The caller awaits crawl_task.
+        if self.crawl_task is not None and not self.crawl_task.done() and not self._stopping:
+            self._stopping = True
+            self.crawler.stop()
+
+    # -- the refresh loop ------------------------------------------------------
+    def _tick(self) -> None:
+        """One refresh, then re-arm: a slow frame delays the next, frames never overlap."""
+        if self._exit or not self.screen_stack:
+            return
+        try:
+            self.refresh_now()
+        finally:
+            if self.is_running and not self._exit:
+                self._timer = self.set_timer(self.refresh_interval, self._tick, name="crawltop-refresh")
+
+    def refresh_now(self) -> Snapshot:
+        """Read one snapshot and show it everywhere (also called right after a key)."""
+        snap = self.crawler.stats.snapshot()
+        self.last_snapshot = snap
+        self.frames += 1
+        with self.batch_update():
+            self.status_bar.show_snapshot(snap)
+            self.sparks.show(snap)
+            self.breakdown.show(snap)
+            self.workers_panel.show(snap)
+            self.errors_panel.show(snap)
+            self.merges_panel.show(snap)
+            screen = self.screen
+            if isinstance(screen, EventListScreen) and screen.is_mounted:
+                screen.show(snap)
+        key = (
+            snap.state,
+            self.crawler.paused,
+            self.crawler.concurrency <= 1,
+            self.workers_table.selected_key() is not None,
+            self._stopping,
+        )
+        if key != self._binding_key:
+            self._binding_key = key
+            self.refresh_bindings()
+        return snap
+
+    # -- crawl lifecycle ---------------------------------------------------------
+    @property
+    def state(self) -> str:
+        if self._stopping and self.crawl_task is not None and not self.crawl_task.done():
+            return "STOPPING"
+        return self.crawler.stats.state
+
+    @property
+    def live(self) -> bool:
+        return (
+            not self._stopping
+            and self.crawl_task is not None
+            and not self.crawl_task.done()
+            and self.crawler.stats.state in LIVE
+        )
+
+    def _crawl_done(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            self.failure = "the crawl task was cancelled"
+        elif (exc := task.exception()) is not None:
+            self.failure = describe(exc)
+        if self.is_running:
+            self.call_later(self._on_finished)
+
+    def _on_finished(self) -> None:
+        if self._finished or self._exit or not self.screen_stack:
+            return
+        self._finished = True
+        snap = self.refresh_now()
+        if self.failure:
+            self.notify(self.failure, title="crawl failed", severity="error", timeout=30)
+        if self._stopping or self.exit_on_finish:
+            self.exit(self.exit_code)
+            return
+        if isinstance(self.screen, (ConfirmQuit, ConcurrencyPrompt)):
+            self.screen.dismiss(None)
+        self.push_screen(self._summary_screen(snap))
+
+    def _summary_screen(self, snap: Snapshot) -> SummaryScreen:
+        top = self.crawler.stats.top_error_urls(10)
+        return SummaryScreen(summary_content(snap, top, failure=self.failure))
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failure else 0
+
+    def stop_crawl(self) -> None:
+        """Stop cleanly, wait for the records to be flushed, then exit."""
+        if self._stopping:
+            return
+        self._stopping = True
+        self.crawler.stop()
+        self.refresh_now()
+        self.run_worker(self._finish_and_exit(), name="crawltop-stop", group="stop", exclusive=True)
+
+    async def _finish_and_exit(self) -> None:
+        task = self.crawl_task
+        if task is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(task)
+        self.exit(self.exit_code)
+
+    # -- actions -------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        live = self.live
+        if action == "pause":
+            return live and not self.crawler.paused
+        if action == "resume":
+            return live and self.crawler.paused
+        if action in ("more", "set_concurrency"):
+            return live
+        if action == "fewer":
+            if not live:
+                return False
+            return None if self.crawler.concurrency <= 1 else True
+        if action == "cancel_worker":
+            if not live or self.screen is not self.screen_stack[0]:
+                return False
+            return True if self.workers_table.selected_key() is not None else None
+        if action == "summary":
+            return self._finished and not isinstance(self.screen, SummaryScreen)
+        return True
+
+    def action_pause(self) -> None:
+        self.crawler.pause()
+        self.refresh_now()
+
+    def action_resume(self) -> None:
+        self.crawler.resume()
+        self.refresh_now()
+
+    def _set_concurrency(self, n: int) -> None:
+        n = max(1, min(MAX_CONCURRENCY, n))
+        if n != self.crawler.concurrency:
+            self.crawler.set_concurrency(n)
+        self.refresh_now()
+
+    def action_more(self, step: int = 1) -> None:
+        self._set_concurrency(self.crawler.concurrency + step)
+
+    def action_fewer(self, step: int = 1) -> None:
+        self._set_concurrency(self.crawler.concurrency - step)
+
+    def action_set_concurrency(self) -> None:
+        def apply(n: int | None) -> None:
+            if n is not None and self.live:
+                self._set_concurrency(n)
+
+        self.push_screen(ConcurrencyPrompt(self.crawler.concurrency), apply)
+
+    def action_cancel_worker(self) -> None:
+        worker_id = self.workers_table.selected_worker()
+        if worker_id is None:
+            return
+        if self.crawler.cancel_worker(worker_id):
+            self.notify(f"Worker {worker_id} cancelled; its URL is back on the queue", timeout=3)
+        else:
+            self.notify(f"Worker {worker_id} is already gone", severity="warning", timeout=3)
+        self.refresh_now()
+
+    def _show_list(self, cls: type[EventListScreen]) -> None:
+        if isinstance(self.screen, cls):
+            return
+        snap = self.last_snapshot or self.refresh_now()
+        if isinstance(self.screen, EventListScreen):
+            self.switch_screen(cls(snap))
+        else:
+            self.push_screen(cls(snap))
+
+    def action_errors(self) -> None:
+        self._show_list(ErrorListScreen)
+
+    def action_merges(self) -> None:
+        self._show_list(MergeListScreen)
+
+    def action_summary(self) -> None:
+        if self._finished and not isinstance(self.screen, SummaryScreen):
+            self.push_screen(self._summary_screen(self.last_snapshot or self.refresh_now()))
+
+    def help_keys(self) -> list[tuple[str, str]]:
+        keys: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for b in self.BINDINGS:
+            assert isinstance(b, Binding)
+            if not b.show or b.id in seen:
+                continue
+            seen.add(b.id or b.action)
+            tip = b.tooltip or b.description
+            if b.id == "pause":
+                keys.append(("p", "pause / resume the crawl"))
+            elif b.id == "resume":
+                continue
+            else:
+                keys.append((b.key_display or b.key, tip[0].lower() + tip[1:]))
+        return keys + list(NAV_KEYS)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.help_keys()))
+
+    async def action_quit(self) -> None:
+        if self.crawl_task is None or self.crawl_task.done():
+            self.exit(self.exit_code)
+            return
+        if self._stopping:
+            self.notify("Stopping: waiting for in-flight work and flushing records…", timeout=3)
+            return
+        if isinstance(self.screen, ConfirmQuit):
+            return
+        snap = self.last_snapshot or self.refresh_now()
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.stop_crawl()
+
+        self.push_screen(ConfirmQuit(snap.in_flight, snap.queued), answer)
+
+
+async def run_tui_async(
+    crawler: CrawlerLike, *, exit_on_finish: bool = False, refresh_hz: float = 5.0
+) -> int:
+    """Run the app on the current loop until the person quits; the crawl is always
+    stopped and awaited (records flushed) before this returns. Returns the exit code:
+    0 when the crawl finished or was stopped, 1 if the engine raised."""
+    app = CrawlApp(crawler, exit_on_finish=exit_on_finish, refresh_hz=refresh_hz)
+    try:
+        await app.run_async()
+    finally:
+        task = app.crawl_task
+        if task is not None and not task.done():
+            crawler.stop()
+            with contextlib.suppress(BaseException):
+                await task
+    if app.return_code not in (None, 0):
+        return app.return_code
+    return app.exit_code
+
+
+def run_tui(crawler: CrawlerLike, *, exit_on_finish: bool = False, refresh_hz: float = 5.0) -> int:
+    """Blocking entry point for the CLI: `sys.exit(run_tui(crawler, exit_on_finish=...))`."""
+    return asyncio.run(run_tui_async(crawler, exit_on_finish=exit_on_finish, refresh_hz=refresh_hz))

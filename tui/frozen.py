@@ -1,0 +1,154 @@
+"""A frozen stand-in for `core.Crawler`, for snapshot tests and layout work only.
+
+It exposes the attributes the app reads (stats.snapshot(), stats.state, paused,
+concurrency, crawl(), pause(), ...) and always returns the same deterministic
+Snapshot: a fixed clock, fixed numbers. Every behaviour test runs a real Crawler.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+import types
+
+from core.stats import ErrorEvent, HostView, MergeEvent, Snapshot, WorkerView
+
+HOST = "127.0.0.1:8080"
+ROOT = f"http://{HOST}"
+
+
+def _history(n: int, base: float, amp: float, period: float, phase: float = 0.0) -> tuple[int, ...]:
+    return tuple(max(0, int(base + amp * math.sin((i + phase) / period))) for i in range(n))
+
+
+def sample_snapshot(state: str = "RUNNING") -> Snapshot:
+    phases = ["reading", "reading", "connecting", "parsing", "waiting", "reading", "backoff", "reading", "robots", "reading"]
+    paths = [
+        "/docs/guide/install.html", "/blog/2024/05/asyncio-crawlers", "/api/v2/items?page=3&sort=asc",
+        "/docs/reference/config", "", "/stall/forever", "/flaky/503", "/products/widgets/blue-widget-deluxe",
+        "/robots.txt", "/search?q=%5Bbold%5D",
+    ]
+    times = [0.3, 0.8, 0.1, 0.05, 1.2, 42.0, 2.5, 0.6, 0.2, 0.4]
+    paused = state == "PAUSED"
+    workers = []
+    for i, (phase, path, t) in enumerate(zip(phases, paths, times), start=1):
+        if paused and phase == "waiting":
+            phase = "paused"
+        if state == "DONE":
+            phase, path = "waiting", ""
+        workers.append(
+            WorkerView(
+                id=i, phase=phase, url=(ROOT + path) if path else None, host=HOST if path else None,
+                in_phase=t, tries=2 if phase == "backoff" else (1 if path else 0), retiring=False,
+            )
+        )
+    busy = sum(1 for w in workers if w.phase not in ("waiting", "paused"))
+    errors = (
+        ErrorEvent(1, 3.2, ROOT + "/missing-page", "HTTPStatusError", "404 Not Found", 1),
+        ErrorEvent(2, 5.9, ROOT + "/flaky/500", "HTTPStatusError", "500 Internal Server Error after 4 tries", 4),
+        ErrorEvent(3, 8.1, ROOT + "/[bold]x[/bold]", "ClientResponseError", "[red]not markup[/red]", 1),
+        ErrorEvent(4, 9.4, ROOT + "/esc\x1b[31mred\x1b[0m", "TimeoutError", "read timed out\x07", 3),
+        ErrorEvent(5, 12.0, ROOT + "/loop/a", "TooManyRedirects", "more than 10 redirects", 1),
+        ErrorEvent(6, 14.5, ROOT + "/private/admin", "BlockedByRobots", "disallowed by robots.txt", 1),
+        ErrorEvent(7, 20.3, "http://other.example:9/down", "ClientConnectorError", "Cannot connect to host", 4),
+    )
+    merges = (
+        MergeEvent(1, 4.0, ROOT + "/old-home", ROOT + "/", 301),
+        MergeEvent(2, 6.5, ROOT + "/docs", ROOT + "/docs/", 301),
+        MergeEvent(3, 9.0, ROOT + "/a/b/../c", ROOT + "/a/c", 308),
+        MergeEvent(4, 15.2, ROOT + "/index.html", ROOT + "/", 302),
+    )
+    hosts = (
+        HostView(HOST, busy, 1234, 6, 38.5, 0.0),
+        HostView("other.example:9", 0, 0, 1, 0.0, 0.0),
+    )
+    done = state == "DONE"
+    return Snapshot(
+        state=state,
+        elapsed=83.4,
+        records=1318,
+        pages=1234,
+        bytes=18_734_221,
+        queued=0 if done else 457,
+        seen=1775 if not done else 1318,
+        in_flight=0 if done else busy,
+        concurrency=10,
+        busy=0 if done else busy,
+        idle=len(workers) - (0 if done else busy),
+        errors=len(errors),
+        retries=9,
+        redirects=52,
+        merges=len(merges),
+        robots_blocked=3,
+        truncated=1,
+        rate_now=0.0 if paused or done else 16.4,
+        rate_avg=14.8,
+        statuses={200: 1150, 301: 48, 302: 4, 404: 27, 500: 5},
+        errors_by_kind={
+            "HTTPStatusError": 2, "ClientResponseError": 1, "TimeoutError": 1,
+            "TooManyRedirects": 1, "BlockedByRobots": 1, "ClientConnectorError": 1,
+        },
+        workers=tuple(workers),
+        hosts=hosts,
+        recent_errors=errors,
+        recent_merges=merges,
+        history_pages=_history(83, 14, 6, 7.0),
+        history_queue=_history(83, 300, 200, 20.0, 10),
+        history_errors=tuple(1 if i % 11 == 0 else 0 for i in range(83)),
+    )
+
+
+class FrozenStats:
+    def __init__(self, crawler: FrozenCrawler) -> None:
+        self._crawler = crawler
+        self.state = crawler.initial_state
+
+    def snapshot(self) -> Snapshot:
+        return self._crawler.make_snapshot(self.state)
+
+    def top_error_urls(self, n: int = 10) -> list[tuple[str, int]]:
+        return [(e.url, 4 - i % 3) for i, e in enumerate(self._crawler.make_snapshot("DONE").recent_errors)][:n]
+
+
+class FrozenCrawler:
+    """Same attributes and methods as core.Crawler; nothing moves."""
+
+    def __init__(self, state: str = "RUNNING", *, finish: bool = False) -> None:
+        self.initial_state = state
+        self.finish = finish
+        self.paused = state == "PAUSED"
+        self.concurrency = 10
+        self.cancelled: list[int] = []
+        self.stats = FrozenStats(self)
+        self.config = types.SimpleNamespace(roots=(ROOT + "/",))
+        self._stop = asyncio.Event()
+
+    def make_snapshot(self, state: str) -> Snapshot:
+        snap = sample_snapshot(state)
+        if self.concurrency != snap.concurrency:
+            snap = dataclasses.replace(snap, concurrency=self.concurrency)
+        return snap
+
+    async def crawl(self) -> None:
+        if not self.finish:
+            await self._stop.wait()
+        self.stats.state = "DONE"
+
+    def pause(self) -> None:
+        self.paused = True
+        self.stats.state = "PAUSED"
+
+    def resume(self) -> None:
+        self.paused = False
+        self.stats.state = "RUNNING"
+
+    def set_concurrency(self, n: int) -> None:
+        self.concurrency = n
+
+    def cancel_worker(self, worker_id: int) -> bool:
+        self.cancelled.append(worker_id)
+        return True
+
+    def stop(self) -> None:
+        self.stats.state = "STOPPING"
+        self._stop.set()

@@ -1,0 +1,304 @@
+"""Modal prompts and the full-screen lists: quit confirmation, concurrency prompt,
+help, the error list and the merges/redirects list."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, Footer, Input, Static
+
+from core.sanitize import clean
+from core.stats import ErrorEvent, MergeEvent, Snapshot
+from tui import fmt
+from tui.errors import kind_parts
+from tui.line import Line
+from tui.logtable import LogTable
+from tui.table import Cell, Col, cell
+
+
+class ConfirmQuit(ModalScreen[bool]):
+    """'Stop the crawl and quit?' y / n."""
+
+    BINDINGS = [
+        Binding("y,enter", "answer(True)", "Stop and quit", id="confirm-yes", priority=True),
+        Binding("n,escape", "answer(False)", "Keep crawling", id="confirm-no"),
+        Binding("q,ctrl+c", "answer(True)", show=False, priority=True),
+    ]
+
+    def __init__(self, in_flight: int, queued: int) -> None:
+        super().__init__(id="confirm-quit")
+        self.in_flight = in_flight
+        self.queued = queued
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(Content("The crawl is still running."), classes="dialog-title")
+            yield Static(
+                Content(
+                    f"Stop it and quit? {self.in_flight} fetches in flight are put back, "
+                    f"{fmt.count(self.queued)} URLs stay queued, and every record is flushed."
+                ),
+                classes="dialog-body",
+            )
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Stop and quit (y)", id="yes", variant="error")
+                yield Button("Keep crawling (n)", id="no", variant="primary")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class ConcurrencyPrompt(ModalScreen[int | None]):
+    """Type a number of workers."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt-cancel")]
+    MAX = 10_000
+
+    def __init__(self, current: int) -> None:
+        super().__init__(id="concurrency-prompt")
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(Content(f"Concurrency (now {self.current}): how many workers?"), classes="dialog-title")
+            yield Input(
+                placeholder=str(self.current),
+                type="integer",
+                id="concurrency-input",
+                max_length=5,
+            )
+            yield Static(Content("enter to apply, escape to cancel"), classes="dialog-help")
+
+    def on_mount(self) -> None:
+        inp = self.query_one(Input)
+        inp.cursor_blink = False
+        inp.focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip() or str(self.current)
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if not 1 <= n <= self.MAX:
+            self.notify(f"Type a number from 1 to {self.MAX}", severity="warning")
+            return
+        self.dismiss(n)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key, generated from the app's bindings so it cannot drift."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "close", "Close", id="help-close")]
+
+    def __init__(self, keys: Sequence[tuple[str, str]]) -> None:
+        super().__init__(id="help")
+        self.keys = keys
+
+    def compose(self) -> ComposeResult:
+        width = max(len(k) for k, _ in self.keys) + 2
+        parts: list = [("crawltop keys\n\n", "bold")]
+        for key, what in self.keys:
+            parts += [(key.ljust(width), "bold $accent"), what, "\n"]
+        parts += ["\n", ("escape / ? closes this help", "dim")]
+        with VerticalScroll(classes="dialog help-dialog"):
+            yield Static(Content.assemble(*parts), id="help-text")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+# -- full lists -----------------------------------------------------------------
+
+class EventTable(LogTable):
+    limit = 5000
+    hard_limit = 10000
+
+
+class EventListScreen(Screen[None]):
+    """A scrollable, filterable list of events that keeps growing while shown."""
+
+    BINDINGS = [
+        Binding("escape", "close", "Back", id="list-back"),
+        Binding("slash", "focus_filter", "Filter", id="list-filter", key_display="/"),
+        Binding("ctrl+l", "clear_filter", "Clear filter", id="list-clear"),
+    ]
+    TITLE = ""
+    COLUMNS: Sequence[Col] = ()
+
+    def __init__(self, snap: Snapshot, *, id: str) -> None:
+        super().__init__(id=id)
+        self._events: dict[str, tuple[tuple[Cell, ...], str]] = {}  # key -> (cells, haystack)
+        self._filter = ""
+        self._first = snap
+
+    def compose(self) -> ComposeResult:
+        self.heading = Line(classes="panel-title")
+        table = EventTable(id=f"{self.id}-table", show_header=True)
+        table.COLUMNS = self.COLUMNS
+        self.table = table
+        yield self.heading
+        yield Input(placeholder="filter: type to narrow by URL, kind or message", id=f"{self.id}-filter")
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(Input).cursor_blink = False
+        self.show(self._first)
+        self.table.focus()
+
+    # subclasses: which events, their key/seq, their cells and searchable text
+    def events(self, snap: Snapshot) -> Iterable[Any]:
+        raise NotImplementedError
+
+    def describe(self, event: Any) -> tuple[str, tuple[Cell, ...], str]:
+        """(unique key, cells, lower-case searchable text)."""
+        raise NotImplementedError
+
+    def heading_parts(self, snap: Snapshot) -> list:
+        raise NotImplementedError
+
+    def _matches(self, haystack: str) -> bool:
+        return not self._filter or self._filter in haystack
+
+    def show(self, snap: Snapshot) -> None:
+        self.heading.show(*self.heading_parts(snap), *self._filter_note())
+        new = []
+        for ev in self.events(snap):
+            key, cells, hay = self.describe(ev)
+            if key in self._events:
+                continue
+            self._events[key] = (cells, hay)
+            if self._matches(hay):
+                new.append((key, cells))
+        if len(self._events) > EventTable.hard_limit:
+            for key in list(self._events)[: len(self._events) - EventTable.hard_limit]:
+                del self._events[key]
+        self.table.append(new)
+
+    def _filter_note(self) -> list:
+        if not self._filter:
+            return []
+        shown = self.table.row_count
+        return [("   filter ", "dim"), (repr(self._filter), "bold"), (f" {shown} shown", "dim")]
+
+    @on(Input.Changed)
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self._filter = event.value.strip().lower()
+        table = self.table
+        table.clear_rows()  # a person typed: rebuilding here is not per frame
+        table.upsert((k, cells) for k, (cells, hay) in self._events.items() if self._matches(hay))
+        if table.row_count:
+            table.move_cursor(row=table.row_count - 1, animate=False)
+        self.app.call_later(self._refresh_heading)
+
+    def _refresh_heading(self) -> None:
+        snap = getattr(self.app, "last_snapshot", None)
+        if snap is not None:
+            self.heading.show(*self.heading_parts(snap), *self._filter_note())
+
+    @on(Input.Submitted)
+    def _filter_done(self) -> None:
+        self.table.focus()
+
+    def action_focus_filter(self) -> None:
+        self.query_one(Input).focus()
+
+    def action_clear_filter(self) -> None:
+        self.query_one(Input).value = ""
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ErrorListScreen(EventListScreen):
+    COLUMNS = (
+        Col("seq", "#", 5, justify="right"),
+        Col("at", "at", 7, justify="right"),
+        Col("kind", "kind", 20),
+        Col("tries", "try", 3, justify="right"),
+        Col("url", "url", None, 12),
+        Col("message", "message", None, 10),
+    )
+
+    def __init__(self, snap: Snapshot) -> None:
+        super().__init__(snap, id="error-list")
+
+    def events(self, snap: Snapshot) -> Iterable[ErrorEvent]:
+        return snap.recent_errors
+
+    def describe(self, e: ErrorEvent) -> tuple[str, tuple[Cell, ...], str]:
+        cells = (
+            cell(e.seq, "dim"),
+            cell(fmt.duration(e.at), "dim"),
+            cell(e.kind, "red"),
+            cell(e.tries, "yellow" if e.tries > 1 else ""),
+            cell(e.url),
+            cell(e.message, "dim"),
+        )
+        hay = clean(f"{e.url} {e.kind} {e.message}", 2000).lower()
+        return str(e.seq), cells, hay
+
+    def heading_parts(self, snap: Snapshot) -> list:
+        parts = kind_parts(snap.errors_by_kind, snap.errors)
+        if snap.errors > len(snap.recent_errors):
+            parts += [("   (latest ", "dim"), str(len(snap.recent_errors)), (" kept)", "dim")]
+        return parts
+
+
+class MergeListScreen(EventListScreen):
+    """Redirect merges (target already seen), plus plain redirects if the engine keeps them."""
+
+    COLUMNS = (
+        Col("seq", "#", 5, justify="right"),
+        Col("at", "at", 7, justify="right"),
+        Col("kind", "kind", 8),
+        Col("status", "st", 3),
+        Col("source", "from", None, 12),
+        Col("target", "target", None, 12),
+    )
+
+    def __init__(self, snap: Snapshot) -> None:
+        super().__init__(snap, id="merge-list")
+
+    def events(self, snap: Snapshot) -> Iterable[Any]:
+        redirects = getattr(snap, "recent_redirects", ())
+        if not redirects:
+            return snap.recent_merges
+        tagged = [("merge", m) for m in snap.recent_merges] + [("redirect", r) for r in redirects]
+        tagged.sort(key=lambda t: t[1].at)
+        return tagged
+
+    def describe(self, ev: Any) -> tuple[str, tuple[Cell, ...], str]:
+        kind, m = ev if isinstance(ev, tuple) else ("merge", ev)
+        cells = (
+            cell(m.seq, "dim"),
+            cell(fmt.duration(m.at), "dim"),
+            cell(kind, "cyan" if kind == "merge" else ""),
+            cell(m.status or "", "dim"),
+            cell(m.source),
+            cell(m.target, "cyan"),
+        )
+        hay = clean(f"{kind} {m.status} {m.source} {m.target}", 4000).lower()
+        return f"{kind[0]}{m.seq}", cells, hay
+
+    def heading_parts(self, snap: Snapshot) -> list:
+        return [
+            ("Redirect merges ", "bold"), (fmt.count(snap.merges), "bold"),
+            ("  redirects ", "dim"), fmt.count(snap.redirects),
+            ("   a merge is a redirect whose target was already seen", "dim"),
+        ]
