@@ -173,7 +173,9 @@ class Crawler:
     async def _work(self, ws: WorkerState) -> None:
         try:
             while len(self._tasks) <= self._target:
-                await self._unpaused.wait()
+                if self.paused:
+                    self.stats.set_phase(ws, "paused")
+                    await self._unpaused.wait()
                 self.stats.set_phase(ws, "waiting")
                 item = await self.frontier.pop()
                 self._held[ws.id] = item
@@ -198,8 +200,8 @@ class Crawler:
                 await self._unpaused.wait()
             record = await self._process(ws, item)
         except asyncio.CancelledError:
-            # Cancelled mid-fetch (cancel_worker or stop): the URL goes back, one try spent.
-            self.frontier.requeue(item._replace(tries=ws.tries + 1))
+            # Cancelled (cancel_worker or stop): the URL goes back, with the try it was on spent.
+            self.frontier.requeue(item._replace(tries=ws.tries))
             raise
         except Exception as exc:  # a bug or a surprise must not kill the worker or hang join()
             record = Record(url=item.url, depth=item.depth, tries=ws.tries, error=errors.describe(exc))

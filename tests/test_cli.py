@@ -1,0 +1,71 @@
+"""The crawltop command as a user runs it: exit codes, the report, Ctrl-C."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "tui.cli"]
+ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+
+def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=ENV)
+
+
+@pytest.mark.parametrize("argv", [
+    ["crawl", "ftp://example.com/"],
+    ["crawl", "not a url"],
+    ["crawl", "http://"],
+    ["crawl", "http://x/", "--scope", "planet"],
+    ["crawl", "http://x/", "-c", "0"],
+    ["crawl", "http://x/", "--exclude", "(unclosed"],
+    ["crawl"],
+    ["bogus"],
+])
+def test_usage_errors_exit_2_with_one_line(argv: list[str]) -> None:
+    proc = run(*argv)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("crawltop: error:") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_demo_headless_report_and_records(tmp_path: Path) -> None:
+    out = tmp_path / "demo.jsonl"
+    proc = run("demo", "--fast", "--headless", "-o", str(out), "-c", "20", "--timeout", "5")
+    assert proc.returncode == 0, proc.stderr
+    assert "crawltop report" in proc.stdout and "merges 19" in proc.stdout
+    assert "BlockedByRobots" in proc.stdout and "   500  2" in proc.stdout
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 2072
+    assert set(records[0]) >= {"url", "status", "next_url", "merged", "error", "content_type", "encoding",
+                               "size", "num_urls", "num_new_urls", "depth", "tries", "elapsed_ms"}
+
+
+def test_ctrl_c_stops_cleanly_with_report_and_records(tmp_path: Path) -> None:
+    out = tmp_path / "slow.jsonl"
+    proc = subprocess.Popen([*CLI, "demo", "--headless", "-o", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 2000):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr and "crawltop report" in stdout
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    urls = [r["url"] for r in records]
+    assert len(urls) == len(set(urls)) > 10
+    assert any((r["error"] or "").startswith("Cancelled") for r in records)
+
+
+def test_escape_sequences_never_reach_the_terminal() -> None:
+    from core.sanitize import clean
+
+    assert clean("http://x/\x1b[2J\x1b]0;pwned\x07\u202e") == "http://x/?[2J?]0;pwned??"

@@ -1,0 +1,62 @@
+"""Canonical URLs and link extraction: the per-link hot path."""
+from __future__ import annotations
+
+import pytest
+
+from core.scope import Scope
+from core.urls import LinkExtractor, canonical
+
+
+@pytest.mark.parametrize("raw, want", [
+    ("HTTP://Example.COM:80/a/./b/../c?x=1&y=%7e#frag", "http://example.com/a/c?x=1&y=~"),
+    ("https://x.com:443", "https://x.com/"),
+    ("http://x.com:8080/p?b=2&a=1", "http://x.com:8080/p?b=2&a=1"),
+    ("http://x.com/a b/%zz", "http://x.com/a%20b/%25zz"),
+    ("http://x/%2fa%41", "http://x/%2FaA"),
+    ("http://bücher.de/ü", "http://xn--bcher-kva.de/%C3%BC"),
+    ("  http://user:pw@x.com/  ", "http://x.com/"),
+    ("http://x.com:99999/", None),
+    ("mailto:a@b", None),
+    ("http:///nohost", None),
+])
+def test_canonical(raw: str, want: str | None) -> None:
+    assert canonical(raw) == want
+
+
+def test_links_honour_base_entities_frames_and_skip_junk() -> None:
+    html = """<base href='/dir/'><a href=' rel?q=1&amp;b=2#x '>x</a><a href='#top'></a>
+    <a href='javascript:void(0)'></a><a href='//other.com/p'></a><a href='MAILTO:x'></a>
+    <area href='/map'><iframe src='/frame'></iframe><a href='http://[::1'></a>"""
+    assert LinkExtractor().links(html, "http://h.com/a/b") == {
+        "http://h.com/dir/rel?q=1&b=2", "http://other.com/p", "http://h.com/map",
+        "http://h.com/frame"}
+
+
+def test_frameset_frames() -> None:
+    html = "<html><frameset><frame src='left.html'><frame src='/right'></frameset></html>"
+    assert LinkExtractor().links(html, "http://h.com/d/") == {"http://h.com/d/left.html", "http://h.com/right"}
+
+
+def test_join_cache_depends_on_the_right_part_of_the_base() -> None:
+    le = LinkExtractor()
+    assert le.join("http://h.com/a/b", "c") == "http://h.com/a/c"
+    assert le.join("http://h.com/x/y", "c") == "http://h.com/x/c"
+    assert le.join("http://h.com/a/b?q=1", "?z") == "http://h.com/a/b?z"
+    assert le.join("http://h.com/a/c?q=1", "?z") == "http://h.com/a/c?z"
+    assert le.join("https://h.com/a", "//o.com/") == "https://o.com/"
+    assert le.join("http://h.com/a", "//o.com/") == "http://o.com/"
+    assert le.join("http://h.com/a", "/r") == "http://h.com/r"
+    assert le.join("http://g.com/a", "/r") == "http://g.com/r"
+
+
+def test_scopes() -> None:
+    dom = Scope(("http://www.example.co.uk/",), "domain")
+    assert dom.allows("http://shop.example.co.uk/x") and not dom.allows("http://other.co.uk/")
+    host = Scope(("http://example.com/",), "host", exclude=("/private",))
+    assert host.allows("https://www.example.com/a") and not host.allows("http://sub.example.com/")
+    assert not host.allows("http://example.com/private/x")
+    ip = Scope(("http://127.0.0.1:8080/",))
+    assert ip.allows("http://127.0.0.1:9/a") and not ip.allows("http://127.0.0.2/")
+    assert Scope(("http://a.com/",), "any").allows("http://b.org/")
+    inc = Scope(("http://a.com/",), include=("/docs/",))
+    assert inc.allows("http://a.com/docs/x") and not inc.allows("http://a.com/blog/")
