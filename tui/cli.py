@@ -59,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="crawl the bundled demo site on 127.0.0.1")
     demo.add_argument("--fast", action="store_true", help="no simulated latency (benchmarks)")
     _add_crawl_options(demo)
+    # The demo's stalling page should fail within the crawl's minute or two, not after 4 x 30 s.
+    demo.set_defaults(timeout=10.0)
     return parser
 
 
