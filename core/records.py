@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import IO, Protocol
 
 
@@ -25,8 +25,14 @@ class Record:
     elapsed_ms: float = 0.0
     truncated: bool = False
 
+    def to_dict(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in FIELDS}
+
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Record))
 
 
 class Sink(Protocol):
