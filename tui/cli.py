@@ -12,6 +12,7 @@ from core.config import CrawlConfig
 from core.crawler import VERSION, Crawler
 from core.errors import UsageError
 from core.sanitize import clean
+from tui import state_cli
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_crawl_options(demo)
     # The demo's stalling page should fail within the crawl's minute or two, not after 4 x 30 s.
     demo.set_defaults(timeout=10.0)
+    state_cli.add_arguments(sub, crawl, demo)  # --state, --warc, resume, export
     return parser
 
 
@@ -105,12 +107,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     server: subprocess.Popen[str] | None = None
     try:
+        if state_cli.wants_state(args):
+            return state_cli.run(args, argv)
         if args.command == "demo":
             server, url = _start_demo(args.fast)
             roots: Sequence[str] = [url]
         else:
             roots = args.roots
-        crawler = Crawler(config_from(args, roots))
+        crawler = Crawler(config_from(args, roots), sinks=state_cli.extra_sinks(args))
         return _run(crawler, args)
     except UsageError as exc:
         print(f"crawltop: error: {clean(exc)}", file=sys.stderr)

@@ -1,0 +1,172 @@
+"""The CLI side of crash-safe state: `crawl --state`, `resume`, `export` and `--warc`.
+
+tui/cli.py calls `add_arguments()` while building its parser and `run()` for any
+command that touches a state file; everything else about a crawl stays in cli.py.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from typing import Sequence
+
+from core.config import CrawlConfig
+from core.crawler import Crawler
+from core.export import export_csv, export_jsonl
+from core.records import JsonlSink, Sink
+from core.sanitize import clean
+from core.store import STATUS_FINISHED, STATUS_STOPPED, SqliteStore, StateError, open_state
+from core.warc import WarcSink
+
+# argparse dest -> CrawlConfig field, for options that a resume may override
+_FIELD = {"no_robots": "robots"}
+_NOT_CONFIG = {"headless", "exit_on_finish", "warc", "state", "fast", "command", "roots", "_pos"}
+
+
+def add_arguments(sub: argparse._SubParsersAction, crawl: argparse.ArgumentParser,
+                  demo: argparse.ArgumentParser) -> None:
+    from tui import cli
+
+    for p in (crawl, demo):
+        _add_warc(p)
+    crawl.add_argument("--state", metavar="PATH", default=None,
+                       help="keep the whole crawl state in this SQLite file; if it exists, resume it")
+    resume = sub.add_parser("resume", help="continue a crawl from its --state file (options given here win)")
+    resume.add_argument("state", metavar="PATH")
+    cli._add_crawl_options(resume)
+    _add_warc(resume)
+    export = sub.add_parser("export", help="export the records of a --state file")
+    export.add_argument("state", metavar="PATH")
+    export.add_argument("--jsonl", metavar="FILE", help="one JSON object per record ('-' for stdout)")
+    export.add_argument("--csv", metavar="FILE", help="one row per record, with a header ('-' for stdout)")
+
+
+def _add_warc(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--warc", metavar="FILE.warc.gz", default=None,
+                   help="write a WARC 1.1 archive of every response (request + response records)")
+
+
+def wants_state(args: argparse.Namespace) -> bool:
+    return args.command in ("resume", "export") or bool(getattr(args, "state", None))
+
+
+def extra_sinks(args: argparse.Namespace) -> list[Sink]:
+    """Sinks for a crawl without --state."""
+    return [WarcSink(args.warc, append=False)] if getattr(args, "warc", None) else []
+
+
+def explicit_options(argv: Sequence[str], command: str) -> set[str]:
+    """The dests of the options actually given after `command` (not their defaults)."""
+    from tui import cli
+
+    p = cli._Parser(prog=f"crawltop {command}", add_help=False)
+    p.add_argument("_pos", nargs="*")
+    cli._add_crawl_options(p)
+    _add_warc(p)
+    p.add_argument("--state")
+    if command == "demo":
+        p.add_argument("--fast", action="store_true")
+    for action in p._actions:  # only what is on the command line lands in the namespace
+        action.default = argparse.SUPPRESS
+    argv = list(argv)
+    rest = argv[argv.index(command) + 1:] if command in argv else argv
+    given, _ = p.parse_known_args(rest)
+    return set(vars(given)) - {"_pos"}
+
+
+def overrides_from(args: argparse.Namespace, argv: Sequence[str]) -> dict[str, object]:
+    """CrawlConfig fields the user set on this command line."""
+    from tui import cli
+
+    given = explicit_options(argv, args.command) - _NOT_CONFIG
+    if not given:
+        return {}
+    full = cli.config_from(args, ("http://placeholder.invalid/",))
+    fields = {f.name for f in dataclasses.fields(CrawlConfig)}
+    out: dict[str, object] = {}
+    for dest in given:
+        name = _FIELD.get(dest, dest)
+        if name in fields:
+            out[name] = getattr(full, name)
+    return out
+
+
+class _AppendJsonlSink(JsonlSink):
+    """A resumed crawl continues its JSONL file instead of truncating it."""
+
+    def __init__(self, path: str) -> None:  # noqa: D107 - same as JsonlSink, mode "a"
+        self._fh = open(path, "a", encoding="utf-8")
+
+
+def run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """`crawl --state PATH`, `resume PATH` or `export PATH`; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args.command == "export":
+            return _export(args)
+        return _crawl(args, argv)
+    except StateError as exc:
+        print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
+        return 2
+
+
+def _export(args: argparse.Namespace) -> int:
+    if not args.jsonl and not args.csv:
+        print("crawltop: error: export needs --jsonl FILE and/or --csv FILE", file=sys.stderr)
+        return 2
+    for out, fn, kind in ((args.jsonl, export_jsonl, "JSONL"), (args.csv, export_csv, "CSV")):
+        if out:
+            n = fn(args.state, out)
+            print(f"exported {n} records to {out} ({kind})", file=sys.stderr)
+    return 0
+
+
+def _crawl(args: argparse.Namespace, argv: list[str]) -> int:
+    from tui import cli
+
+    path = args.state
+    resume_only = args.command == "resume"
+    config = None if resume_only else cli.config_from(args, args.roots)
+    overrides = overrides_from(args, argv)
+    # Paths are kept absolute in the state, so a resume from another directory finds them.
+    if config is not None and config.output:
+        config = dataclasses.replace(config, output=os.path.abspath(config.output))
+    if overrides.get("output"):
+        overrides["output"] = os.path.abspath(str(overrides["output"]))
+    config, store = open_state(path, config, overrides, resume_only=resume_only)
+    try:
+        if store.finished:
+            print(f"crawltop: {clean(path)}: this crawl already finished ({store.resumed_records} records); "
+                  f"nothing to do. Export its records with: crawltop export {clean(path)} --jsonl FILE",
+                  file=sys.stderr)
+            return 0
+        headless = args.headless or not sys.stdout.isatty()
+        if config.start_paused and headless:
+            print("crawltop: the crawl was quit while paused; headless runs cannot be unpaused, "
+                  "so it resumes running", file=sys.stderr)
+            config = dataclasses.replace(config, start_paused=False)
+        if store.resumed:
+            print(f"crawltop: resuming {clean(path)}: {store.resumed_records} records carried over, "
+                  f"{store.size} URLs queued ({store.recovered_in_flight} were in flight at a kill)",
+                  file=sys.stderr)
+        crawler = Crawler(dataclasses.replace(config, output=None), frontier=store, sinks=[store.sink])
+        crawler.stats.resumed_from = store.resumed_records
+        _add_output_sinks(crawler, args, config, store)
+        code = cli._run(crawler, args)
+        status = STATUS_FINISHED if store.unfinished == 0 else STATUS_STOPPED
+        store.save_session(status=status, paused=crawler.paused, concurrency=crawler.concurrency)
+        return code
+    finally:
+        store.close()
+
+
+def _add_output_sinks(crawler: Crawler, args: argparse.Namespace, config: CrawlConfig,
+                      store: SqliteStore) -> None:
+    if config.output:
+        crawler.sinks.append(_AppendJsonlSink(config.output) if store.resumed else JsonlSink(config.output))
+    warc = args.warc or store.settings.get("warc")
+    if args.warc:
+        store.set_setting("warc", os.path.abspath(args.warc))
+    if warc:
+        crawler.sinks.append(WarcSink(warc, append=store.resumed))
