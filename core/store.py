@@ -193,6 +193,13 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
+def _has_tables(conn: sqlite3.Connection, path: str) -> bool:
+    try:
+        return conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
+    except sqlite3.DatabaseError as exc:
+        raise StateError(f"{path}: corrupt state file ({exc})") from exc
+
+
 def _read_settings(conn: sqlite3.Connection, path: str) -> dict[str, Any]:
     """The settings of an existing file, or StateError. Reads only."""
     try:
@@ -312,7 +319,9 @@ class SqliteStore:
     # ---------------------------------------------------------------- open / close
 
     @classmethod
-    def open(cls, path: str, *, create: bool = True) -> SqliteStore:
+    def open(cls, path: str, *, create: bool = True, settings: Mapping[str, Any] | None = None) -> SqliteStore:
+        """Open (resume) or create a state file. `settings` are written with the schema,
+        in the same transaction, when the file is new (so a kill can't leave half a file)."""
         path = os.fspath(path)
         exists = _check_header(path)
         if not exists and not create:
@@ -320,10 +329,14 @@ class SqliteStore:
         store = cls(path, _internal=True)
         conn = _connect(path)
         try:
+            if exists and not _has_tables(conn, path):
+                exists = False  # an empty database (killed while being created): nothing to lose
+            if not exists and not create:
+                raise StateError(f"{path}: no such state file")
             if exists:
                 store.settings = _read_settings(conn, path)
             store._lock(path)
-            store._setup(conn, exists)
+            store._setup(conn, exists, settings or {})
         except BaseException:
             conn.close()
             store._unlock()
@@ -352,14 +365,19 @@ class SqliteStore:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def _setup(self, conn: sqlite3.Connection, exists: bool) -> None:
+    def _setup(self, conn: sqlite3.Connection, exists: bool, settings: Mapping[str, Any]) -> None:
         try:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             if not exists:
-                conn.executescript("BEGIN;" + _SCHEMA + "COMMIT;")
-                self.settings = {"schema": SCHEMA_VERSION, "runs": 1, "created": time.time(), "status": STATUS_RUNNING}
+                self.settings = {"schema": SCHEMA_VERSION, "runs": 1, "created": time.time(),
+                                 "status": STATUS_RUNNING, **settings}
+                conn.execute("BEGIN")
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
                 conn.executemany(_SQL["setting"], [(k, json.dumps(v)) for k, v in self.settings.items()])
+                conn.execute("COMMIT")
                 self.run = 1
                 return
             self.resumed = True
@@ -804,7 +822,10 @@ def open_state(
     to do), `store.resumed` and `store.resumed_records`.  Raises StateError.
     """
     overrides = dict(overrides or {})
-    store = SqliteStore.open(path, create=not resume_only)
+    if config is not None and overrides:
+        config = dataclasses.replace(config, **overrides)
+    initial = {"config": config_to_json(config)} if config is not None else None
+    store = SqliteStore.open(path, create=not resume_only and config is not None, settings=initial)
     try:
         if store.resumed:
             saved = store.config
@@ -821,9 +842,8 @@ def open_state(
                     session["roots"] = saved.roots + extra
             effective = dataclasses.replace(saved, **{**session, **overrides})
         else:
-            if config is None:
-                raise StateError(f"{path}: no such state file")
-            effective = dataclasses.replace(config, **overrides) if overrides else config
+            assert config is not None
+            effective = config
         if not store.finished:
             store.save_config(effective)
             store.set_setting("status", STATUS_RUNNING)

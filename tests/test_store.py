@@ -353,3 +353,17 @@ def test_export_refuses_corrupt_file(path, tmp_path):
     open(path, "wb").write(b"nope" * 10)
     with pytest.raises(StateError):
         export_jsonl(path, str(tmp_path / "x.jsonl"))
+
+
+def test_empty_database_from_a_kill_during_creation_is_a_new_state(path):
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = WAL")  # header written, no table yet
+    conn.close()
+    with pytest.raises(StateError, match="no such state file"):
+        open_state(path, None, {}, resume_only=True)
+    cfg, st = open_state(path, CFG)
+    assert not st.resumed and cfg == CFG
+    st.close()
+    cfg, st = open_state(path, None)
+    assert st.resumed and cfg.roots == CFG.roots
+    st.close()
