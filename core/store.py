@@ -94,17 +94,26 @@ CREATE TABLE records(
 );
 """
 
-_SQL = {
-    "add": "INSERT OR IGNORE INTO urls(url, state, seq, redirects_left, depth, tries) VALUES (?, 0, ?, ?, ?, ?)",
-    "seen": "INSERT OR IGNORE INTO urls(url, state, seq, redirects_left, depth, tries) VALUES (?, 3, 0, 0, 0, 0)",
-    "pop": "UPDATE urls SET state = 1 WHERE url = ?",
-    "done": "UPDATE urls SET state = 2 WHERE url = ?",
-    "requeue": "INSERT INTO urls(url, state, seq, redirects_left, depth, tries) VALUES (?, 0, ?, ?, ?, ?)"
-    " ON CONFLICT(url) DO UPDATE SET state = 0, seq = excluded.seq,"
-    " redirects_left = excluded.redirects_left, depth = excluded.depth, tries = excluded.tries",
-    "record": "INSERT INTO records(run, url, data) VALUES (?, ?, ?)",
-    "setting": "INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)",
-}
+# One statement per batch for all URL state changes, one for all records: the writer
+# thread needs the GIL for a handful of calls per batch, not per row, and SQLite does
+# the rows in C with the GIL released (executemany re-takes it for every row, which a
+# busy event loop makes slow). Each batch row is the URL's final state in that batch;
+# seq -1 means "keep the stored queue position" (pop, done).
+_UPSERT = """
+INSERT INTO urls(url, state, seq, redirects_left, depth, tries)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]')
+FROM json_each(?) WHERE 1
+ON CONFLICT(url) DO UPDATE SET
+    state = excluded.state,
+    seq = iif(excluded.seq >= 0, excluded.seq, urls.seq),
+    redirects_left = excluded.redirects_left, depth = excluded.depth, tries = excluded.tries
+"""
+_INSERT_RECORDS = """
+INSERT INTO records(run, url, data)
+SELECT ?, json_extract(value, '$.url'), value FROM json_each(?)
+"""
+_SQL = {"setting": "INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)"}
 
 STATUS_RUNNING, STATUS_STOPPED, STATUS_FINISHED = "running", "stopped", "finished"
 
@@ -136,53 +145,66 @@ def config_from_json(text: str) -> CrawlConfig:
 
 
 class _Bloom:
-    """A scalable Bloom filter over Python's str hash (stable within one process;
-    the filter is rebuilt at every open).  16 bits and 4 probes per URL: ~0.25% false
-    positives, each of which costs one primary-key lookup, never a wrong answer."""
+    """A scalable, blocked Bloom filter over Python's str hash (stable within one process;
+    the filter is rebuilt at every open).  Each URL sets 4 bits of one 64-bit word, so a
+    probe is one word read; 16 bits per URL gives ~0.1-0.5% false positives, each of which
+    costs one primary-key lookup, never a wrong answer.  When full, a filter twice the
+    size is added; lookups probe each filter."""
 
     BITS_PER_ITEM = 16
-    PROBES = 4
 
     def __init__(self, capacity: int) -> None:
-        self._filters: list[tuple[bytearray, int]] = []
+        self._filters: list[tuple[memoryview, int]] = []
         self._capacity = 0
         self._count = 0
-        self._grow(max(capacity, 1 << 16))
+        self._slab = 1 << 16
+        while self._slab < capacity:
+            self._slab <<= 1
+        self._grow()
 
-    def _grow(self, capacity: int) -> None:
-        m = capacity * self.BITS_PER_ITEM
-        self._filters.append((bytearray(m // 8 + 1), m))
-        self._capacity += capacity
-        self._slab = capacity  # items the newest filter may hold
-
-    def add(self, url: str) -> None:
-        if self._count >= self._capacity:
-            self._grow(self._slab * 2)
-        self._count += 1
-        bits, m = self._filters[-1]
-        h = hash(url)
-        h1 = h & 0xFFFFFFFF
-        h2 = ((h >> 32) & 0xFFFFFFFF) | 1
-        for i in range(self.PROBES):
-            p = (h1 + i * h2) % m
-            bits[p >> 3] |= 1 << (p & 7)
+    def _grow(self) -> None:
+        words = self._slab * self.BITS_PER_ITEM // 64  # a power of two: indexes are masked
+        self._filters.append((memoryview(bytearray(words * 8)).cast("Q"), words - 1))
+        self._words, self._mask = self._filters[-1]
+        self._capacity += self._slab
+        self._slab <<= 1
 
     def __contains__(self, url: str) -> bool:
         h = hash(url)
-        h1 = h & 0xFFFFFFFF
-        h2 = ((h >> 32) & 0xFFFFFFFF) | 1
-        for bits, m in self._filters:
-            for i in range(self.PROBES):
-                p = (h1 + i * h2) % m
-                if not bits[p >> 3] & (1 << (p & 7)):
-                    break
-            else:
+        g = h >> 40
+        wm = (1 << (g & 63)) | (1 << (g >> 6 & 63)) | (1 << (g >> 12 & 63)) | (1 << (g >> 18 & 63))
+        for words, mask in self._filters:
+            if words[h & mask] & wm == wm:
                 return True
         return False
 
+    def check_add(self, url: str) -> bool:
+        """True if url may be present (nothing changes); else add it and return False."""
+        h = hash(url)
+        g = h >> 40
+        wm = (1 << (g & 63)) | (1 << (g >> 6 & 63)) | (1 << (g >> 12 & 63)) | (1 << (g >> 18 & 63))
+        words, mask = self._words, self._mask
+        w = h & mask
+        if words[w] & wm == wm:
+            return True
+        if len(self._filters) > 1:
+            for older, omask in self._filters[:-1]:
+                if older[h & omask] & wm == wm:
+                    return True
+        if self._count >= self._capacity:
+            self._grow()
+            words, mask = self._words, self._mask
+            w = h & mask
+        self._count += 1
+        words[w] |= wm
+        return False
+
+    def add(self, url: str) -> None:
+        self.check_add(url)
+
     @property
     def nbytes(self) -> int:
-        return sum(len(b) for b, _ in self._filters)
+        return sum(len(b) * 8 for b, _ in self._filters)
 
 
 # -- validation ----------------------------------------------------------------------
@@ -304,9 +326,11 @@ class SqliteStore:
         self._cache: OrderedDict[str, None] = OrderedDict()
 
         # Batching.
-        self._ops: list[tuple] = []
-        self._cur_urls: set[str] = set()
-        self._uncommitted: deque[set[str]] = deque()  # writer pops after commit
+        self._rows: dict[str, tuple] = {}  # url -> (url, state, seq, redirects_left, depth, tries)
+        self._recs: list[Record] = []
+        self._sets: list[tuple[str, str]] = []
+        self._nops = 0
+        self._uncommitted: deque[dict[str, tuple]] = deque()  # writer pops after commit
         self._timer: asyncio.TimerHandle | None = None
         self._flush_soon = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -446,7 +470,8 @@ class SqliteStore:
 
     def set_setting(self, key: str, value: Any) -> None:
         self.settings[key] = value
-        self._op(("setting", key, json.dumps(value)))
+        self._sets.append((key, json.dumps(value)))
+        self._touch()
 
     def save_config(self, config: CrawlConfig) -> None:
         self.set_setting("config", config_to_json(config))
@@ -461,10 +486,13 @@ class SqliteStore:
 
     # ---------------------------------------------------------------- batching
 
-    def _op(self, op: tuple) -> None:
+    def _touch(self) -> None:
+        """One more operation in the current batch: make sure it gets flushed."""
+        self._nops += 1
+        if self._timer is not None and self._nops < FLUSH_OPS:
+            return  # the common case: a flush is already scheduled
         if self._closed:
             raise StateError(f"{self.path}: store is closed")
-        self._ops.append(op)
         loop = self._loop
         if loop is None or loop.is_closed():
             try:
@@ -472,10 +500,10 @@ class SqliteStore:
             except RuntimeError:
                 loop = self._loop = None
         if loop is None:
-            if len(self._ops) >= FLUSH_OPS:
+            if self._nops >= FLUSH_OPS:
                 self._flush()
             return
-        if len(self._ops) >= FLUSH_OPS:
+        if self._nops >= FLUSH_OPS:
             if not self._flush_soon:
                 self._flush_soon = True
                 if self._timer is not None:
@@ -491,12 +519,12 @@ class SqliteStore:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if not self._ops:
+        if not self._nops:
             return
-        ops, urls = self._ops, self._cur_urls
-        self._ops, self._cur_urls = [], set()
-        self._uncommitted.append(urls)
-        self._submit(("batch", ops))
+        batch = (self._rows, self._recs, self._sets)
+        self._uncommitted.append(self._rows)
+        self._rows, self._recs, self._sets, self._nops = {}, [], [], 0
+        self._submit(("batch", batch))
 
     def _submit(self, cmd: Any) -> None:
         with self._cmd_ready:
@@ -577,23 +605,18 @@ class SqliteStore:
         finally:
             conn.close()
 
-    def _apply(self, conn: sqlite3.Connection, ops: list[tuple]) -> None:
+    def _apply(self, conn: sqlite3.Connection, batch: tuple) -> None:
+        rows, recs, sets = batch
+        rows_json = json.dumps(list(rows.values()), ensure_ascii=False, separators=(",", ":")) if rows else None
+        recs_json = (json.dumps([r.to_dict() for r in recs], ensure_ascii=False, separators=(",", ":"))
+                     if recs else None)
         conn.execute("BEGIN")
-        run_kind: str | None = None
-        run_args: list[tuple] = []
-        for op in ops:
-            kind = op[0]
-            if kind == "record":
-                args: tuple = (self.run, op[1].url, op[1].to_json())
-            else:
-                args = op[1:]
-            if kind != run_kind:
-                if run_args:
-                    conn.executemany(_SQL[run_kind], run_args)  # type: ignore[index]
-                run_kind, run_args = kind, []
-            run_args.append(args)
-        if run_args:
-            conn.executemany(_SQL[run_kind], run_args)  # type: ignore[index]
+        if rows_json:
+            conn.execute(_UPSERT, (rows_json,))
+        if recs_json:
+            conn.execute(_INSERT_RECORDS, (self.run, recs_json))
+        if sets:
+            conn.executemany(_SQL["setting"], sets)
         conn.execute("COMMIT")
 
     # ---------------------------------------------------------------- Sink
@@ -604,15 +627,22 @@ class SqliteStore:
 
     def write(self, record: Record) -> None:
         self.records_written += 1
-        self._op(("record", record))
+        self._recs.append(record)
+        self._touch()
 
     # ---------------------------------------------------------------- Frontier
 
     def _is_seen(self, url: str) -> bool:
-        if url in self._cur_urls:
+        if url in self._rows:
             return True
         if url not in self._bloom:
             return False
+        return self._confirm_seen(url)
+
+    def _confirm_seen(self, url: str) -> bool:
+        """The Bloom filter says maybe: ask the cache, the pending batches, then SQLite."""
+        if url in self._rows:
+            return True
         if url in self._cache:
             return True
         for urls in tuple(self._uncommitted):
@@ -626,10 +656,13 @@ class SqliteStore:
             return True
         return False
 
-    def _note_seen(self, url: str) -> None:
-        self._cur_urls.add(url)
-        self._bloom.add(url)
-        self._seen_total += 1
+    def _state(self, item: Item, state: int, seq: int = -1) -> None:
+        if seq < 0:
+            prev = self._rows.get(item.url)
+            if prev is not None:
+                seq = prev[2]
+        self._rows[item.url] = (item.url, state, seq, item.redirects_left, item.depth, item.tries)
+        self._touch()
 
     def _enqueue(self, item: Item, seq: int) -> None:
         if self._spilled == 0 and len(self._mem) < MEM_QUEUE:
@@ -642,21 +675,29 @@ class SqliteStore:
             self._joined.clear()
         self._wakeup()
 
-    def add(self, item: Item) -> bool:
-        url = item.url
-        if self._is_seen(url):
+    def _new(self, url: str) -> bool:
+        """True, and the URL is now seen, if it was never seen before."""
+        if url in self._rows:
             return False
-        self._note_seen(url)
+        if self._bloom.check_add(url) and self._confirm_seen(url):
+            return False
+        self._seen_total += 1
+        return True
+
+    def add(self, item: Item) -> bool:
+        if not self._new(item.url):
+            return False
         self._seq += 1
-        self._op(("add", url, self._seq, item.redirects_left, item.depth, item.tries))
-        self._enqueue(item, self._seq)
+        seq = self._seq
+        self._rows[item.url] = (item.url, QUEUED, seq, item.redirects_left, item.depth, item.tries)
+        self._touch()
+        self._enqueue(item, seq)
         return True
 
     def requeue(self, item: Item) -> None:
-        if not self._is_seen(item.url):
-            self._note_seen(item.url)
+        self._new(item.url)
         self._seq += 1
-        self._op(("requeue", item.url, self._seq, item.redirects_left, item.depth, item.tries))
+        self._state(item, QUEUED, self._seq)
         self._skip_done[item.url] = self._skip_done.get(item.url, 0) + 1
         self._enqueue(item, self._seq)
 
@@ -664,10 +705,10 @@ class SqliteStore:
         return self._is_seen(url)
 
     def mark_seen(self, url: str) -> bool:
-        if self._is_seen(url):
+        if not self._new(url):
             return False
-        self._note_seen(url)
-        self._op(("seen", url))
+        self._rows[url] = (url, SEEN_ONLY, 0, 0, 0, 0)
+        self._touch()
         return True
 
     def _wakeup(self) -> None:
@@ -687,7 +728,7 @@ class SqliteStore:
         while True:
             if self._mem:
                 item = self._mem.popleft()
-                self._op(("pop", item.url))
+                self._state(item, IN_FLIGHT)
                 if self._spilled and len(self._mem) < REFILL // 2 and self._refill_task is None:
                     self._start_refill(loop)
                 return item
@@ -749,7 +790,7 @@ class SqliteStore:
             else:
                 self._skip_done[item.url] = skip - 1
         else:
-            self._op(("done", item.url))
+            self._state(item, DONE)
         if self._unfinished == 0 and self._joined is not None:
             self._joined.set()
 
@@ -787,7 +828,7 @@ class SqliteStore:
 
     def memory_bytes(self) -> int:
         """Rough size of what the store keeps in memory (for benchmarks)."""
-        return self._bloom.nbytes + 200 * (len(self._mem) + len(self._cache) + len(self._ops))
+        return self._bloom.nbytes + 200 * (len(self._mem) + len(self._cache) + self._nops)
 
 
 def iter_records(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:
