@@ -9,7 +9,8 @@ import asyncio
 
 import pytest
 from aiohttp import web
-from textual.widgets import Footer
+from textual.command import CommandList, CommandPalette
+from textual.widgets import Input
 
 from core import CrawlConfig, Crawler
 from tests.conftest import ListSink, page, wait_until
@@ -234,24 +235,36 @@ async def test_error_and_merge_screens_list_the_right_rows(serve) -> None:
     assert app.return_code == 0
 
 
+async def run_command(pilot, app: CrawlApp, query: str, title: str) -> None:
+    """Open the palette, type, wait for the hit to be listed, choose it."""
+    await pilot.press("ctrl+p")
+    await until(pilot, lambda: isinstance(app.screen, CommandPalette) and isinstance(app.focused, Input))
+    await pilot.press(*query)
+    options = app.screen.query_one(CommandList)
+
+    def listed() -> bool:
+        return options.option_count > 0 and title in str(options.get_option_at_index(0).prompt)
+
+    await until(pilot, listed)
+    while options.highlighted != 0:
+        await pilot.press("down")
+    await pilot.press("enter")
+    await until(pilot, lambda: not isinstance(app.screen, CommandPalette))
+
+
 async def test_command_palette_offers_the_same_actions(serve) -> None:
-    site = await serve(slow_site(100, 0.05))
+    site = await serve(slow_site(200, 0.05))
     crawler, sink, app = make(site.url + "/", concurrency=2)
     async with app.run_test() as pilot:
         await until(pilot, lambda: crawler.stats.pages >= 2)
-        await pilot.press("ctrl+p")
-        await pilot.press(*"pause crawl")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
+        await run_command(pilot, app, "pause crawl", "Pause crawl")
         await until(pilot, lambda: crawler.paused)
-        await pilot.press("ctrl+p")
-        await pilot.press(*"concurrency +10")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
+        await run_command(pilot, app, "concurrency +10", "Concurrency +10")
         await until(pilot, lambda: crawler.concurrency == 12)
-        crawler.resume()
+        await run_command(pilot, app, "resume", "Resume crawl")
+        await until(pilot, lambda: not crawler.paused)
         await asyncio.wait_for(asyncio.shield(app.crawl_task), 20)
-    assert len(sink.records) == 101
+    assert len(sink.records) == 201
 
 
 async def test_markup_and_escape_sequences_in_urls_show_literally(serve) -> None:

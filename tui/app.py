@@ -17,7 +17,9 @@ from typing import Any, Protocol
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.command import CommandPalette
 from textual.containers import Horizontal
+from textual.screen import ModalScreen
 from textual.widgets import Footer
 
 from core.errors import describe
@@ -62,12 +64,12 @@ class CrawlerLike(Protocol):
 
 # Keys shown in the help screen besides the app bindings.
 NAV_KEYS = (
-    ("tab / shift+tab", "move between panels (workers, errors, merges, hosts)"),
-    ("↑ ↓ pgup pgdn home end", "move the selection in a panel"),
+    ("tab", "next panel: workers, errors, merges, hosts; shift+tab back"),
+    ("↑ ↓ pgup pgdn", "move the selection in a panel (home, end too)"),
     ("ctrl+p", "command palette: every action by name"),
     ("escape", "close a list, prompt or help"),
     ("/", "in the error and merge lists: type to filter"),
-    ("= and > <", "also work as + and ] [ (for keyboards where + needs shift)"),
+    ("= > <", "same as + ] [ (for keyboards where + needs shift)"),
 )
 
 
@@ -232,8 +234,8 @@ class CrawlApp(App[int]):
         if self._stopping or self.exit_on_finish:
             self.exit(self.exit_code)
             return
-        if isinstance(self.screen, (ConfirmQuit, ConcurrencyPrompt)):
-            self.screen.dismiss(None)
+        while len(self.screen_stack) > 1 and isinstance(self.screen, ModalScreen):
+            self.pop_screen()  # a question about a running crawl (or the palette) is moot now
         self.push_screen(self._summary_screen(snap))
 
     def _summary_screen(self, snap: Snapshot) -> SummaryScreen:
@@ -267,19 +269,32 @@ class CrawlApp(App[int]):
             return live and not self.crawler.paused
         if action == "resume":
             return live and self.crawler.paused
+        screen = self._user_screen()
+        main = screen is self.screen_stack[0]
         if action in ("more", "set_concurrency"):
-            return live
+            return live and main
         if action == "fewer":
-            if not live:
+            if not (live and main):
                 return False
             return None if self.crawler.concurrency <= 1 else True
         if action == "cancel_worker":
-            if not live or self.screen is not self.screen_stack[0]:
+            if not (live and main):
                 return False
             return True if self.workers_table.selected_key() is not None else None
+        if action == "errors":
+            return not isinstance(screen, ErrorListScreen)
+        if action == "merges":
+            return not isinstance(screen, MergeListScreen)
         if action == "summary":
-            return self._finished and not isinstance(self.screen, SummaryScreen)
+            return self._finished and not isinstance(screen, SummaryScreen)
         return True
+
+    def _user_screen(self):
+        """The screen the person is looking at, under the command palette if it is open."""
+        for screen in reversed(self.screen_stack):
+            if not isinstance(screen, CommandPalette):
+                return screen
+        return self.screen
 
     def action_pause(self) -> None:
         self.crawler.pause()
@@ -377,14 +392,19 @@ class CrawlApp(App[int]):
 
 
 async def run_tui_async(
-    crawler: CrawlerLike, *, exit_on_finish: bool = False, refresh_hz: float = 5.0
+    crawler: CrawlerLike,
+    *,
+    exit_on_finish: bool = False,
+    refresh_hz: float = 5.0,
+    headless: bool = False,
 ) -> int:
     """Run the app on the current loop until the person quits; the crawl is always
     stopped and awaited (records flushed) before this returns. Returns the exit code:
-    0 when the crawl finished or was stopped, 1 if the engine raised."""
+    0 when the crawl finished or was stopped, 1 if the engine raised.
+    `headless` (no terminal output) is for tests and benchmarks."""
     app = CrawlApp(crawler, exit_on_finish=exit_on_finish, refresh_hz=refresh_hz)
     try:
-        await app.run_async()
+        await app.run_async(headless=headless)
     finally:
         task = app.crawl_task
         if task is not None and not task.done():

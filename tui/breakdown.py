@@ -31,13 +31,11 @@ def status_parts(statuses: dict[int, int]) -> list:
 class HostsTable(DiffTable):
     COLUMNS = (
         Col("host", "host", None, 10),
-        Col("flight", "fl", 3, justify="right"),
-        Col("done", "done", 6, justify="right"),
-        Col("errors", "err", 5, justify="right"),
-        Col("avg", "avg", 7, justify="right"),
+        Col("flight", "fl", 3, justify="right", min_table=40),
+        Col("done", "done", 5, justify="right"),
+        Col("errors", "err", 5, justify="right", min_table=40),
+        Col("avg", "avg", 6, justify="right"),
     )
-    NARROW_WIDTH = 40
-    NARROW_DROP = frozenset({"flight", "errors"})
 
     def show(self, snap: Snapshot) -> None:
         self.sync(

@@ -26,9 +26,8 @@ class ConfirmQuit(ModalScreen[bool]):
     """'Stop the crawl and quit?' y / n."""
 
     BINDINGS = [
-        Binding("y,enter", "answer(True)", "Stop and quit", id="confirm-yes", priority=True),
-        Binding("n,escape", "answer(False)", "Keep crawling", id="confirm-no"),
-        Binding("q,ctrl+c", "answer(True)", show=False, priority=True),
+        Binding("y,q,ctrl+c", "answer(True)", "Stop and quit", id="confirm-yes", priority=True),
+        Binding("n,escape", "answer(False)", "Keep crawling", id="confirm-no", priority=True),
     ]
 
     def __init__(self, in_flight: int, queued: int) -> None:
@@ -49,6 +48,10 @@ class ConfirmQuit(ModalScreen[bool]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Stop and quit (y)", id="yes", variant="error")
                 yield Button("Keep crawling (n)", id="no", variant="primary")
+            yield Static(Content("y or q again: stop and quit · n or escape: keep crawling"), classes="dialog-help")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
 
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)
@@ -154,7 +157,7 @@ class EventListScreen(Screen[None]):
         yield self.heading
         yield Input(placeholder="filter: type to narrow by URL, kind or message", id=f"{self.id}-filter")
         yield table
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one(Input).cursor_blink = False
@@ -231,8 +234,8 @@ class ErrorListScreen(EventListScreen):
         Col("at", "at", 7, justify="right"),
         Col("kind", "kind", 20),
         Col("tries", "try", 3, justify="right"),
-        Col("url", "url", None, 12),
-        Col("message", "message", None, 10),
+        Col("url", "url", None, 12, flex=3),
+        Col("message", "message", None, 10, flex=2),
     )
 
     def __init__(self, snap: Snapshot) -> None:

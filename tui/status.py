@@ -25,11 +25,11 @@ def status_parts(snap: Snapshot) -> tuple:
         ("  queued ", label), (fmt.count(snap.queued), "bold"),
         ("  seen ", label), (fmt.count(snap.seen), "bold"),
         ("  ", label), (fmt.human_bytes(snap.bytes), "bold"),
-        ("  errors ", label), (fmt.count(snap.errors), "bold $error" if snap.errors else "bold"),
     ]
     line2: list = [
         " ", (fmt.rate(snap.rate_now), "bold"), (" now  ", label),
         (fmt.rate(snap.rate_avg), "bold"), (" avg", label),
+        ("  errors ", label), (fmt.count(snap.errors), "bold $error" if snap.errors else "bold"),
         ("  conc ", label), (str(snap.concurrency), "bold"),
         (" busy ", label), (str(snap.busy), "bold"),
         (" idle ", label), (str(snap.idle), "bold"),

@@ -63,7 +63,7 @@ class SummaryScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="summary-scroll"):
             yield Static(self._content, id="summary-text")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#summary-scroll").focus()

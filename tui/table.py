@@ -5,9 +5,9 @@ new keys are added, missing keys removed, and for existing rows only the cells w
 (text, style) changed go through `update_cell`. Cell values are (text, style) pairs so
 that comparing them is cheap and no Rich object is built for an unchanged cell.
 
-Columns have fixed widths except those with `width=None`, which share what is left.
-Below `NARROW_WIDTH` the columns in `NARROW_DROP` are left out; that rebuild happens
-on resize only.
+Columns have fixed widths except those with `width=None`, which share what is left
+(by `flex` weight). A column with `min_table` is shown only when the table is at least
+that wide; crossing such a width rebuilds the columns, on resize only.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
 
 from tui.fmt import safe
@@ -29,6 +30,8 @@ class Col:
     width: int | None = None  # None: this column takes the width left over
     min_width: int = 6
     justify: str = "left"
+    min_table: int = 0  # hide this column when the table is narrower than this
+    flex: int = 1  # share of the left-over width, for width=None columns
 
 
 def cell(text: object, style: str = "") -> Cell:
@@ -39,8 +42,11 @@ class DiffTable(DataTable):
     """DataTable with keyed rows and per-cell diffing."""
 
     COLUMNS: Sequence[Col] = ()
-    NARROW_WIDTH = 0
-    NARROW_DROP: frozenset[str] = frozenset()
+    # Row tables: home/end go to the first/last row (DataTable uses them for columns).
+    BINDINGS = [
+        Binding("home", "scroll_top", "First row", show=False),
+        Binding("end", "scroll_bottom", "Last row", show=False),
+    ]
 
     def __init__(self, *, id: str | None = None, classes: str | None = None, show_header: bool = True) -> None:
         super().__init__(
@@ -68,16 +74,13 @@ class DiffTable(DataTable):
 
     def _layout_columns(self) -> None:
         width = self._available_width()
-        narrow = width < self.NARROW_WIDTH
-        active = tuple(
-            i for i, c in enumerate(self.COLUMNS) if not (narrow and c.key in self.NARROW_DROP)
-        )
+        active = tuple(i for i, c in enumerate(self.COLUMNS) if width >= c.min_table)
         if active != self._active:
             self._rebuild_columns(active)
         self._fit_flex(width)
 
     def _rebuild_columns(self, active: tuple[int, ...]) -> None:
-        """Only on resize across NARROW_WIDTH (or at mount)."""
+        """Only when a resize crosses a column's min_table (or at mount)."""
         cursor = self.cursor_row
         self.clear(columns=True)
         self._active = active
@@ -98,9 +101,10 @@ class DiffTable(DataTable):
         pad = 2 * self.cell_padding
         fixed = sum(c.width + pad for c in cols if c.width)
         spare = width - fixed - pad * len(flex)
-        each = max(min(c.min_width for c in flex), spare // len(flex))
+        weights = sum(c.flex for c in flex)
         changed = False
         for c in flex:
+            each = max(c.min_width, spare * c.flex // weights)
             column = self.columns.get(c.key)  # type: ignore[call-overload]
             if column is not None and (column.width != each or column.auto_width):
                 column.width = each

@@ -57,13 +57,11 @@ class WorkersTable(DiffTable):
     COLUMNS = (
         Col("id", "id", 4),
         Col("phase", "phase", 11),
-        Col("host", "host", 16),
+        Col("host", "host", 16, min_table=60),
         Col("url", "url", None, 10),
-        Col("tries", "try", 3),
+        Col("tries", "try", 3, min_table=90),
         Col("time", "time", 7),
     )
-    NARROW_WIDTH = 90
-    NARROW_DROP = frozenset({"tries"})
     stuck: frozenset[int] | set[int] = frozenset()
 
     def rows_for(self, snap: Snapshot) -> list[tuple[str, tuple[Cell, ...]]]:

@@ -1,0 +1,58 @@
+"""Snapshot tests of the screens, fed with a frozen stand-in for the Crawler.
+
+The stand-in (tui.frozen.FrozenCrawler) returns one fixed Snapshot: fixed clock, fixed
+numbers, nothing blinks. It is used here only; every behaviour test drives a real crawl.
+Regenerate after an intended change with:
+    .venv/bin/pytest tests/test_tui_snapshots.py --snapshot-update
+"""
+from __future__ import annotations
+
+import pytest
+
+from tui.app import CrawlApp
+from tui.frozen import FrozenCrawler
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def settle(pilot) -> None:
+    await pilot.pause(0.1)
+    await pilot.wait_for_scheduled_animations()
+
+
+class TestMainScreen:
+    def test_main_80x24(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler()), terminal_size=(80, 24), run_before=settle)
+
+    def test_main_120x40(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler()), terminal_size=(120, 40), run_before=settle)
+
+    def test_paused_80x24(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler("PAUSED")), terminal_size=(80, 24), run_before=settle)
+
+    def test_pause_key_80x24(self, snap_compare) -> None:
+        """Pressing p shows PAUSED at once and swaps Pause for Resume in the footer."""
+        assert snap_compare(CrawlApp(FrozenCrawler()), press=["p"], terminal_size=(80, 24), run_before=settle)
+
+    def test_tiny_40x12(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler()), terminal_size=(40, 12), run_before=settle)
+
+
+class TestScreens:
+    def test_help(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler()), press=["question_mark"], terminal_size=(80, 24), run_before=settle)
+
+    def test_error_list(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler()), press=["e"], terminal_size=(100, 24), run_before=settle)
+
+    def test_merge_list(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler()), press=["r"], terminal_size=(100, 24), run_before=settle)
+
+    def test_quit_confirmation(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler()), press=["q"], terminal_size=(80, 24), run_before=settle)
+
+    def test_concurrency_prompt(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler()), press=["c", "2", "5"], terminal_size=(80, 24), run_before=settle)
+
+    def test_finish_summary(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler(finish=True)), terminal_size=(80, 30), run_before=settle)
