@@ -310,6 +310,8 @@ class SqliteStore:
         self.records_written = 0
         self._closed = False
         self._error: BaseException | None = None
+        self._jsonl: Any = None  # text file the writer appends committed records to
+        self.jsonl_caught_up = 0  # records copied from the state into the JSONL at attach
 
         # Frontier state (loop thread only).
         self._mem: deque[Item] = deque()
@@ -440,6 +442,8 @@ class SqliteStore:
             self._submit(None)
             if self._writer is not None:
                 self._writer.join()
+            if self._jsonl is not None:
+                self._jsonl.close()
             if self._rconn is not None:
                 self._rconn.close()
             self._unlock()
@@ -608,8 +612,8 @@ class SqliteStore:
     def _apply(self, conn: sqlite3.Connection, batch: tuple) -> None:
         rows, recs, sets = batch
         rows_json = json.dumps(list(rows.values()), ensure_ascii=False, separators=(",", ":")) if rows else None
-        recs_json = (json.dumps([r.to_dict() for r in recs], ensure_ascii=False, separators=(",", ":"))
-                     if recs else None)
+        lines = [r.to_json() for r in recs]
+        recs_json = "[" + ",".join(lines) + "]" if lines else None
         conn.execute("BEGIN")
         if rows_json:
             conn.execute(_UPSERT, (rows_json,))
@@ -618,6 +622,38 @@ class SqliteStore:
         if sets:
             conn.executemany(_SQL["setting"], sets)
         conn.execute("COMMIT")
+        if lines and self._jsonl is not None:  # after the commit: the JSONL never runs ahead
+            self._jsonl.write("\n".join(lines) + "\n")
+            self._jsonl.flush()
+
+    def attach_jsonl(self, path: str) -> None:
+        """Stream this state's records to a JSON-lines file, written by the writer thread
+        right after each commit, so the file never holds a record the state lacks.
+
+        Call it right after opening, before any record is written.  A new state starts
+        the file afresh.  On a resume the file is continued: a partial last line (a kill
+        mid-write) is cut, and the records committed but not yet written out when the
+        last run died are copied from the state first, so the file equals `export`.
+        """
+        self.flush()
+        if not self.resumed or not os.path.exists(path):
+            self._jsonl = open(path, "w", encoding="utf-8")
+            if self.resumed:  # the file is gone: rewrite it from the state
+                self._copy_records_to_jsonl(0)
+            return
+        have, good = _count_lines(path)
+        with open(path, "r+b") as fh:
+            fh.truncate(good)
+        self._jsonl = open(path, "a", encoding="utf-8")
+        self._copy_records_to_jsonl(have)
+
+    def _copy_records_to_jsonl(self, after_id: int) -> None:
+        assert self._rconn is not None and self._jsonl is not None
+        cur = self._rconn.execute("SELECT data FROM records WHERE id > ? ORDER BY id", (after_id,))
+        while rows := cur.fetchmany(1000):
+            self._jsonl.write("".join(data + "\n" for (data,) in rows))
+            self.jsonl_caught_up += len(rows)
+        self._jsonl.flush()
 
     # ---------------------------------------------------------------- Sink
 
@@ -829,6 +865,19 @@ class SqliteStore:
     def memory_bytes(self) -> int:
         """Rough size of what the store keeps in memory (for benchmarks)."""
         return self._bloom.nbytes + 200 * (len(self._mem) + len(self._cache) + self._nops)
+
+
+def _count_lines(path: str) -> tuple[int, int]:
+    """Complete lines in a file and the offset just past the last one."""
+    lines = good = offset = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            n = chunk.count(b"\n")
+            if n:
+                lines += n
+                good = offset + chunk.rindex(b"\n") + 1
+            offset += len(chunk)
+    return lines, good
 
 
 def iter_records(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:

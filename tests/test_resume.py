@@ -98,13 +98,13 @@ def exported(db: Path, tmp: Path) -> list[dict]:
 
 
 def test_sigkill_at_random_points_then_resume_until_done(site_url, tmp_path):
-    db, log = tmp_path / "state.db", tmp_path / "log.txt"
+    db, log, jsonl = tmp_path / "state.db", tmp_path / "log.txt", tmp_path / "out.jsonl"
     seed = int(os.environ.get("CRAWLTOP_KILL_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
     print(f"kill seed {seed}")
     kills = 0
     # 1: killed at a random moment early on: maybe while starting, maybe while creating the file.
-    proc = start("crawl", site_url, "--state", str(db), *OPTS, out=log)
+    proc = start("crawl", site_url, "--state", str(db), "-o", str(jsonl), *OPTS, out=log)
     time.sleep(rng.uniform(0.2, 0.8))
     proc.kill()
     proc.wait()
@@ -113,7 +113,7 @@ def test_sigkill_at_random_points_then_resume_until_done(site_url, tmp_path):
     points = sorted(rng.sample(range(150, EXPECTED.urls - 150), 3))
     for i, point in enumerate(points):
         # `crawl --state` also resumes, and works if the first kill came before the file existed.
-        args = ("crawl", site_url, "--state", str(db)) if i == 0 else ("resume", str(db))
+        args = ("crawl", site_url, "--state", str(db), "-o", str(jsonl)) if i == 0 else ("resume", str(db))
         proc = start(*args, *OPTS, out=log)
         if wait_for(proc, lambda: committed(db) >= point):
             proc.kill()
@@ -142,6 +142,10 @@ def test_sigkill_at_random_points_then_resume_until_done(site_url, tmp_path):
         runs = [r["run"] for r in records if r["url"] == u]
         assert len(set(runs)) == len(runs), (u, runs)
     print(f"kills {kills}, duplicates {extra}, runs {max(r['run'] for r in records)}")
+
+    # The JSONL stream (written after each commit, caught up on resume) equals the export.
+    lines = [json.loads(x) for x in jsonl.read_text(encoding="utf-8").splitlines()]
+    assert lines == [{k: v for k, v in r.items() if k != "run"} for r in records]
 
     # Finished: resuming is a no-op with a clear message.
     res = run("resume", str(db), "--headless")

@@ -367,3 +367,32 @@ def test_empty_database_from_a_kill_during_creation_is_a_new_state(path):
     cfg, st = open_state(path, None)
     assert st.resumed and cfg.roots == CFG.roots
     st.close()
+
+
+async def test_jsonl_follows_commits_and_catches_up_on_resume(path, tmp_path):
+    out = tmp_path / "out.jsonl"
+    _, st = open_state(path, CFG)
+    st.attach_jsonl(str(out))
+    for i in range(5):
+        st.write(Record(url=item(i).url, status=200, elapsed_ms=1.5, error="é"))
+    assert out.read_text() == ""  # nothing before the commit
+    await st.aflush()
+    assert len(out.read_text().splitlines()) == 5
+    st.close()
+    # a kill after the commit but before the JSONL write, in the middle of a line
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(b"".join(lines[:2]) + lines[2][:7])
+    _, st = open_state(path, None)
+    st.attach_jsonl(str(out))
+    assert st.jsonl_caught_up == 3
+    st.write(Record(url=item(9).url, status=404))
+    st.close()
+    got = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["url"] for r in got] == [item(i).url for i in (0, 1, 2, 3, 4, 9)]
+    assert got[3] == Record(url=item(3).url, status=200, elapsed_ms=1.5, error="é").to_dict()
+    # the JSONL file is gone: a resume writes it again from the state
+    out.unlink()
+    _, st = open_state(path, None)
+    st.attach_jsonl(str(out))
+    st.close()
+    assert [json.loads(line)["url"] for line in out.read_text(encoding="utf-8").splitlines()] == [r["url"] for r in got]

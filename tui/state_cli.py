@@ -14,7 +14,7 @@ from typing import Sequence
 from core.config import CrawlConfig
 from core.crawler import Crawler
 from core.export import export_csv, export_jsonl
-from core.records import JsonlSink, Sink
+from core.records import Sink
 from core.sanitize import clean
 from core.store import STATUS_FINISHED, STATUS_STOPPED, SqliteStore, StateError, open_state
 from core.warc import WarcSink
@@ -92,13 +92,6 @@ def overrides_from(args: argparse.Namespace, argv: Sequence[str]) -> dict[str, o
     return out
 
 
-class _AppendJsonlSink(JsonlSink):
-    """A resumed crawl continues its JSONL file instead of truncating it."""
-
-    def __init__(self, path: str) -> None:  # noqa: D107 - same as JsonlSink, mode "a"
-        self._fh = open(path, "a", encoding="utf-8")
-
-
 def run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     """`crawl --state PATH`, `resume PATH` or `export PATH`; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -164,7 +157,12 @@ def _crawl(args: argparse.Namespace, argv: list[str]) -> int:
 def _add_output_sinks(crawler: Crawler, args: argparse.Namespace, config: CrawlConfig,
                       store: SqliteStore) -> None:
     if config.output:
-        crawler.sinks.append(_AppendJsonlSink(config.output) if store.resumed else JsonlSink(config.output))
+        # With a state file the JSONL is written by the store after each commit, and a
+        # resume first copies what a kill left unwritten: the file always equals `export`.
+        store.attach_jsonl(config.output)
+        if store.jsonl_caught_up:
+            print(f"crawltop: {clean(config.output)}: {store.jsonl_caught_up} records copied from the state "
+                  "(committed but not yet written out when the last run stopped)", file=sys.stderr)
     warc = args.warc or store.settings.get("warc")
     if args.warc:
         store.set_setting("warc", os.path.abspath(args.warc))
