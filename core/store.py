@@ -7,8 +7,8 @@ the entry point the CLI uses: it creates or resumes a state file.
 
 Why a writer thread
 -------------------
-Every write (queue an URL, mark it in flight, mark it done, keep a Record) is appended
-to an in-memory batch on the event loop, which costs a list append.  The batch is
+Every write (queue an URL, mark it in flight, mark it done, keep a Record) is recorded
+in an in-memory batch on the event loop, which costs a dict or list store.  The batch is
 handed to one dedicated writer thread every FLUSH_INTERVAL seconds or FLUSH_OPS
 operations, whichever comes first, and the thread applies it in one transaction.
 A dedicated thread rather than `run_in_executor` per batch because:
@@ -17,8 +17,16 @@ A dedicated thread rather than `run_in_executor` per batch because:
 - batches must be applied in order, which a single FIFO thread gives for free;
 - the commit (and its fsync of the WAL) runs without the GIL, off the loop.
 Batches are cut only at loop-callback boundaries (`call_soon` / `call_later`), so a
-group of operations made in one synchronous stretch (`mark_seen` + `write` of the
-Record that explains it) lands in the same transaction.
+group of operations made in one synchronous stretch (a worker's `write` of a Record and
+its `done`) lands in the same transaction.  A batch holds each touched URL's final state
+(add + pop + done of one URL is one row) and is applied as one upsert over `json_each`,
+plus one insert for its records: the thread takes the GIL for a few calls per batch and
+SQLite does the rows in C with the GIL released (`executemany` re-takes the GIL for every
+row, which a busy event loop turns into a convoy).
+
+With `attach_jsonl()` the JSON-lines output is written by the same thread right after
+each commit, so it never runs ahead of the state; a resume copies over what a kill left
+unwritten, and the file ends up equal to `crawltop export`.
 
 Crash safety
 ------------
@@ -33,8 +41,8 @@ if that Record was committed and its `done` was not: at most one per worker.
 Bounded memory
 --------------
 The frontier lives on disk.  Memory holds at most MEM_QUEUE items of the queue head
-(refilled from SQLite by the writer thread, in queue order), a Bloom filter of the
-seen set (16 bits per URL: 2 MB for a million URLs), a bounded cache of URLs
+(refilled from SQLite by the writer thread, in queue order), a blocked Bloom filter of
+the seen set (16 bits per URL, sized in powers of two: 4 MB for a million URLs), a bounded cache of URLs
 confirmed seen, and the batches not yet committed.  `seen(url)` is exact: a URL the
 Bloom filter has never seen is new (no I/O); otherwise the pending batches, the cache
 and finally one primary-key lookup on a read connection answer.  That lookup is a
