@@ -256,7 +256,7 @@ class Crawler:
         for sink in self.sinks:
             if hasattr(sink, "response"):
                 sink.response(item.url, resp.status, resp.reason, list(resp.headers.items()),
-                              resp.body, resp.request_headers)
+                              resp.body, resp.request_headers, truncated=resp.truncated)
         if resp.status in REDIRECTS:
             self._redirect(item, resp, record)
         elif retryable(resp.status):

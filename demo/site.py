@@ -165,8 +165,9 @@ def _page(path: str, query: Mapping[str, str], origin: str) -> Reply | None:
                      charset=None, meta_charset="windows-1252")
     if path == "/search/" and query.get("q") in SECTIONS:
         return Reply(200, f"Search: {query['q']}", tuple((f"/{query['q']}/art-{m * 37}/", "Hit") for m in range(5)))
-    if m := _PRIVATE.fullmatch(path):  # robots-disallowed; links deeper so a leak shows
-        return Reply(200, "Private", ((f"/private/report-{int(m[1]) + 100}/", "More"),))
+    if m := _PRIVATE.fullmatch(path):  # robots-disallowed; links one level deeper so a leak shows
+        deeper = ((f"/private/report-{int(m[1]) + 100}/", "More"),) if int(m[1]) < 100 else ()
+        return Reply(200, "Private", deeper)
     if (sec := path.strip("/")) in SECTIONS and path == f"/{sec}/":
         page = int(query["page"]) if query.get("page", "").isdigit() and query.get("sort") == "new" else 1 if not query else 0
         return _index(SECTIONS.index(sec), page) if 1 <= page <= INDEX_PAGES else None
