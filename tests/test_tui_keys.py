@@ -201,16 +201,16 @@ async def test_error_and_merge_screens_list_the_right_rows(serve) -> None:
         assert isinstance(screen, ErrorListScreen)
         rows = [screen.table.cells_of(k) for k in screen.table.row_keys()]
         got = sorted((c[2][0], c[4][0]) for c in rows)
-        assert got == sorted([
-            ("HTTPStatusError", site.url + "/broken/1"),
-            ("HTTPStatusError", site.url + "/broken/2"),
-            ("BlockedByRobots", site.url + "/private/x"),
+        assert got == sorted([  # paths: the root's host is named in the heading
+            ("HTTPStatusError", "/broken/1"),
+            ("HTTPStatusError", "/broken/2"),
+            ("BlockedByRobots", "/private/x"),
         ])
         assert crawler.stats.errors == 3
         filt = screen.query_one("#error-list-filter")
         filt.focus()
         await pilot.press(*"robots")
-        assert [screen.table.cells_of(k)[4][0] for k in screen.table.row_keys()] == [site.url + "/private/x"]
+        assert [screen.table.cells_of(k)[4][0] for k in screen.table.row_keys()] == ["/private/x"]
         await pilot.press("ctrl+l")
         assert screen.table.row_count == 3
         await pilot.press("escape")  # back to the summary
@@ -220,10 +220,7 @@ async def test_error_and_merge_screens_list_the_right_rows(serve) -> None:
         screen = app.screen
         assert isinstance(screen, MergeListScreen)
         rows = [screen.table.cells_of(k) for k in screen.table.row_keys()]
-        assert sorted((c[4][0], c[5][0]) for c in rows) == [
-            (site.url + "/old", site.url + "/a"),
-            (site.url + "/older", site.url + "/a"),
-        ]
+        assert sorted((c[4][0], c[5][0]) for c in rows) == [("/old", "/a"), ("/older", "/a")]
         await pilot.press("escape")
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen) and bool(app.screen.query("#help-text")))
@@ -301,5 +298,5 @@ async def test_markup_and_escape_sequences_in_urls_show_literally(serve) -> None
         await pilot.pause(0.1)
         table = app.screen.table
         lines = [table.line_of(k) for k in table.row_keys()]
-        assert any(site.url + "/[bold]x[/bold]" in line for line in lines)
-        assert any(site.url + "/q?x=[i]y[/i]" in line for line in lines)
+        assert any("/[bold]x[/bold]" in line for line in lines)
+        assert any("/q?x=[i]y[/i]" in line for line in lines)

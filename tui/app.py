@@ -337,10 +337,11 @@ class CrawlApp(App[int]):
         if isinstance(self.screen, cls):
             return
         snap = self.last_snapshot or self.refresh_now()
+        screen = cls(snap, self.errors_panel.home)
         if isinstance(self.screen, EventListScreen):
-            self.switch_screen(cls(snap))
+            self.switch_screen(screen)
         else:
-            self.push_screen(cls(snap))
+            self.push_screen(screen)
 
     def action_errors(self) -> None:
         self._show_list(ErrorListScreen)

@@ -143,8 +143,9 @@ class EventListScreen(Screen[None]):
     TITLE = ""
     COLUMNS: Sequence[Col] = ()
 
-    def __init__(self, snap: Snapshot, *, id: str) -> None:
+    def __init__(self, snap: Snapshot, *, id: str, home: frozenset[str] = frozenset()) -> None:
         super().__init__(id=id)
+        self.home = home  # URLs on the roots' hosts are shown by path (the heading says which host)
         self._events: dict[str, tuple[tuple[Cell, ...], str]] = {}  # key -> (cells, haystack)
         self._filter = ""
         self._first = snap
@@ -174,6 +175,10 @@ class EventListScreen(Screen[None]):
 
     def heading_parts(self, snap: Snapshot) -> list:
         raise NotImplementedError
+
+    def home_note(self) -> list:
+        hosts = sorted(h for h in self.home if not h.startswith("www."))
+        return [("   paths on ", "dim"), ", ".join(hosts)] if hosts else []
 
     def _matches(self, haystack: str) -> bool:
         return not self._filter or self._filter in haystack
@@ -238,8 +243,8 @@ class ErrorListScreen(EventListScreen):
         Col("message", "message", None, 10, flex=2),
     )
 
-    def __init__(self, snap: Snapshot) -> None:
-        super().__init__(snap, id="error-list")
+    def __init__(self, snap: Snapshot, home: frozenset[str] = frozenset()) -> None:
+        super().__init__(snap, id="error-list", home=home)
 
     def events(self, snap: Snapshot) -> Iterable[ErrorEvent]:
         return snap.recent_errors
@@ -249,15 +254,15 @@ class ErrorListScreen(EventListScreen):
             cell(e.seq, "dim"),
             cell(fmt.duration(e.at), "dim"),
             cell(e.kind, "red"),
-            cell(e.tries, "yellow" if e.tries > 1 else ""),
-            cell(e.url),
+            cell(e.tries or "", "yellow" if e.tries > 1 else ""),
+            cell(fmt.display_url(e.url, self.home)),
             cell(e.message, "dim"),
         )
         hay = clean(f"{e.url} {e.kind} {e.message}", 2000).lower()
         return str(e.seq), cells, hay
 
     def heading_parts(self, snap: Snapshot) -> list:
-        parts = kind_parts(snap.errors_by_kind, snap.errors)
+        parts = kind_parts(snap.errors_by_kind, snap.errors) + self.home_note()
         if snap.errors > len(snap.recent_errors):
             parts += [("   (latest ", "dim"), str(len(snap.recent_errors)), (" kept)", "dim")]
         return parts
@@ -275,8 +280,8 @@ class MergeListScreen(EventListScreen):
         Col("target", "target", None, 12),
     )
 
-    def __init__(self, snap: Snapshot) -> None:
-        super().__init__(snap, id="merge-list")
+    def __init__(self, snap: Snapshot, home: frozenset[str] = frozenset()) -> None:
+        super().__init__(snap, id="merge-list", home=home)
 
     def events(self, snap: Snapshot) -> Iterable[Any]:
         redirects = getattr(snap, "recent_redirects", ())
@@ -293,8 +298,8 @@ class MergeListScreen(EventListScreen):
             cell(fmt.duration(m.at), "dim"),
             cell(kind, "cyan" if kind == "merge" else ""),
             cell(m.status or "", "dim"),
-            cell(m.source),
-            cell(m.target, "cyan"),
+            cell(fmt.display_url(m.source, self.home)),
+            cell(fmt.display_url(m.target, self.home), "cyan"),
         )
         hay = clean(f"{kind} {m.status} {m.source} {m.target}", 4000).lower()
         return f"{kind[0]}{m.seq}", cells, hay
@@ -303,5 +308,6 @@ class MergeListScreen(EventListScreen):
         return [
             ("Redirect merges ", "bold"), (fmt.count(snap.merges), "bold"),
             ("  redirects ", "dim"), fmt.count(snap.redirects),
+            *self.home_note(),
             ("   a merge is a redirect whose target was already seen", "dim"),
         ]

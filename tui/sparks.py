@@ -17,17 +17,17 @@ BARS = " ▁▂▃▄▅▆▇█"
 
 
 def buckets(data: Sequence[float], width: int, how: str = "mean") -> list[float]:
-    """Fit `data` (oldest first) into `width` columns, newest on the right.
+    """Fit per-second `data` (oldest first) into at most `width` columns, newest right.
 
-    History shorter than two minutes is padded with zeros on the left, so the time
-    axis does not stretch as the crawl starts. Wider than the history: one column
-    per second, right-aligned.
+    While the history fits, one column is one second (so the graph grows from the
+    right as the crawl starts); beyond that the last two minutes are bucketed into
+    `width` columns, by mean (throughput, queue) or max (errors: a spike must show).
     """
     if width <= 0:
         return []
-    values = [0.0] * (HISTORY_SECONDS - len(data)) + [float(v) for v in data[-HISTORY_SECONDS:]]
+    values = [float(v) for v in data[-HISTORY_SECONDS:]]
     n = len(values)
-    if width >= n:
+    if n <= width:
         return values
     out = []
     for i in range(width):

@@ -19,36 +19,43 @@ from tui.breakdown import status_parts
 def summary_content(snap: Snapshot, top_errors: Sequence[tuple[str, int]], *, failure: str | None = None) -> Content:
     """The whole summary as one Content; untrusted text enters only as plain strings."""
     label = "dim"
-    p: list = [(" DONE ", "bold reverse $primary"), "  ", ("crawl finished in ", label), (fmt.duration(snap.elapsed), "bold"), "\n\n"]
+    p: list = [
+        (" DONE ", "bold reverse $primary"), "  ", ("crawl finished in ", label), (fmt.duration(snap.elapsed), "bold"),
+        (" at ", label), (fmt.rate(snap.rate_avg), "bold"), (" on average", label), "\n\n",
+    ]
     if failure:
         p += [("The crawl stopped with an error: ", "bold $error"), clean(failure, 300), "\n\n"]
-    rows = [
+    left = [
         ("records", fmt.count(snap.records)),
         ("pages fetched", fmt.count(snap.pages)),
         ("bytes", fmt.human_bytes(snap.bytes)),
         ("URLs seen", fmt.count(snap.seen)),
         ("left in queue", fmt.count(snap.queued)),
-        ("average rate", fmt.rate(snap.rate_avg)),
+        ("truncated bodies", fmt.count(snap.truncated)),
+    ]
+    right = [
         ("errors", fmt.count(snap.errors)),
         ("retries", fmt.count(snap.retries)),
         ("redirects", fmt.count(snap.redirects)),
         ("redirect merges", fmt.count(snap.merges)),
         ("robots.txt blocked", fmt.count(snap.robots_blocked)),
-        ("truncated bodies", fmt.count(snap.truncated)),
+        ("carried over (resumed)", fmt.count(snap.resumed_from)) if snap.resumed_from else ("", ""),
     ]
-    if snap.resumed_from:
-        rows.append(("carried over (resumed)", fmt.count(snap.resumed_from)))
-    for name, value in rows:
-        p += [(f"  {name:<24}", label), (value, "bold"), "\n"]
+    for (ln, lv), (rn, rv) in zip(left, right):
+        p += [(f"  {ln:<17}", label), (f"{lv:>9}", "bold"), "     "]
+        if rn:
+            p += [(f"{rn:<19}", label), (f"{rv:>9}", "bold")]
+        p.append("\n")
     p += ["\n", ("Statuses  ", "bold"), *status_parts(snap.statuses), "\n"]
     if snap.errors_by_kind:
-        p += ["\n", ("Errors by kind\n", "bold")]
-        for kind, n in sorted(snap.errors_by_kind.items(), key=lambda kv: (-kv[1], kv[0])):
-            p += [(f"  {fmt.count(n):>8}  ", "bold $error"), clean(kind, 80), "\n"]
+        p += [("Errors    ", "bold")]
+        for n, (kind, count) in enumerate(sorted(snap.errors_by_kind.items(), key=lambda kv: (-kv[1], kv[0]))):
+            p += [("  " if n else ""), clean(kind, 80), " ", (fmt.count(count), "bold $error")]
+        p.append("\n")
     if top_errors:
         p += ["\n", ("Top error URLs\n", "bold")]
         for url, n in top_errors:
-            p += [(f"  {fmt.count(n):>8}  ", "bold"), clean(url, 300), "\n"]
+            p += [(f"  {fmt.count(n):>6}  ", "bold"), clean(url, 300), "\n"]
     p += ["\n", ("q quits · escape shows the last live view · e errors · r merges", label)]
     return Content.assemble(*p)
 
