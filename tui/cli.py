@@ -87,8 +87,11 @@ def _run(crawler: Crawler, args: argparse.Namespace) -> int:
 
         return asyncio.run(run_headless(crawler))
     from tui.app import run_tui
+    from tui.headless import report
 
-    return run_tui(crawler, exit_on_finish=args.exit_on_finish)
+    code = run_tui(crawler, exit_on_finish=args.exit_on_finish)
+    report(crawler, sys.stdout)  # the screen is gone: leave the totals in the scrollback
+    return code
 
 
 def _start_demo(fast: bool) -> tuple[subprocess.Popen[str], str]:
