@@ -12,7 +12,13 @@ so it does not share this process's loop or GIL. In this process the runs altern
             bytes are not written to a tty).
 
 Each run's rate is pages fetched / wall time of crawl() itself (app start-up is not
-counted). Prints every run, the medians and the ratio tui / headless (target >= 0.9).
+counted). Prints every run, the medians and the ratio tui / headless (target >= 0.9),
+and the same comparison in this process's CPU time per page: on a shared 2-core machine
+wall-clock rates swing by +-20% run to run with other load, CPU per page much less.
+
+Then one more TUI crawl measures key latency at full speed: a `p` key event is posted
+to the app as the terminal driver would, and the time until the engine is paused (or
+resumed) is taken, ten times.
 """
 from __future__ import annotations
 
@@ -38,14 +44,16 @@ class Timed:
         self.crawler = crawler
         self.inner = crawler.crawl
         self.seconds = 0.0
+        self.cpu = 0.0
         crawler.crawl = self  # type: ignore[method-assign]
 
     async def __call__(self) -> None:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             await self.inner()
         finally:
             self.seconds = time.perf_counter() - t0
+            self.cpu = time.process_time() - c0
 
 
 def make(url: str, concurrency: int) -> tuple[Crawler, Timed]:
@@ -53,42 +61,76 @@ def make(url: str, concurrency: int) -> tuple[Crawler, Timed]:
     return crawler, Timed(crawler)
 
 
-async def headless(url: str, concurrency: int, hz: float) -> tuple[int, float, int]:
+async def headless(url: str, concurrency: int, hz: float) -> tuple[int, float, float, int]:
     crawler, timed = make(url, concurrency)
     await crawler.crawl()
-    return crawler.stats.pages, timed.seconds, 0
+    return crawler.stats.pages, timed.seconds, timed.cpu, 0
 
 
-async def tui(url: str, concurrency: int, hz: float) -> tuple[int, float, int]:
+async def tui(url: str, concurrency: int, hz: float) -> tuple[int, float, float, int]:
     crawler, timed = make(url, concurrency)
     app = CrawlApp(crawler, refresh_hz=hz, exit_on_finish=True)
-    async with app.run_test(size=(120, 40)) as pilot:
-        while app.crawl_task is None or not app.crawl_task.done():
-            await pilot.pause(0.05)
-    return crawler.stats.pages, timed.seconds, app.frames
+    async with app.run_test(size=(120, 40)):
+        # Plain sleeps, not pilot.pause(): that one posts a callback to every widget and
+        # waits for the screen, which would bill the test harness to the app.
+        while app.crawl_task is None:
+            await asyncio.sleep(0.01)
+        await asyncio.shield(app.crawl_task)
+    return crawler.stats.pages, timed.seconds, timed.cpu, app.frames
+
+
+async def key_latency(url: str, concurrency: int, hz: float, presses: int = 10) -> list[float]:
+    """Seconds from a posted `p` key event to the engine's pause/resume, mid-crawl."""
+    from textual import events
+
+    crawler, _ = make(url, concurrency)
+    app = CrawlApp(crawler, refresh_hz=hz)
+    out: list[float] = []
+    async with app.run_test(size=(120, 40)):
+        while crawler.stats.pages < 200:
+            await asyncio.sleep(0.02)
+        for i in range(presses):
+            want_paused = i % 2 == 0
+            t0 = time.perf_counter()
+            app.post_message(events.Key("p", "p"))
+            while crawler.paused != want_paused:
+                await asyncio.sleep(0)
+            out.append(time.perf_counter() - t0)
+            await asyncio.sleep(0.3)
+        crawler.stop()
+    return out
 
 
 async def main_async(url: str, runs: int, concurrency: int, hz: float) -> None:
     await headless(url, concurrency, hz)  # warm-up: imports, caches, the site's first hits
     rates: dict[str, list[float]] = {"headless": [], "tui": []}
+    per_cpu: dict[str, list[float]] = {"headless": [], "tui": []}
     for i in range(runs):
         order = (("headless", headless), ("tui", tui)) if i % 2 == 0 else (("tui", tui), ("headless", headless))
         for name, fn in order:
-            pages, seconds, frames = await fn(url, concurrency, hz)
+            pages, seconds, cpu, frames = await fn(url, concurrency, hz)
             rate = pages / seconds
             rates[name].append(rate)
+            per_cpu[name].append(pages / cpu)
             extra = f"  {frames} frames ({frames / seconds:.1f}/s)" if name == "tui" else ""
-            print(f"run {i + 1} {name:8}  {pages} pages in {seconds:6.2f} s  {rate:7.1f} pages/s{extra}", flush=True)
+            print(f"run {i + 1} {name:8}  {pages} pages in {seconds:6.2f} s  {rate:7.1f} pages/s"
+                  f"  {cpu * 1e6 / pages:6.0f} us CPU/page{extra}", flush=True)
     h, t = statistics.median(rates["headless"]), statistics.median(rates["tui"])
+    hc, tc = statistics.median(per_cpu["headless"]), statistics.median(per_cpu["tui"])
     print()
-    print(f"median headless  {h:7.1f} pages/s")
-    print(f"median tui       {t:7.1f} pages/s")
+    print(f"median headless  {h:7.1f} pages/s  {1e6 / hc:6.0f} us CPU/page")
+    print(f"median tui       {t:7.1f} pages/s  {1e6 / tc:6.0f} us CPU/page")
     print(f"ratio tui/headless  {t / h:.3f}  (target >= 0.9; concurrency {concurrency}, refresh {hz:g} Hz, {runs} runs each)")
+    print(f"CPU per page, headless/tui  {tc / hc:.3f}  (the same ratio measured in this process's CPU time,"
+          " which other load on the machine disturbs less)")
+    lat = await key_latency(url, concurrency, hz)
+    pauses = [x * 1000 for x in lat[0::2]]  # pressed while crawling at full speed
+    print(f"key p -> engine paused, mid-crawl: median {statistics.median(pauses):.0f} ms, max {max(pauses):.0f} ms")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--concurrency", "-c", type=int, default=10)
     parser.add_argument("--hz", type=float, default=5.0, help="TUI refresh rate (default 5, as the app)")
     args = parser.parse_args()

@@ -5,9 +5,14 @@ newest row, it follows: new rows are appended, the cursor moves to the newest, a
 oldest rows beyond `limit` are dropped. Once the person moves the cursor up, the table
 stops following: new rows are still appended below, nothing above them moves, and old
 rows are not trimmed until a hard cap (and then the cursor is shifted with them).
+
+A table that grows changes its scrollable height, which costs Textual a layout pass of
+the whole screen; so new rows are let in at most every `interval` seconds (the counts
+in the panel headings still move every frame).
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from tui.table import Cell, DiffTable
@@ -16,31 +21,36 @@ from tui.table import Cell, DiffTable
 class LogTable(DiffTable):
     limit = 200
     hard_limit = 2000
+    interval = 1.0
 
     def __init__(self, *, id: str | None = None, classes: str | None = None, show_header: bool = False) -> None:
         super().__init__(id=id, classes=classes, show_header=show_header)
         self.last_seq = 0
+        self._pending: list[tuple[str, Sequence[Cell]]] = []
+        self._flushed = float("-inf")
 
     @property
     def following(self) -> bool:
         return not self.has_focus or self.at_end()
 
     def append(self, rows: Sequence[tuple[str, Sequence[Cell]]]) -> None:
-        if not rows:
+        self._pending.extend(rows)
+        now = time.monotonic()
+        if not self._pending or now - self._flushed < self.interval:
             return
+        self._flushed = now
+        rows, self._pending = self._pending, []
         follow = self.following
         self.upsert(rows)
         keys = self.row_keys()
         if follow:
             excess = len(keys) - self.limit
-            for key in keys[: max(0, excess)]:
-                self.remove(key)
+            if excess > 0:
+                self.remove_many(keys[:excess])
             if self.row_count:
-                self.move_cursor(row=self.row_count - 1, animate=False)
+                self.move_cursor(row=self.row_count - 1)
         else:
             excess = len(keys) - self.hard_limit
             if excess > 0:
-                row = self.cursor_row
-                for key in keys[:excess]:
-                    self.remove(key)
-                self.move_cursor(row=max(0, row - excess), animate=False, scroll=False)
+                self.remove_many(keys[:excess])  # the cursor keeps its row
+                self.scroll_to(y=max(0, self.scroll_offset.y - excess), animate=False)

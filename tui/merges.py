@@ -44,4 +44,4 @@ class MergesPanel(Vertical):
         new = [(str(m.seq), merge_cells(m, self.home)) for m in snap.recent_merges if m.seq > table.last_seq]
         if new:
             table.last_seq = snap.recent_merges[-1].seq
-            table.append(new)
+        table.append(new)  # every frame: rows held back by the table's interval get in

@@ -40,8 +40,8 @@ class ConfirmQuit(ModalScreen[bool]):
             yield Static(Content("The crawl is still running."), classes="dialog-title")
             yield Static(
                 Content(
-                    f"Stop it and quit? {self.in_flight} fetches in flight are put back, "
-                    f"{fmt.count(self.queued)} URLs stay queued, and every record is flushed."
+                    f"Stop it and quit? The {self.in_flight} fetches in flight are cancelled and put back, "
+                    f"the {fmt.count(self.queued)} queued URLs are not fetched, and every record is flushed."
                 ),
                 classes="dialog-body",
             )
@@ -130,6 +130,7 @@ class HelpScreen(ModalScreen[None]):
 class EventTable(LogTable):
     limit = 5000
     hard_limit = 10000
+    interval = 0.0  # the person is looking at this list: show rows as they come
 
 
 class EventListScreen(Screen[None]):

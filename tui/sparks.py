@@ -104,7 +104,7 @@ class SparkPanel(Vertical):
         yield self.pages
         yield self.errors
         with Horizontal(classes="status-row"):
-            label = Line(classes="spark-label")
+            label = Line(classes="status-label")
             label.show("status")
             yield label
             self.statuses = Line(id="statuses")
