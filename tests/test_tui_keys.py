@@ -167,6 +167,26 @@ async def test_q_asks_then_stops_and_flushes_every_record(serve, tmp_path) -> No
     assert any((r.error or "").startswith("Cancelled") for r in sink.records)
 
 
+async def test_quit_while_paused_and_ctrl_c_ask_too(serve) -> None:
+    site = await serve(slow_site(100, 0.05))
+    sink = ListSink()
+    crawler = Crawler(CrawlConfig(roots=(site.url + "/",), concurrency=3, robots=False), sinks=[sink])
+    app = CrawlApp(crawler, refresh_hz=10)
+    async with app.run_test() as pilot:
+        await until(pilot, lambda: crawler.stats.records >= 5)
+        await pilot.press("p")
+        assert crawler.paused
+        await pilot.press("ctrl+c")
+        assert isinstance(app.screen, ConfirmQuit)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ConfirmQuit) and crawler.paused
+        await pilot.press("ctrl+c", "ctrl+c")  # twice: ask, then yes
+        await until(pilot, lambda: app.crawl_task.done())
+        await pilot.pause(0.1)
+    assert app.return_code == 0 and sink.closed
+    assert len({r.url for r in sink.records}) == len(sink.records) == crawler.frontier.seen_count
+
+
 async def test_error_and_merge_screens_list_the_right_rows(serve) -> None:
     async def broken(request: web.Request) -> web.Response:
         return web.Response(status=500, text="down")

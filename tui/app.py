@@ -23,6 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer
 
 from core.errors import describe
+from core.sanitize import clean
 from core.stats import Snapshot
 from tui import fmt
 from tui.breakdown import BreakdownPanel
@@ -230,7 +231,7 @@ class CrawlApp(App[int]):
         self._finished = True
         snap = self.refresh_now()
         if self.failure:
-            self.notify(self.failure, title="crawl failed", severity="error", timeout=30)
+            self.notify(clean(self.failure, 300), title="crawl failed", severity="error", timeout=30, markup=False)
         if self._stopping or self.exit_on_finish:
             self.exit(self.exit_code)
             return
@@ -382,6 +383,7 @@ class CrawlApp(App[int]):
             self.notify("Stopping: waiting for in-flight work and flushing records…", timeout=3)
             return
         if isinstance(self.screen, ConfirmQuit):
+            self.screen.dismiss(True)  # asked twice (q q, ctrl+c ctrl+c): that is a yes
             return
         snap = self.last_snapshot or self.refresh_now()
 
