@@ -279,7 +279,8 @@ class CrawlApp(App[int]):
                 return False
             return None if self.crawler.concurrency <= 1 else True
         if action == "cancel_worker":
-            if not (live and main):
+            # only while the workers panel has the keyboard: the selection is visible there
+            if not (live and main and self.screen_stack[0].focused is self.workers_table):
                 return False
             return True if self.workers_table.selected_key() is not None else None
         if action == "errors":

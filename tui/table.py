@@ -103,9 +103,7 @@ class DiffTable(ScrollView, can_focus=True):
             text-style: bold;
         }
         & > .difftable--cursor {
-            background: $block-cursor-blurred-background;
-            color: $block-cursor-blurred-foreground;
-            text-style: $block-cursor-blurred-text-style;
+            /* the cursor shows only in the panel that has the keyboard */
         }
         &:focus > .difftable--cursor {
             background: $block-cursor-background;
