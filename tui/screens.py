@@ -225,7 +225,8 @@ class EventListScreen(Screen[None]):
         self.table.focus()
 
     def action_focus_filter(self) -> None:
-        self.query_one(Input).focus()
+        # set_focus now, not focus() (which waits a turn): the next keys typed go in the filter
+        self.set_focus(self.query_one(Input))
 
     def action_clear_filter(self) -> None:
         self.query_one(Input).value = ""
