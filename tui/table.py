@@ -102,9 +102,7 @@ class DiffTable(ScrollView, can_focus=True):
             color: $foreground;
             text-style: bold;
         }
-        & > .difftable--cursor {
-            /* the cursor shows only in the panel that has the keyboard */
-        }
+        /* the cursor is drawn only in the panel that has the keyboard */
         &:focus > .difftable--cursor {
             background: $block-cursor-background;
             color: $block-cursor-foreground;
@@ -123,6 +121,7 @@ class DiffTable(ScrollView, can_focus=True):
         self._layout: tuple[tuple[int, int], ...] = ()  # (index into COLUMNS, width) shown
         self._width = 0
         self._header_strip: Strip | None = None
+        self._base: Style | None = None
         self.cursor_row = 0
         self.cell_updates = 0  # counters for tests: proof that we diff, not rebuild
         self.rows_added = 0
@@ -194,27 +193,33 @@ class DiffTable(ScrollView, can_focus=True):
         segments = list(text.render(self.app.console))
         return Strip(segments).adjust_cell_length(self._width, base)
 
-    def _row_strip(self, key: str) -> Strip:
+    def _row_strip(self, key: str, base: Style) -> Strip:
         strip = self._strips.get(key)
         if strip is None:
-            strip = self._strips[key] = self._strip(self._line(self._cells[key]), self.rich_style)
+            strip = self._strips[key] = self._strip(self._line(self._cells[key]), base)
         return strip
 
+    def render_lines(self, crop):  # type: ignore[no-untyped-def]
+        # rich_style walks the ancestors' backgrounds: work it out once per paint
+        self._base = self.rich_style
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
+        base = self._base if self._base is not None else self.rich_style
         width = self._width or self.size.width
         if self.show_header and y == 0:
             if self._header_strip is None:
-                style = self.rich_style + self.get_component_rich_style("difftable--header")
+                style = base + self.get_component_rich_style("difftable--header")
                 self._header_strip = self._strip(self._line(None, labels=True), style)
             return self._header_strip
         row = int(self.scroll_offset.y) + y - self.header_height
         if not 0 <= row < len(self._keys):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, base)
         key = self._keys[row]
-        if row == self.cursor_row:
-            style = self.rich_style + self.get_component_rich_style("difftable--cursor")
+        if row == self.cursor_row and self.has_focus:
+            style = base + self.get_component_rich_style("difftable--cursor")
             return self._strip(self._line(self._cells[key]), style)
-        return self._row_strip(key)
+        return self._row_strip(key, base)
 
     # -- rows ----------------------------------------------------------------
     def row_keys(self) -> list[str]:
