@@ -22,7 +22,8 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 WORK = BENCH / "_work"
 VENV_PY = REPO / ".venv" / "bin" / "python"
-CRAWLTOP = REPO / ".venv" / "bin" / "crawltop"
+# BENCH_CRAWLTOP=/path/to/another/crawltop measures another build (a candidate branch's venv)
+CRAWLTOP = Path(os.environ.get("BENCH_CRAWLTOP") or REPO / ".venv" / "bin" / "crawltop")
 SCRAPY_VENV = WORK / "scrapy-venv"
 
 

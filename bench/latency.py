@@ -20,7 +20,9 @@ Each run is reported three ways, as a fraction of concurrency / 0.1 s:
   process  pages / wall time of the crawltop process (start-up and shutdown included)
   crawl    requests / (last - first request) from the server's access log
   steady   the middle 80% of those requests (ramp-up and tail removed)
-The bare aiohttp + selectolax loop (bench/bare.py) runs beside it as the stack's ceiling.
+The bare aiohttp + selectolax loop (bench/bare.py) runs beside it as the stack's ceiling,
+and `wget -r --spider` (one connection, HEAD then GET for each page) once per round,
+cut off after --seconds, for what a serial crawler does against real latency.
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     BENCH, CRAWLTOP, VENV_PY, Nginx, crawltop_works, ensure_apt, ensure_work, fmt_table, free_port,
-    machine_cpu, median, proc_tree_cpu, read_crawltop_jsonl, run_child, wait_port, wait_quiet,
+    machine_cpu, median, parse_wget_log, proc_tree_cpu, read_crawltop_jsonl, run_child, wait_port, wait_quiet,
 )
 
 LATENCY = 0.1
@@ -214,7 +216,8 @@ def window_rates(stamps: list[float]) -> tuple[float, float]:
     return crawl, steady
 
 
-def run_one(tool: str, server, conc: int, max_pages: int, out: Path, quiet_wait: float) -> dict:
+def run_one(tool: str, server, conc: int, max_pages: int, out: Path, quiet_wait: float,
+            seconds: float = 12.0) -> dict:
     root = f"http://127.0.0.1:{server.port}/p/0"
     log = open(out / f"{tool}-c{conc}.log", "w")
     # also lets earlier requests (wrk, the last crawl) reach the log before the mark
@@ -229,6 +232,16 @@ def run_one(tool: str, server, conc: int, max_pages: int, out: Path, quiet_wait:
         wall, cpu, rss, rc = run_child(argv, stdout=log, stderr=subprocess.STDOUT)
         html, n, info = read_crawltop_jsonl(jsonl)
         pages = len(html)
+    elif tool == "wget":
+        # one connection whatever the concurrency; the site is endless, so it is cut off
+        # after `seconds` and what it fetched by then is counted
+        wlog = out / "wget.log"
+        tmp = out / "wget-tmp"
+        tmp.mkdir(exist_ok=True)
+        argv = ["wget", "-r", "--spider", "-l", "inf", "-nd", "-e", "robots=off", "-P", str(tmp),
+                "-o", str(wlog), root]
+        wall, cpu, rss, rc = run_child(argv, stdout=log, stderr=subprocess.STDOUT, timeout=seconds)
+        pages = len(parse_wget_log(wlog)[0])
     else:
         argv = [str(VENV_PY), str(BENCH / "bare.py"), root, "-c", str(conc), "--max-pages", str(max_pages)]
         res = out / f"bare-c{conc}.json"
@@ -258,7 +271,8 @@ def main() -> None:
     ap.add_argument("--conc", default="10,50,100,200,500")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=12.0, help="ideal crawl length; sets --max-pages")
-    ap.add_argument("--tools", default="crawltop,bare")
+    ap.add_argument("--tools", default="crawltop,bare,wget",
+                    help="wget runs once per round (one connection), cut off after --seconds")
     ap.add_argument("--quiet-wait", type=float, default=60.0,
                     help="before each run, wait up to this long for other load on the machine to settle")
     ap.add_argument("--no-wrk", action="store_true", help="skip measuring the server's ceiling")
@@ -292,7 +306,10 @@ def main() -> None:
             for c in concs:
                 max_pages = int(c / LATENCY * a.seconds)
                 for tool in (tools if r % 2 == 0 else tools[::-1]):
-                    res = run_one(tool, server, c, max_pages, out, a.quiet_wait)
+                    if tool == "wget" and c != concs[0]:
+                        continue  # one connection: the same at every concurrency
+                    res = run_one(tool, server, 1 if tool == "wget" else c, max_pages, out, a.quiet_wait,
+                                  a.seconds)
                     results.append(res)
                     print(f"  run {r + 1} {tool:8s} c={c:3d}  {res['pages']:6d} pages in {res['wall']:5.1f} s  "
                           f"{res['pages_per_s']:6.0f}/s  fraction of ideal: process {res['process']:.2f} "
@@ -303,8 +320,10 @@ def main() -> None:
     rows = []
     summary = []
     for tool in tools:
-        for c in concs:
+        for c in ([1] if tool == "wget" else concs):
             rs = [x for x in results if x["tool"] == tool and x["conc"] == c]
+            if not rs:
+                continue
             s = {k: median([x[k] for x in rs]) for k in ("pages_per_s", "crawl_rate", "process", "crawl", "steady", "cpu",
                                                          "rss", "crawler_cores", "server_cores", "other_cores")}
             s.update(tool=tool, conc=c, ideal=c / LATENCY, server_ceiling=capacity.get(c))
