@@ -13,8 +13,9 @@ runs dry and de-duplication has work to do. Each crawl is bounded with --max-pag
 Default server: Debian's nginx with its njs module (libnginx-mod-http-js, installed if
 missing), one worker process, the delay done with njs setTimeout: a C event loop, so
 the server is not what limits 5,000 req/s. `--server aiohttp` runs an equivalent aiohttp
-server in its own process; its own ceiling is measured with wrk first (a Python server
-on one core cannot sustain 5,000 req/s, which is why nginx is the default).
+server in its own process; its own ceiling is measured with wrk first. It needs several
+times the CPU of nginx + njs per request (a whole core near 5,000 req/s, which the
+crawler needs), which is why nginx is the default.
 
 Each run is reported three ways, as a fraction of concurrency / 0.1 s:
   process  pages / wall time of the crawltop process (start-up and shutdown included)
