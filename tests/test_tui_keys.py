@@ -48,6 +48,12 @@ async def until(pilot, cond, timeout: float = 10.0) -> None:
         await pilot.pause(0.02)
 
 
+async def finished(pilot, app: CrawlApp, timeout: float = 20.0) -> None:
+    """Wait for the crawl the app started (once its first screen was painted) to end."""
+    await until(pilot, lambda: app.crawl_task is not None)
+    await asyncio.wait_for(asyncio.shield(app.crawl_task), timeout)
+
+
 def footer_keys(app: CrawlApp) -> dict[str, bool]:
     """Actions shown in the footer right now -> enabled."""
     return {b.action: enabled for _, b, enabled, _ in app.screen.active_bindings.values() if b.show}
@@ -72,7 +78,7 @@ async def test_p_pauses_new_fetches_and_p_resumes(serve) -> None:
         await pilot.press("p")
         assert not crawler.paused and crawler.stats.state == "RUNNING"
         await until(pilot, lambda: crawler.stats.pages > pages)
-        await asyncio.wait_for(asyncio.shield(app.crawl_task), 20)
+        await finished(pilot, app)
         await until(pilot, lambda: isinstance(app.screen, SummaryScreen))
     assert len(sink.records) == 61 and sum(site.hits.values()) == 61
 
@@ -106,7 +112,7 @@ async def test_plus_minus_and_big_steps_change_workers(serve) -> None:
         await until(pilot, lambda: app.workers_table.row_count == 16)
         await pilot.press("c", "escape")
         assert crawler.concurrency == 16
-        await asyncio.wait_for(asyncio.shield(app.crawl_task), 20)
+        await finished(pilot, app)
     assert len(sink.records) == 401  # nothing lost while shrinking and growing
 
 
@@ -137,7 +143,7 @@ async def test_x_cancels_the_selected_stalled_worker(serve) -> None:
         assert crawler.concurrency == 2
         await until(pilot, lambda: str(wid) not in table.row_keys())
         assert wid not in {w.id for w in crawler.stats.snapshot().workers}
-        await asyncio.wait_for(asyncio.shield(app.crawl_task), 20)
+        await finished(pilot, app)
     recs = [r for r in sink.records if r.url == stuck]
     assert len(recs) == 1 and recs[0].status == 200 and recs[0].tries == 2  # re-queued, fetched again
     assert len(sink.records) == 32 and site.hits["/stuck"] == 2
@@ -211,7 +217,7 @@ async def test_error_and_merge_screens_list_the_right_rows(serve) -> None:
     site = await serve(routes)
     crawler, sink, app = make(site.url + "/", concurrency=3, robots=True, max_tries=2)
     async with app.run_test(size=(100, 30)) as pilot:
-        await asyncio.wait_for(asyncio.shield(app.crawl_task), 20)
+        await finished(pilot, app)
         await until(pilot, lambda: isinstance(app.screen, SummaryScreen) and bool(app.screen.query("#summary-text")))
         summary = str(app.screen.query_one("#summary-text").render())
         assert "DONE" in summary and "Top error URLs" in summary and "/broken/1" in summary
@@ -280,7 +286,7 @@ async def test_command_palette_offers_the_same_actions(serve) -> None:
         await until(pilot, lambda: crawler.concurrency == 12)
         await run_command(pilot, app, "resume", "Resume crawl")
         await until(pilot, lambda: not crawler.paused)
-        await asyncio.wait_for(asyncio.shield(app.crawl_task), 20)
+        await finished(pilot, app)
     assert len(sink.records) == 201
 
 
@@ -303,7 +309,7 @@ async def test_markup_and_escape_sequences_in_urls_show_literally(serve) -> None
             return [app.workers_table.cells_of(k)[3][0] for k in app.workers_table.row_keys()]
 
         await until(pilot, lambda: "/[bold]x[/bold]" in paths())  # in the workers table, literally
-        await asyncio.wait_for(asyncio.shield(app.crawl_task), 20)
+        await finished(pilot, app)
         await until(pilot, lambda: isinstance(app.screen, SummaryScreen))
         await pilot.press("escape")  # back to the live view: the errors panel has the rows
         await pilot.pause(0.1)

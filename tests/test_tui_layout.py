@@ -54,7 +54,7 @@ async def test_resize_down_to_40x12_and_back_during_a_crawl(serve) -> None:
             assert app.is_running
         frames = app.frames
         await until(pilot, lambda: app.frames > frames + 2)  # still refreshing
-        await asyncio.wait_for(asyncio.shield(app.crawl_task), 20)
+        await until(pilot, lambda: app.crawl_task is not None and app.crawl_task.done(), 20)
     assert len(sink.records) == 301
 
 
@@ -98,7 +98,7 @@ async def test_live_crawl_updates_cells_not_rows(serve) -> None:
         assert table.rows_added == 4 and table.rows_removed == 0  # one row per worker, ever
         assert table.cell_updates > 0
         crawler.stop()
-        await asyncio.wait_for(asyncio.shield(app.crawl_task), 10)
+        await until(pilot, lambda: app.crawl_task is not None and app.crawl_task.done(), 10)
 
 
 async def test_refresh_timer_never_overlaps_itself(monkeypatch) -> None:

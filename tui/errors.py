@@ -48,4 +48,6 @@ class ErrorsPanel(Vertical):
         new = [(str(e.seq), error_cells(e, self.home)) for e in snap.recent_errors if e.seq > table.last_seq]
         if new:
             table.last_seq = snap.recent_errors[-1].seq
-        table.append(new)  # every frame: rows held back by the table's interval get in
+        # every frame, so rows held back by the table's interval get in; at once when the
+        # crawl is not running at speed
+        table.append(new, now=snap.state != "RUNNING")

@@ -33,12 +33,13 @@ class LogTable(DiffTable):
     def following(self) -> bool:
         return not self.has_focus or self.at_end()
 
-    def append(self, rows: Sequence[tuple[str, Sequence[Cell]]]) -> None:
+    def append(self, rows: Sequence[tuple[str, Sequence[Cell]]], *, now: bool = False) -> None:
+        """Queue rows; let them in if `interval` has passed (or `now`)."""
         self._pending.extend(rows)
-        now = time.monotonic()
-        if not self._pending or now - self._flushed < self.interval:
+        t = time.monotonic()
+        if not self._pending or (not now and t - self._flushed < self.interval):
             return
-        self._flushed = now
+        self._flushed = t
         rows, self._pending = self._pending, []
         follow = self.following
         self.upsert(rows)

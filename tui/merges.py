@@ -44,4 +44,6 @@ class MergesPanel(Vertical):
         new = [(str(m.seq), merge_cells(m, self.home)) for m in snap.recent_merges if m.seq > table.last_seq]
         if new:
             table.last_seq = snap.recent_merges[-1].seq
-        table.append(new)  # every frame: rows held back by the table's interval get in
+        # every frame, so rows held back by the table's interval get in; at once when the
+        # crawl is not running at speed
+        table.append(new, now=snap.state != "RUNNING")
