@@ -309,7 +309,7 @@ class Crawler:
 
     def _parse(self, item: Item, resp: Response, record: Record) -> None:
         text, record.encoding = decode(resp)
-        links = [u for u in self.links.links(text, item.url) if self.scope.allows(u)]
+        links = [u for u in self.links.links(text, item.url, self.scope.host_ok) if self.scope.allows(u)]
         record.num_urls = len(links)
         max_depth = self.config.max_depth
         if max_depth is not None and item.depth + 1 > max_depth:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, fields
 from typing import IO, Protocol
 
@@ -41,14 +42,24 @@ class Sink(Protocol):
 
 
 class JsonlSink:
-    """Streams records as JSON lines, flushed per write so a kill loses nothing written."""
+    """Streams records as JSON lines, flushed at most every FLUSH_EVERY seconds.
+
+    A flush per record cost a few percent of a fast crawl; a kill -9 now loses at most
+    the last fraction of a second of lines (a clean stop loses nothing).
+    """
+
+    FLUSH_EVERY = 0.2
 
     def __init__(self, path: str) -> None:
         self._fh: IO[str] = open(path, "w", encoding="utf-8")
+        self._flushed = time.monotonic()
 
     def write(self, record: Record) -> None:
         self._fh.write(record.to_json() + "\n")
-        self._fh.flush()
+        now = time.monotonic()
+        if now - self._flushed >= self.FLUSH_EVERY:
+            self._fh.flush()
+            self._flushed = now
 
     def close(self) -> None:
         self._fh.close()

@@ -56,6 +56,7 @@ class Scope:
         self._hosts = {_strip_www(h) for h in hosts if h not in self._literal}
         self._domains = {registered_domain(h) for h in hosts if h not in self._literal}
         self._by_netloc: dict[str, bool] = {}
+        self._by_host: dict[str, bool] = {}
 
     def _host_ok(self, host: str) -> bool:
         if self.kind == "any" or host in self._literal:
@@ -65,6 +66,15 @@ class Scope:
         if self.kind == "host":
             return _strip_www(host) in self._hosts
         return registered_domain(host) in self._domains
+
+    def host_ok(self, host: str) -> bool:
+        """A cheap pre-filter on a raw, lower-cased host: says no only where allows() would."""
+        if not host.isascii():
+            return True
+        ok = self._by_host.get(host)
+        if ok is None:
+            ok = self._by_host[host] = self._host_ok(host)
+        return ok
 
     def allows(self, url: str) -> bool:
         netloc = netloc_of(url)

@@ -7,6 +7,7 @@ the same URL from every page of a site, and that is most of them.
 from __future__ import annotations
 
 import re
+from typing import Callable
 from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
 from selectolax.lexbor import LexborHTMLParser
@@ -96,6 +97,9 @@ class LinkExtractor:
 
     def join(self, base: str, href: str) -> str | None:
         """urljoin + canonical, cached on the part of the base the result depends on."""
+        if href[0] == "/" and href[1:2] != "/" and not _NEEDS_WORK.search(href) and "/." not in href:
+            # Already canonical once glued to the origin: no urljoin, no cache entry.
+            return base[: base.find("/", base.find("//") + 2)] + href
         if _SCHEME.match(href) or href.startswith("//"):
             key = ("", href) if not href.startswith("//") else (base.split(":", 1)[0], href)
         elif href.startswith("/"):
@@ -117,26 +121,39 @@ class LinkExtractor:
         self._cache[key] = url
         return url
 
-    def links(self, html: str, page_url: str) -> set[str]:
+    def links(self, html: str, page_url: str, host_ok: Callable[[str], bool] = lambda h: True) -> set[str]:
+        """Distinct canonical links; absolute ones whose host fails host_ok are never joined."""
         tree = LexborHTMLParser(html)
         base = page_url
         node = tree.css_first("base[href]")
         if node is not None:
-            base = self.join(page_url, (node.attrs.get("href") or "").strip()) or page_url
+            base = self.join(page_url, (node.attrs.get("href") or "").strip() or page_url) or page_url
         raw: set[str] = set()
-        for node in tree.css("a[href], area[href]"):
-            raw.add(node.attrs.get("href") or "")
-        for node in tree.css("frame[src], iframe[src]"):
-            raw.add(node.attrs.get("src") or "")
+        for node in tree.css("a[href], area[href], frame[src], iframe[src]"):
+            raw.add(node.attrs.get("src" if node.tag in ("iframe", "frame") else "href") or "")
         out: set[str] = set()
         for href in raw:
             href = href.strip()
             if not href or href[0] == "#":
                 continue
             m = _SCHEME.match(href)
-            if m is not None and m.group(1).lower() not in _DEFAULT_PORT:
+            if m is not None:
+                if m.group(1).lower() not in _DEFAULT_PORT:
+                    continue
+                if not host_ok(_raw_host(href[m.end():])):
+                    continue
+            elif href.startswith("//") and not host_ok(_raw_host(href)):
                 continue
             url = self.join(base, href)
             if url is not None:
                 out.add(url)
         return out
+
+
+def _raw_host(rest: str) -> str:
+    """The lower-cased host of '//user@Host:port/path' without a full parse (a pre-filter)."""
+    netloc = rest.lstrip("/").split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    host = netloc.rpartition("@")[2].lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1]
+    return host.split(":", 1)[0]

@@ -60,3 +60,18 @@ def test_scopes() -> None:
     assert Scope(("http://a.com/",), "any").allows("http://b.org/")
     inc = Scope(("http://a.com/",), include=("/docs/",))
     assert inc.allows("http://a.com/docs/x") and not inc.allows("http://a.com/blog/")
+
+
+def test_fast_paths_agree_with_the_slow_path() -> None:
+    """The origin-glue fast path and the host pre-filter must not change any result."""
+    from urllib.parse import urljoin
+
+    hrefs = ["/a/b?x=1&y=2", "/a/./b", "/a/../b", "/%7Euser", "/a b", "/a#f", "/é", "//h.com/x",
+             "HTTP://H.COM:80/Y", "http://user@h.com/z", "http://other.org/", "rel/x", "?q", "/"]
+    le = LinkExtractor()
+    scope = Scope(("http://h.com/",))
+    html = "".join(f'<a href="{h}">x</a>' for h in hrefs)
+    got = le.links(html, "http://h.com/d/p", scope.host_ok)
+    joined = {canonical(urljoin("http://h.com/d/p", h)) for h in hrefs}
+    assert got == {u for u in joined if u is not None and "other.org" not in u}
+    assert "http://other.org/" in joined and "http://other.org/" not in got and "http://h.com/Y" in got and "http://h.com/~user" in got
