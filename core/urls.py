@@ -97,9 +97,14 @@ class LinkExtractor:
 
     def join(self, base: str, href: str) -> str | None:
         """urljoin + canonical, cached on the part of the base the result depends on."""
-        if href[0] == "/" and href[1:2] != "/" and not _NEEDS_WORK.search(href) and "/." not in href:
-            # Already canonical once glued to the origin: no urljoin, no cache entry.
-            return base[: base.find("/", base.find("//") + 2)] + href
+        if not _NEEDS_WORK.search(href) and "/." not in href and href[0] != ".":
+            # Plain hrefs are already canonical once glued to the base: no urljoin, no cache.
+            if href[0] == "/":
+                if href[1:2] != "/":
+                    return base[: base.find("/", base.find("//") + 2)] + href
+            elif href[0] != "?" and not _SCHEME.match(href):
+                path = base.split("?", 1)[0]
+                return path[: path.rfind("/") + 1] + href
         if _SCHEME.match(href) or href.startswith("//"):
             key = ("", href) if not href.startswith("//") else (base.split(":", 1)[0], href)
         elif href.startswith("/"):

@@ -67,7 +67,7 @@ def test_fast_paths_agree_with_the_slow_path() -> None:
     from urllib.parse import urljoin
 
     hrefs = ["/a/b?x=1&y=2", "/a/./b", "/a/../b", "/%7Euser", "/a b", "/a#f", "/é", "//h.com/x",
-             "HTTP://H.COM:80/Y", "http://user@h.com/z", "http://other.org/", "rel/x", "?q", "/"]
+             "HTTP://H.COM:80/Y", "http://user@h.com/z", "http://other.org/", "rel/x", "rel/./y", "./z", "../up", "x:y", "?q", "/"]
     le = LinkExtractor()
     scope = Scope(("http://h.com/",))
     html = "".join(f'<a href="{h}">x</a>' for h in hrefs)
