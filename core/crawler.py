@@ -100,7 +100,7 @@ class Crawler:
             if surplus <= 0:
                 break
             if wid not in self._held:
-                self._tasks[wid].cancel()
+                self._retire(wid)
                 surplus -= 1
         for ws in self.stats.workers.values():
             ws.retiring = False
@@ -109,12 +109,16 @@ class Crawler:
 
     def cancel_worker(self, worker_id: int) -> bool:
         """The chapter's task.cancel(): the URL goes back on the frontier, the pool shrinks."""
-        task = self._tasks.get(worker_id)
-        if task is None or task.done():
+        if worker_id not in self._tasks or self._tasks[worker_id].done():
             return False
         self._target = self.stats.target_concurrency = max(0, self._target - 1)
-        task.cancel()
+        self._retire(worker_id)
         return True
+
+    def _retire(self, worker_id: int) -> None:
+        """Cancel a worker and stop counting it at once, so no other worker retires for it."""
+        self._tasks.pop(worker_id).cancel()
+        self.stats.workers.pop(worker_id, None)
 
     def stop(self) -> None:
         if self.stats.state != "DONE":
