@@ -152,6 +152,7 @@ class CrawlApp(App[int]):
         home = fmt.home_hosts(getattr(config, "roots", ()))
         self.errors_panel.home = self.merges_panel.home = home
         self.workers_table.focus()
+        self._binding_key = self._bindings_state()  # the Footer was just composed with these
         self._tick()
         # Start the crawl once the first screen is painted: the one-off work of styling
         # and laying out the app (~0.25 s of CPU) then doesn't compete with the crawl.
@@ -195,17 +196,15 @@ class CrawlApp(App[int]):
             screen = self.screen
             if isinstance(screen, EventListScreen) and screen.is_mounted:
                 screen.show(snap)
-        key = (
-            snap.state,
-            self.crawler.paused,
-            self.crawler.concurrency <= 1,
-            self.workers_table.selected_key() is not None,
-            self._stopping,
-        )
-        if key != self._binding_key:
+        key = self._bindings_state()
+        if key != self._binding_key:  # the Footer recomposes on this: only on a real change
             self._binding_key = key
             self.refresh_bindings()
         return snap
+
+    def _bindings_state(self) -> tuple:
+        """Everything check_action depends on, but the screen and focus (Textual watches those)."""
+        return (self.crawler.stats.state, self.crawler.paused, self.crawler.concurrency <= 1, self.live, self._finished)
 
     # -- crawl lifecycle ---------------------------------------------------------
     @property
@@ -218,8 +217,7 @@ class CrawlApp(App[int]):
     def live(self) -> bool:
         return (
             not self._stopping
-            and self.crawl_task is not None
-            and not self.crawl_task.done()
+            and (self.crawl_task is None or not self.crawl_task.done())  # None: starting
             and self.crawler.stats.state in LIVE
         )
 
@@ -286,9 +284,7 @@ class CrawlApp(App[int]):
             return None if self.crawler.concurrency <= 1 else True
         if action == "cancel_worker":
             # only while the workers panel has the keyboard: the selection is visible there
-            if not (live and main and self.screen_stack[0].focused is self.workers_table):
-                return False
-            return True if self.workers_table.selected_key() is not None else None
+            return live and main and self.screen_stack[0].focused is self.workers_table
         if action == "errors":
             return not isinstance(screen, ErrorListScreen)
         if action == "merges":
@@ -334,6 +330,7 @@ class CrawlApp(App[int]):
     def action_cancel_worker(self) -> None:
         worker_id = self.workers_table.selected_worker()
         if worker_id is None:
+            self.notify("No worker selected", severity="warning", timeout=2)
             return
         if self.crawler.cancel_worker(worker_id):
             self.notify(f"Worker {worker_id} cancelled; its URL is back on the queue", timeout=3)
