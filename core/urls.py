@@ -20,6 +20,7 @@ _STRAY_PCT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _NEEDS_WORK = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,/:;=@?]")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _CACHE_MAX = 200_000
+_PLAIN_NETLOC = re.compile(r"[a-z0-9\-.]+(:[1-9][0-9]{0,3})?\Z")
 
 
 def _pct(match: re.Match[str]) -> str:
@@ -97,14 +98,10 @@ class LinkExtractor:
 
     def join(self, base: str, href: str) -> str | None:
         """urljoin + canonical, cached on the part of the base the result depends on."""
-        if not _NEEDS_WORK.search(href) and "/." not in href and href[0] != ".":
-            # Plain hrefs are already canonical once glued to the base: no urljoin, no cache.
-            if href[0] == "/":
-                if href[1:2] != "/":
-                    return base[: base.find("/", base.find("//") + 2)] + href
-            elif href[0] != "?" and not _SCHEME.match(href):
-                path = base.split("?", 1)[0]
-                return path[: path.rfind("/") + 1] + href
+        if not _NEEDS_WORK.search(href):
+            fast = _plain_join(base, href)
+            if fast is not None:
+                return fast
         if _SCHEME.match(href) or href.startswith("//"):
             key = ("", href) if not href.startswith("//") else (base.split(":", 1)[0], href)
         elif href.startswith("/"):
@@ -153,6 +150,39 @@ class LinkExtractor:
             if url is not None:
                 out.add(url)
         return out
+
+
+def _plain_join(base: str, href: str) -> str | None:
+    """Join an href made only of plain URL characters without urljoin: the common case.
+
+    Returns None when the href needs the full treatment (schemes other than lower-case
+    http(s), network-path references, query-only references, odd hosts).
+    """
+    if href[-1] == "?":
+        return None
+    if href.startswith(("http://", "https://")):
+        netloc, slash, rest = href.partition("//")[2].partition("/")
+        if (slash and _PLAIN_NETLOC.match(netloc) and "//" not in rest and "/." not in "/" + rest
+                and not netloc.endswith(":80" if href[4] == ":" else ":443")):
+            return href
+        return None
+    if href[0] == "?" or "//" in href or _SCHEME.match(href):
+        return None
+    origin_end = base.find("/", base.find("//") + 2)
+    if href[0] == "/":
+        url = base[:origin_end] + href
+    else:
+        path = base.split("?", 1)[0]
+        url = path[: path.rfind("/") + 1] + href
+    if "/." in url or href[0] == ".":
+        url = _dots(url, origin_end)
+    return url
+
+
+def _dots(url: str, path_start: int) -> str:
+    """Remove dot segments from the path part of url, which starts at path_start."""
+    path, q, query = url[path_start:].partition("?")
+    return url[:path_start] + _remove_dots(path) + q + query
 
 
 def _raw_host(rest: str) -> str:

@@ -75,3 +75,27 @@ def test_fast_paths_agree_with_the_slow_path() -> None:
     joined = {canonical(urljoin("http://h.com/d/p", h)) for h in hrefs}
     assert got == {u for u in joined if u is not None and "other.org" not in u}
     assert "http://other.org/" in joined and "http://other.org/" not in got and "http://h.com/Y" in got and "http://h.com/~user" in got
+
+
+def test_plain_join_fast_path_matches_urljoin_on_random_hrefs() -> None:
+    import random
+    from urllib.parse import urljoin
+
+    from core.urls import _NEEDS_WORK, _plain_join
+
+    rng = random.Random(1)
+    parts = ["a", "b", ".", "..", "", "x.html", "p?q=1", "?", "q=/./", "A", "~u", "c:d"]
+    bases = ["http://h.com/", "http://h.com/d/e/f.html", "http://h.com/d/?x=/y/z", "https://h.com:8443/a/b/"]
+    prefixes = ["", "/", "./", "../", "../../", "http://h.com/", "https://H.com/", "http://h.com:80/",
+                "http://h.com:81/", "https://h.com:443/", "http://h.com", "http://u@h.com/", "http://h.com:99999/"]
+    checked = 0
+    for _ in range(30_000):
+        href = rng.choice(prefixes) + "/".join(rng.choice(parts) for _ in range(rng.randint(0, 4)))
+        if not href or _NEEDS_WORK.search(href):
+            continue
+        base = rng.choice(bases)
+        fast = _plain_join(base, href)
+        if fast is not None:
+            checked += 1
+            assert fast == canonical(urljoin(base, href)), (base, href)
+    assert checked > 5_000
