@@ -301,6 +301,8 @@ class Crawler:
             record.error = f"MissingLocation: HTTP {resp.status} without a usable Location header"
             return
         record.next_url = target
+        if not self.frontier.seen(target):
+            self.stats.redirect(item.url, target, resp.status)
         if item.redirects_left <= 0:
             record.error = f"TooManyRedirects: more than {self.config.max_redirect} redirects"
         elif not self.scope.allows(target):

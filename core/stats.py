@@ -113,6 +113,7 @@ class Snapshot:
     history_queue: tuple[int, ...]
     history_errors: tuple[int, ...]
     resumed_from: int = 0
+    recent_redirects: tuple[MergeEvent, ...] = ()
 
 
 @dataclass
@@ -139,6 +140,7 @@ class Stats:
     hosts: dict[str, HostStats] = field(default_factory=dict)
     recent_errors: deque[ErrorEvent] = field(default_factory=lambda: deque(maxlen=RING))
     recent_merges: deque[MergeEvent] = field(default_factory=lambda: deque(maxlen=RING))
+    recent_redirects: deque[MergeEvent] = field(default_factory=lambda: deque(maxlen=RING))
     started: float = 0.0
     finished: float | None = None
     _hist_pages: deque[int] = field(default_factory=lambda: deque(maxlen=HISTORY_SECONDS))
@@ -187,6 +189,10 @@ class Stats:
     def merge(self, source: str, target: str, status: int | None) -> None:
         self.merges += 1
         self.recent_merges.append(MergeEvent(self.merges, self._elapsed(), source, target, status))
+
+    def redirect(self, source: str, target: str, status: int | None) -> None:
+        """A redirect that was not a merge (queued, out of scope, or over the limit)."""
+        self.recent_redirects.append(MergeEvent(self.redirects, self._elapsed(), source, target, status))
 
     def finish(self) -> None:
         self.finished = self.clock()
@@ -254,6 +260,7 @@ class Stats:
             hosts=hosts,
             recent_errors=tuple(self.recent_errors),
             recent_merges=tuple(self.recent_merges),
+            recent_redirects=tuple(self.recent_redirects),
             history_pages=tuple(self._hist_pages),
             history_queue=tuple(self._hist_queue),
             history_errors=tuple(self._hist_errors),

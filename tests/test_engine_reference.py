@@ -155,3 +155,12 @@ async def test_non_http_links_ignored(serve) -> None:
                                   "data:text/html,hi", "#frag", "/ok#frag", "/ok?a=1&amp;b=2")})
     _, sink = await crawl(site.url + "/", robots=False)
     assert {r.url for r in sink.records} == {site.url + "/", site.url + "/ok", site.url + "/ok?a=1&b=2"}
+
+
+async def test_redirects_and_merges_are_kept_apart_in_the_stats(serve) -> None:
+    site = await serve({"/": page("/t", "/x", "/chain"), "/x": redirect("/t"), "/chain": redirect("/t2"),
+                        "/t": page(), "/t2": page()})
+    crawler, _ = await crawl(site.url + "/", robots=False)
+    snap = crawler.stats.snapshot()
+    assert [(e.source, e.target) for e in snap.recent_redirects] == [(site.url + "/chain", site.url + "/t2")]
+    assert [(e.source, e.target) for e in snap.recent_merges] == [(site.url + "/x", site.url + "/t")]
