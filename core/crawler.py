@@ -57,6 +57,8 @@ class Crawler:
         self._target = config.concurrency
         self.stats.target_concurrency = config.concurrency
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._retired: set[asyncio.Task[None]] = set()
+        self._failure: BaseException | None = None
         self._held: dict[int, Item] = {}
         self._next_id = 0
         self._unpaused = asyncio.Event()
@@ -91,7 +93,7 @@ class Crawler:
     def set_concurrency(self, n: int) -> None:
         """Grow at once; shrink by cancelling idle workers, then retiring busy ones."""
         self._target = self.stats.target_concurrency = max(0, min(n, 10_000))
-        if self._session is None or self._stopping.is_set():
+        if self._session is None or self._stopping.is_set() or self.stats.state == "DONE":
             return
         while len(self._tasks) < self._target:
             self._spawn()
@@ -104,7 +106,7 @@ class Crawler:
                 surplus -= 1
         for ws in self.stats.workers.values():
             ws.retiring = False
-        for wid in sorted(self._held, reverse=True)[:surplus]:
+        for wid in sorted((w for w in self._held if w in self._tasks), reverse=True)[:surplus]:
             self.stats.workers[wid].retiring = True
 
     def cancel_worker(self, worker_id: int) -> bool:
@@ -117,7 +119,10 @@ class Crawler:
 
     def _retire(self, worker_id: int) -> None:
         """Cancel a worker and stop counting it at once, so no other worker retires for it."""
-        self._tasks.pop(worker_id).cancel()
+        task = self._tasks.pop(worker_id)
+        task.cancel()
+        self._retired.add(task)  # still awaited at the end: its URL must be put back first
+        task.add_done_callback(self._retired.discard)
         self.stats.workers.pop(worker_id, None)
 
     def stop(self) -> None:
@@ -138,7 +143,8 @@ class Crawler:
             cookie_jar=aiohttp.DummyCookieJar(),
             trust_env=False,
         )
-        self._robots = Robots(self._session, "crawltop", self.config.timeout) if self.config.robots else None
+        token = self.agent.split("/", 1)[0].split(" ", 1)[0] or "crawltop"
+        self._robots = Robots(self._session, token, self.config.timeout) if self.config.robots else None
         try:
             for root in self.roots:
                 self._admit(root, self.config.max_redirect, 0)
@@ -150,20 +156,27 @@ class Crawler:
             stop.cancel()
             await self._cancel_workers()
             for item in self.frontier.drain():
-                self._emit(Record(url=item.url, depth=item.depth, tries=item.tries,
-                                  error="Cancelled: crawl stopped before this URL was fetched"))
+                self._emit(Record(url=item.url, depth=item.depth, tries=item.tries, error=errors.describe(
+                    errors.Cancelled("crawl stopped before this URL was fetched"))))
                 self.frontier.done(item)
         finally:
-            await self._cancel_workers()
-            if self._robots is not None:
-                self._robots.close()
-            await self._session.close()
-            for sink in self.sinks:
-                sink.close()
-            self.stats.finish()
+            try:
+                await self._cancel_workers()
+                if self._robots is not None:
+                    self._robots.close()
+                await self._session.close()
+            finally:
+                for sink in self.sinks:
+                    try:
+                        sink.close()
+                    except Exception as exc:  # one failing sink must not cost the others their tail
+                        self._failure = self._failure or exc
+                self.stats.finish()
+        if self._failure is not None:
+            raise self._failure
 
     async def _cancel_workers(self) -> None:
-        tasks = list(self._tasks.values())
+        tasks = [*self._tasks.values(), *self._retired]
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -177,9 +190,7 @@ class Crawler:
     async def _work(self, ws: WorkerState) -> None:
         try:
             while len(self._tasks) <= self._target:
-                if self.paused:
-                    self.stats.set_phase(ws, "paused")
-                    await self._unpaused.wait()
+                await self._wait_unpaused(ws)
                 self.stats.set_phase(ws, "waiting")
                 item = await self.frontier.pop()
                 self._held[ws.id] = item
@@ -192,6 +203,12 @@ class Crawler:
             self._tasks.pop(ws.id, None)
             self.stats.workers.pop(ws.id, None)
 
+    async def _wait_unpaused(self, ws: WorkerState) -> None:
+        """A loop, not one wait: pause, resume, pause in one tick must still hold us."""
+        while self.paused:
+            self.stats.set_phase(ws, "paused")
+            await self._unpaused.wait()
+
     async def _handle(self, ws: WorkerState, item: Item) -> None:
         """Turn one item into exactly one Record, whatever happens."""
         ws.url, ws.host, ws.tries = item.url, netloc_of(item.url), item.tries
@@ -199,9 +216,7 @@ class Crawler:
         host.in_flight += 1
         started = self.stats.clock()
         try:
-            if self.paused:
-                self.stats.set_phase(ws, "paused")
-                await self._unpaused.wait()
+            await self._wait_unpaused(ws)
             record = await self._process(ws, item)
         except asyncio.CancelledError:
             # Cancelled (cancel_worker or stop): the URL goes back, with the try it was on spent.
@@ -220,7 +235,11 @@ class Crawler:
         if record.error is not None:
             self.stats.error(record.url, netloc_of(record.url), record.error, record.tries)
         for sink in self.sinks:
-            sink.write(record)
+            try:
+                sink.write(record)
+            except Exception as exc:  # a full disk: stop cleanly and say so, never hang join()
+                self._failure = self._failure or exc
+                self.stop()
 
     def _admit(self, url: str, redirects_left: int, depth: int) -> bool:
         """Queue a URL never seen before, within --max-pages."""
@@ -244,7 +263,7 @@ class Crawler:
             allowed, crawl_delay = await self._robots.check(item.url)
             if not allowed:
                 self.stats.robots_blocked += 1
-                record.error = "BlockedByRobots: disallowed by robots.txt"
+                record.error = errors.describe(errors.BlockedByRobots("disallowed by robots.txt"))
                 return record
         started = self.stats.clock()
         resp = await self._fetch(ws, item, record, self._gate(ws.host or "", crawl_delay))
@@ -264,7 +283,7 @@ class Crawler:
         if resp.status in REDIRECTS:
             self._redirect(item, resp, record)
         elif retryable(resp.status):
-            record.error = f"HTTPStatusError: HTTP {resp.status} after {record.tries} tries"
+            record.error = errors.describe(errors.HTTPStatusError(f"HTTP {resp.status} after {record.tries} tries"))
         elif resp.is_html:
             self.stats.set_phase(ws, "parsing")
             self._parse(item, resp, record)
@@ -298,13 +317,14 @@ class Crawler:
         location = resp.headers.get("Location", "").strip()
         target = self.links.join(item.url, location) if location else None
         if target is None:
-            record.error = f"MissingLocation: HTTP {resp.status} without a usable Location header"
+            record.error = errors.describe(
+                errors.MissingLocation(f"HTTP {resp.status} without a usable Location header"))
             return
         record.next_url = target
         if not self.frontier.seen(target):
             self.stats.redirect(item.url, target, resp.status)
         if item.redirects_left <= 0:
-            record.error = f"TooManyRedirects: more than {self.config.max_redirect} redirects"
+            record.error = errors.describe(errors.TooManyRedirects(f"more than {self.config.max_redirect} redirects"))
         elif not self.scope.allows(target):
             return
         elif self.frontier.seen(target):

@@ -38,20 +38,7 @@ async def fetch_once(
     """GET without following redirects; read at most max_bytes of (decoded) body."""
     async with session.get(url, allow_redirects=False) as resp:
         reading()
-        chunks: list[bytes] = []
-        size = 0
-        truncated = False
-        while True:
-            chunk = await resp.content.read(max_bytes - size + 1)
-            if not chunk:
-                break
-            if size + len(chunk) > max_bytes:
-                chunks.append(chunk[: max_bytes - size])
-                size = max_bytes
-                truncated = True
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        body, truncated = await read_capped(resp, max_bytes)
         try:
             charset = resp.charset
         except (ValueError, LookupError):
@@ -60,12 +47,28 @@ async def fetch_once(
             status=resp.status,
             reason=resp.reason or "",
             headers=resp.headers,
-            body=b"".join(chunks),
+            body=body,
             truncated=truncated,
             content_type=resp.content_type,
             charset=charset,
             request_headers=list(resp.request_info.headers.items()),
         )
+
+
+async def read_capped(resp: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bool]:
+    """(body, truncated): at most cap bytes. StreamReader.read(n) returns what is buffered,
+    so one read is not enough; loop until EOF or the cap."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await resp.content.read(cap - size + 1)
+        if not chunk:
+            return b"".join(chunks), False
+        if size + len(chunk) > cap:
+            chunks.append(chunk[: cap - size])
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        size += len(chunk)
 
 
 def retryable(status: int) -> bool:
@@ -82,7 +85,7 @@ def retry_after(value: str | None, cap: float) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         return min(cap, float(value))
     try:
         when = parsedate_to_datetime(value)

@@ -1,6 +1,7 @@
 """One Record per URL that entered the queue, and the sinks that keep them."""
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, fields
@@ -53,13 +54,23 @@ class JsonlSink:
     def __init__(self, path: str) -> None:
         self._fh: IO[str] = open(path, "w", encoding="utf-8")
         self._flushed = time.monotonic()
+        self._timer: asyncio.TimerHandle | None = None
 
     def write(self, record: Record) -> None:
         self._fh.write(record.to_json() + "\n")
-        now = time.monotonic()
-        if now - self._flushed >= self.FLUSH_EVERY:
+        if time.monotonic() - self._flushed >= self.FLUSH_EVERY:
+            self._flush()
+        elif self._timer is None:  # a quiet spell (paused, slow servers) must not hold lines back
+            self._timer = asyncio.get_running_loop().call_later(self.FLUSH_EVERY, self._flush)
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._fh.closed:
             self._fh.flush()
-            self._flushed = now
+        self._flushed = time.monotonic()
 
     def close(self) -> None:
+        self._flush()
         self._fh.close()

@@ -10,6 +10,8 @@ import asyncio
 import aiohttp
 from protego import Protego
 
+from core.fetch import read_capped
+
 ROBOTS_MAX_BYTES = 512 * 1024  # what Google reads; a hostile server can't feed us more
 
 
@@ -27,7 +29,7 @@ class Robots:
             ) as resp:
                 if resp.status >= 400:
                     return None
-                body = await resp.content.read(ROBOTS_MAX_BYTES)
+                body, _ = await read_capped(resp, ROBOTS_MAX_BYTES)
                 return Protego.parse(body.decode("utf-8", errors="replace"))
         except (aiohttp.ClientError, TimeoutError, ValueError, UnicodeError):
             return None

@@ -15,6 +15,9 @@ from core.config import Scope as ScopeKind
 from core.urls import host_of, netloc_of
 
 
+CACHE_MAX = 100_000
+
+
 @lru_cache(maxsize=1)
 def _extractor() -> tldextract.TLDExtract:
     # Bundled public-suffix snapshot only: never a network fetch, never a cache write.
@@ -73,6 +76,8 @@ class Scope:
             return True
         ok = self._by_host.get(host)
         if ok is None:
+            if len(self._by_host) >= CACHE_MAX:  # hostile pages can name endless hosts
+                self._by_host.clear()
             ok = self._by_host[host] = self._host_ok(host)
         return ok
 
@@ -80,6 +85,8 @@ class Scope:
         netloc = netloc_of(url)
         ok = self._by_netloc.get(netloc)
         if ok is None:
+            if len(self._by_netloc) >= CACHE_MAX:
+                self._by_netloc.clear()
             ok = self._by_netloc[netloc] = self._host_ok(host_of(url))
         if not ok:
             return False

@@ -16,6 +16,7 @@ from core.errors import kind_of
 HISTORY_SECONDS = 120
 RING = 500
 TOP_HOSTS = 20
+ERROR_URLS_MAX = 10_000
 
 PHASES = ("waiting", "paused", "robots", "connecting", "reading", "parsing", "backoff")
 
@@ -181,7 +182,9 @@ class Stats:
         self.errors += 1
         self._sec_errors += 1
         self.errors_by_kind[kind] += 1
-        self.error_urls[url] += 1
+        self.error_urls[url] += max(1, tries)
+        if len(self.error_urls) > ERROR_URLS_MAX:  # keep the worst; memory stays bounded
+            self.error_urls = Counter(dict(self.error_urls.most_common(ERROR_URLS_MAX // 10)))
         self.host(host).errors += 1
         msg = error[len(kind) + 2 :] if error.startswith(kind + ": ") else ""
         self.recent_errors.append(ErrorEvent(self.errors, self._elapsed(), url, kind, msg, tries))
@@ -216,6 +219,7 @@ class Stats:
         self._sec = sec
 
     def top_error_urls(self, n: int = 10) -> list[tuple[str, int]]:
+        """The failed URLs that cost the most tries (each URL has one record)."""
         return self.error_urls.most_common(n)
 
     def snapshot(self) -> Snapshot:

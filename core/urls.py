@@ -102,6 +102,12 @@ class LinkExtractor:
             fast = _plain_join(base, href)
             if fast is not None:
                 return fast
+        if href[0] == "#" or href == "?" or (_SCHEME.match(href) and "//" not in href):
+            # These depend on the whole base (or are odd): join them, don't cache them.
+            try:
+                return canonical(urljoin(base, href))
+            except ValueError:
+                return None
         if _SCHEME.match(href) or href.startswith("//"):
             key = ("", href) if not href.startswith("//") else (base.split(":", 1)[0], href)
         elif href.startswith("/"):

@@ -105,3 +105,38 @@ async def test_control_before_crawl_starts_is_safe(serve) -> None:
     crawler.resume()
     await asyncio.wait_for(task, 10)
     assert crawler.stats.records == 6
+
+
+async def test_a_failing_sink_stops_the_crawl_with_its_error(serve) -> None:
+    class FullDisk(ListSink):
+        def write(self, record) -> None:
+            if len(self.records) == 3:
+                raise OSError(28, "No space left on device")
+            super().write(record)
+
+    site = await serve(slow_site(30, 0.01))
+    sink = FullDisk()
+    crawler = Crawler(CrawlConfig(roots=(site.url + "/",), robots=False, concurrency=4), sinks=[sink])
+    try:
+        await asyncio.wait_for(crawler.crawl(), 10)
+    except OSError as exc:
+        assert "No space left" in str(exc)
+    else:
+        raise AssertionError("the sink's failure was swallowed")
+    assert sink.closed and crawler.stats.state == "DONE"
+
+
+async def test_jsonl_lines_reach_the_disk_while_the_crawl_is_quiet(serve, tmp_path) -> None:
+    async def stall(request: web.Request) -> web.Response:
+        await asyncio.sleep(2)
+        return web.Response(text="late", content_type="text/html")
+
+    site = await serve({"/": page("/a", "/b", "/stall"), "/a": page(), "/b": page(), "/stall": stall})
+    out = tmp_path / "r.jsonl"
+    crawler, _, task = start(site.url + "/", output=str(out), concurrency=2)
+    await wait_until(lambda: crawler.stats.records == 3)
+    await asyncio.sleep(0.5)  # nothing else is written meanwhile: only the timer can flush
+    assert not task.done()
+    assert len(out.read_text().splitlines()) == 3
+    await asyncio.wait_for(task, 10)
+    assert len(out.read_text().splitlines()) == 4

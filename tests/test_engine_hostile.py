@@ -197,3 +197,31 @@ async def test_handler_crash_leaves_worker_alive(serve, monkeypatch) -> None:
     _, sink = await crawl(site.url + "/", robots=False, concurrency=1)
     assert sink.by_url()[site.url + "/boom"].error == "RuntimeError: parser exploded"
     assert sink.by_url()[site.url + "/fine"].status == 200
+
+
+async def test_long_robots_txt_is_read_whole_and_matched_on_our_token(serve) -> None:
+    async def robots(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await resp.prepare(request)
+        for i in range(2000):  # ~60 KB in many small writes: many network chunks
+            await resp.write(f"# filler line {i:06d} ............\n".encode())
+        await resp.write(b"User-agent: MyBot\nDisallow: /late/\n")
+        return resp
+
+    site = await serve({"/robots.txt": robots, "/": page("/late/x", "/ok"), "/ok": page()})
+    _, sink = await crawl(site.url + "/", user_agent="MyBot/2.0 (+http://example.invalid)")
+    assert sink.by_url()[site.url + "/late/x"].error.startswith("BlockedByRobots")
+    assert "/late/x" not in site.hits
+
+
+async def test_report_never_prints_escape_sequences(serve) -> None:
+    import io
+
+    from tui.headless import report
+
+    site = await serve({"/": page("/\x1b]0;pwned\x07", "/%1B%5B2J")})
+    crawler, sink = await crawl(site.url + "/", robots=False)
+    out = io.StringIO()
+    report(crawler, out)
+    assert "\x1b" not in out.getvalue() and "\x07" not in out.getvalue()
+    assert len(sink.records) >= 2

@@ -99,3 +99,11 @@ def test_plain_join_fast_path_matches_urljoin_on_random_hrefs() -> None:
             checked += 1
             assert fast == canonical(urljoin(base, href)), (base, href)
     assert checked > 5_000
+
+
+def test_fragment_and_query_only_hrefs_depend_on_the_whole_base() -> None:
+    le = LinkExtractor()
+    assert le.join("http://h/d/a", "#x") == "http://h/d/a"
+    assert le.join("http://h/d/b", "#x") == "http://h/d/b"
+    assert le.join("http://h/a?q=1", "?") == "http://h/a?q=1"  # urljoin's reading of a bare "?"
+    assert le.join("http://h/a?q=2", "?") == "http://h/a?q=2"

@@ -119,10 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             roots = args.roots
         crawler = Crawler(config_from(args, roots), sinks=state_cli.extra_sinks(args))
         return _run(crawler, args)
-    except UsageError as exc:
-        print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
-        return 2
-    except OSError as exc:
+    except (UsageError, OSError) as exc:  # bad input, unwritable output, failing disk
         print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
         return 2
     finally:

@@ -39,7 +39,7 @@ def report(crawler: Crawler, out: TextIO) -> None:
         w(f"    {n:>5}  {clean(kind, 80)}\n")
     top = crawler.stats.top_error_urls(10)
     if top:
-        w("  top error URLs:\n")
+        w("  top error URLs (by tries spent):\n")
         for url, n in top:
             w(f"    {n:>5}  {clean(url, 200)}\n")
 
