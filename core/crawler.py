@@ -145,6 +145,9 @@ class Crawler:
         )
         token = self.agent.split("/", 1)[0].split(" ", 1)[0] or "crawltop"
         self._robots = Robots(self._session, token, self.config.timeout) if self.config.robots else None
+        if hasattr(self.frontier, "on_error"):  # a store whose writer thread can fail
+            loop = asyncio.get_running_loop()
+            self.frontier.on_error = lambda exc: loop.call_soon_threadsafe(self._fail, exc)
         try:
             for root in self.roots:
                 self._admit(root, self.config.max_redirect, 0)
@@ -238,8 +241,11 @@ class Crawler:
             try:
                 sink.write(record)
             except Exception as exc:  # a full disk: stop cleanly and say so, never hang join()
-                self._failure = self._failure or exc
-                self.stop()
+                self._fail(exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        self._failure = self._failure or exc
+        self.stop()
 
     def _admit(self, url: str, redirects_left: int, depth: int) -> bool:
         """Queue a URL never seen before, within --max-pages."""

@@ -318,6 +318,8 @@ class SqliteStore:
         self.records_written = 0
         self._closed = False
         self._error: BaseException | None = None
+        # Called from the writer thread on the first failed write; must be thread-safe.
+        self.on_error: Callable[[BaseException], None] | None = None
         self._jsonl: Any = None  # text file the writer appends committed records to
         self.jsonl_caught_up = 0  # records copied from the state into the JSONL at attach
 
@@ -594,6 +596,8 @@ class SqliteStore:
                             self._apply(conn, cmd[1])
                     except BaseException as exc:  # disk full, I/O error: surfaced by flush/close
                         self._error = exc
+                        if self.on_error is not None:  # and at once to the crawl, which stops
+                            self.on_error(exc)
                         try:
                             conn.execute("ROLLBACK")
                         except sqlite3.Error:

@@ -396,3 +396,44 @@ async def test_jsonl_follows_commits_and_catches_up_on_resume(path, tmp_path):
     st.attach_jsonl(str(out))
     st.close()
     assert [json.loads(line)["url"] for line in out.read_text(encoding="utf-8").splitlines()] == [r["url"] for r in got]
+
+
+async def test_a_failing_state_write_stops_the_crawl_instead_of_hanging(tmp_path, monkeypatch) -> None:
+    """Disk full under --state: the crawl stops and says why; it never waits forever."""
+    import asyncio
+
+    from aiohttp import web
+
+    from core import Crawler
+    from core.config import CrawlConfig
+    from tests.conftest import Site, page
+
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.01)
+        return web.Response(text="<p>leaf</p>", content_type="text/html")
+
+    site = Site({"/": page(*[f"/p{i}" for i in range(400)])} | {f"/p{i}": slow for i in range(400)})
+    await site.start()
+    try:
+        cfg = CrawlConfig(roots=(site.url + "/",), robots=False, concurrency=4)
+        _, store = open_state(str(tmp_path / "s.db"), cfg)
+        calls = {"n": 0}
+        real = SqliteStore._apply
+
+        def full_disk(self, conn, batch):
+            calls["n"] += 1
+            if calls["n"] > 1:
+                raise OSError(28, "No space left on device")
+            return real(self, conn, batch)
+
+        monkeypatch.setattr(SqliteStore, "_apply", full_disk)
+        crawler = Crawler(cfg, frontier=store, sinks=[store.sink])
+        try:
+            await asyncio.wait_for(crawler.crawl(), 20)
+        except (OSError, StateError) as exc:
+            assert "No space left" in str(exc)
+        else:
+            raise AssertionError(f"the failed write was swallowed ({calls})")
+        assert crawler.stats.state == "DONE"
+    finally:
+        await site.stop()
