@@ -1,13 +1,9 @@
 """Recent errors: a count per kind, and rows of kind, tries and URL."""
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.containers import Vertical
-
 from core.stats import ErrorEvent, Snapshot
 from tui import fmt
-from tui.line import Line
-from tui.logtable import LogTable
+from tui.logtable import LogPanel, LogTable
 from tui.table import Cell, Col, cell
 
 
@@ -34,20 +30,15 @@ class ErrorsTable(LogTable):
     )
 
 
-class ErrorsPanel(Vertical):
-    home: frozenset[str] = frozenset()  # the roots' hosts: their URLs show by path
-    def compose(self) -> ComposeResult:
-        self.heading = Line(classes="panel-title")
-        self.table = ErrorsTable(id="errors-table")
-        yield self.heading
-        yield self.table
+class ErrorsPanel(LogPanel):
+    TABLE = ErrorsTable
+    TABLE_ID = "errors-table"
 
-    def show(self, snap: Snapshot) -> None:
-        self.heading.show(*kind_parts(snap.errors_by_kind, snap.errors))
-        table = self.table
-        new = [(str(e.seq), error_cells(e, self.home)) for e in snap.recent_errors if e.seq > table.last_seq]
-        if new:
-            table.last_seq = snap.recent_errors[-1].seq
-        # every frame, so rows held back by the table's interval get in; at once when the
-        # crawl is not running at speed
-        table.append(new, now=snap.state != "RUNNING")
+    def events(self, snap: Snapshot) -> tuple[ErrorEvent, ...]:
+        return snap.recent_errors
+
+    def cells(self, event: ErrorEvent) -> tuple[Cell, ...]:
+        return error_cells(event, self.home)
+
+    def heading_parts(self, snap: Snapshot) -> list:
+        return kind_parts(snap.errors_by_kind, snap.errors)

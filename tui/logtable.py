@@ -14,7 +14,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
+from textual.app import ComposeResult
+from textual.containers import Vertical
+
+from core.stats import Snapshot
+from tui.line import Line
 from tui.table import Cell, DiffTable
 
 
@@ -55,3 +61,40 @@ class LogTable(DiffTable):
             if excess > 0:
                 self.remove_many(keys[:excess])  # the cursor keeps its row
                 self.scroll_to(y=max(0, self.scroll_offset.y - excess), animate=False)
+
+
+class LogPanel(Vertical):
+    """A heading plus a LogTable fed with the snapshot's newest events (by seq).
+
+    Subclasses say which table, which events, how a row looks and what the heading says.
+    """
+
+    TABLE: type[LogTable] = LogTable
+    TABLE_ID = ""
+    home: frozenset[str] = frozenset()  # the roots' hosts: their URLs show by path
+
+    def compose(self) -> ComposeResult:
+        self.heading = Line(classes="panel-title")
+        self.table = self.TABLE(id=self.TABLE_ID)
+        yield self.heading
+        yield self.table
+
+    def events(self, snap: Snapshot) -> Sequence[Any]:
+        raise NotImplementedError
+
+    def cells(self, event: Any) -> tuple[Cell, ...]:
+        raise NotImplementedError
+
+    def heading_parts(self, snap: Snapshot) -> list:
+        raise NotImplementedError
+
+    def show(self, snap: Snapshot) -> None:
+        self.heading.show(*self.heading_parts(snap))
+        table = self.table
+        events = self.events(snap)
+        new = [(str(e.seq), self.cells(e)) for e in events if e.seq > table.last_seq]
+        if new:
+            table.last_seq = events[-1].seq
+        # every frame, so rows held back by the table's interval get in; at once when the
+        # crawl is not running at speed
+        table.append(new, now=snap.state != "RUNNING")

@@ -1,13 +1,9 @@
 """Recent redirect merges, `from -> target` (the target had already been seen)."""
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.containers import Vertical
-
 from core.stats import MergeEvent, Snapshot
 from tui import fmt
-from tui.line import Line
-from tui.logtable import LogTable
+from tui.logtable import LogPanel, LogTable
 from tui.table import Cell, Col, cell
 
 
@@ -27,23 +23,16 @@ class MergesTable(LogTable):
     )
 
 
-class MergesPanel(Vertical):
-    home: frozenset[str] = frozenset()  # the roots' hosts: their URLs show by path
-    def compose(self) -> ComposeResult:
-        self.heading = Line(classes="panel-title")
-        self.table = MergesTable(id="merges-table")
-        yield self.heading
-        yield self.table
+class MergesPanel(LogPanel):
+    TABLE = MergesTable
+    TABLE_ID = "merges-table"
 
-    def show(self, snap: Snapshot) -> None:
-        self.heading.show(
-            ("Merges ", "bold"), (fmt.count(snap.merges), "bold"),
-            ("  redirects ", "dim"), fmt.count(snap.redirects),
-        )
-        table = self.table
-        new = [(str(m.seq), merge_cells(m, self.home)) for m in snap.recent_merges if m.seq > table.last_seq]
-        if new:
-            table.last_seq = snap.recent_merges[-1].seq
-        # every frame, so rows held back by the table's interval get in; at once when the
-        # crawl is not running at speed
-        table.append(new, now=snap.state != "RUNNING")
+    def events(self, snap: Snapshot) -> tuple[MergeEvent, ...]:
+        return snap.recent_merges
+
+    def cells(self, event: MergeEvent) -> tuple[Cell, ...]:
+        return merge_cells(event, self.home)
+
+    def heading_parts(self, snap: Snapshot) -> list:
+        return [("Merges ", "bold"), (fmt.count(snap.merges), "bold"),
+                ("  redirects ", "dim"), fmt.count(snap.redirects)]
