@@ -48,6 +48,7 @@ class Crawler:
         self.sinks: list[Sink] = list(sinks)
         if config.output:
             self.sinks.append(JsonlSink(config.output))
+        self._response_sinks: list[Sink] = []
         self.scope = Scope(tuple(self.roots), config.scope, config.include, config.exclude)
         self.agent = config.user_agent or f"crawltop/{VERSION} (+https://example.invalid/crawltop)"
         self.links = LinkExtractor()
@@ -145,6 +146,8 @@ class Crawler:
         )
         token = self.agent.split("/", 1)[0].split(" ", 1)[0] or "crawltop"
         self._robots = Robots(self._session, token, self.config.timeout) if self.config.robots else None
+        # Sinks may be added after construction (the CLI adds a WARC sink for a state file).
+        self._response_sinks = [s for s in self.sinks if hasattr(s, "response")]
         if hasattr(self.frontier, "on_error"):  # a store whose writer thread can fail
             loop = asyncio.get_running_loop()
             self.frontier.on_error = lambda exc: loop.call_soon_threadsafe(self._fail, exc)
@@ -282,10 +285,9 @@ class Crawler:
         self.stats.page(ws.host or "", resp.status, record.size, (self.stats.clock() - started) * 1000)
         if resp.truncated:
             self.stats.truncated += 1
-        for sink in self.sinks:
-            if hasattr(sink, "response"):
-                sink.response(item.url, resp.status, resp.reason, list(resp.headers.items()),
-                              resp.body, resp.request_headers, truncated=resp.truncated)
+        for sink in self._response_sinks:  # WARC: built only when someone keeps responses
+            sink.response(item.url, resp.status, resp.reason, list(resp.headers.items()),
+                          resp.body, list(resp.request_headers.items()), truncated=resp.truncated)
         if resp.status in REDIRECTS:
             self._redirect(item, resp, record)
         elif retryable(resp.status):
@@ -327,13 +329,14 @@ class Crawler:
                 errors.MissingLocation(f"HTTP {resp.status} without a usable Location header"))
             return
         record.next_url = target
-        if not self.frontier.seen(target):
+        seen = self.frontier.seen(target)  # once: with --state it may be a SQLite lookup
+        if not seen:
             self.stats.redirect(item.url, target, resp.status)
         if item.redirects_left <= 0:
             record.error = errors.describe(errors.TooManyRedirects(f"more than {self.config.max_redirect} redirects"))
         elif not self.scope.allows(target):
             return
-        elif self.frontier.seen(target):
+        elif seen:
             record.merged = True
             self.stats.merge(item.url, target, resp.status)
         else:

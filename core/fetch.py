@@ -25,7 +25,7 @@ class Response:
     truncated: bool
     content_type: str
     charset: str | None
-    request_headers: list[tuple[str, str]]
+    request_headers: CIMultiDictProxy[str]  # not copied: only a WARC sink reads them
 
     @property
     def is_html(self) -> bool:
@@ -51,7 +51,7 @@ async def fetch_once(
             truncated=truncated,
             content_type=resp.content_type,
             charset=charset,
-            request_headers=list(resp.request_info.headers.items()),
+            request_headers=resp.request_info.headers,
         )
 
 

@@ -13,7 +13,7 @@ from textual.command import CommandList, CommandPalette
 from textual.widgets import Input
 
 from core import CrawlConfig, Crawler
-from tests.conftest import ListSink, page, wait_until
+from tests.conftest import ListSink, page, until, wait_until
 from tui.app import CrawlApp
 from tui.screens import ConcurrencyPrompt, ConfirmQuit, ErrorListScreen, HelpScreen, MergeListScreen
 from tui.summary import SummaryScreen
@@ -39,13 +39,6 @@ def make(url: str, **options: object) -> tuple[Crawler, ListSink, CrawlApp]:
     return crawler, sink, CrawlApp(crawler, refresh_hz=10)
 
 
-async def until(pilot, cond, timeout: float = 10.0) -> None:
-    """wait_until that also lets the app process its messages."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not cond():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.02)
 
 
 async def finished(pilot, app: CrawlApp, timeout: float = 20.0) -> None:

@@ -13,7 +13,7 @@ import pytest
 from core import CrawlConfig, Crawler
 from core.stats import ErrorEvent, WorkerView
 from demo.site import DemoSite
-from tests.conftest import ListSink, page
+from tests.conftest import ListSink, page, until
 from tui import fmt
 from tui.app import CrawlApp, run_tui_async
 from tui.frozen import ROOT, FrozenCrawler, sample_snapshot
@@ -22,12 +22,6 @@ from tui.workers import stuck_workers
 pytestmark = pytest.mark.timeout(30)
 
 
-async def until(pilot, cond, timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not cond():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.02)
 
 
 def slow_site(n: int, delay: float) -> dict:
