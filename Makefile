@@ -19,4 +19,4 @@ test: $(STAMP)
 	$(VENV)/bin/pytest
 
 screenshots: $(STAMP)
-	$(VENV)/bin/python -m tui.screenshots
+	$(VENV)/bin/python -m crawltop.tui.screenshots

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CRAWLTOP = [str(Path(sys.executable).parent / "crawltop")]
 if not Path(CRAWLTOP[0]).exists():
-    CRAWLTOP = [sys.executable, "-m", "tui.cli"]
+    CRAWLTOP = [sys.executable, "-m", "crawltop.cli"]
 
 
 # -- the site --------------------------------------------------------------------------

@@ -31,10 +31,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
-from core import CrawlConfig, Crawler  # noqa: E402
-from tui.app import CrawlApp  # noqa: E402
+from crawltop.core import CrawlConfig, Crawler  # noqa: E402
+from crawltop.tui.app import CrawlApp  # noqa: E402
 
 
 class Timed:
@@ -137,7 +136,7 @@ def main() -> None:
     parser.add_argument("--hz", type=float, default=4.0, help="TUI refresh rate (default 4, as the app)")
     args = parser.parse_args()
     site = subprocess.Popen(
-        [sys.executable, "-m", "demo.serve", "--fast"], cwd=REPO, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "crawltop.demo.serve", "--fast"], cwd=REPO, stdout=subprocess.PIPE, text=True
     )
     try:
         url = site.stdout.readline().strip()  # type: ignore[union-attr]

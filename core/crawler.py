@@ -14,18 +14,19 @@ from typing import Callable, Sequence
 
 import aiohttp
 
-from core import errors
-from core.config import CrawlConfig
-from core.fetch import REDIRECTS, Response, backoff, decode, fetch_once, retry_after, retryable
-from core.frontier import Frontier, Item, MemoryFrontier
-from core.hosts import HostGate
-from core.records import JsonlSink, Record, Sink
-from core.robots import Robots
-from core.scope import Scope
-from core.stats import Stats, WorkerState
-from core.urls import LinkExtractor, canonical, netloc_of
+from .. import __version__
+from . import errors
+from .config import CrawlConfig
+from .fetch import REDIRECTS, Response, backoff, decode, fetch_once, retry_after, retryable
+from .frontier import Frontier, Item, MemoryFrontier
+from .hosts import HostGate
+from .records import JsonlSink, Record, Sink
+from .robots import Robots
+from .scope import Scope
+from .stats import Stats, WorkerState
+from .urls import LinkExtractor, canonical, netloc_of
 
-VERSION = "0.1.0"
+VERSION = __version__
 NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
 
 

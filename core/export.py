@@ -12,8 +12,8 @@ import json
 import os
 from typing import IO, Iterator
 
-from core.records import Record
-from core.store import iter_records, read_state
+from .records import Record
+from .store import iter_records, read_state
 
 RECORD_FIELDS = [f.name for f in dataclasses.fields(Record)]
 CSV_FIELDS = [*RECORD_FIELDS, "run"]

@@ -11,6 +11,8 @@ from typing import Callable
 import aiohttp
 from multidict import CIMultiDictProxy
 
+from .sanitize import clean
+
 REDIRECTS = frozenset((301, 302, 303, 307, 308))
 HTML_TYPES = frozenset(("text/html", "application/xhtml+xml"))
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.I)
@@ -23,13 +25,14 @@ class Response:
     headers: CIMultiDictProxy[str]
     body: bytes
     truncated: bool
-    content_type: str
+    content_type: str | None  # the header as sent (cleaned), parameters kept; None if absent
+    mime: str  # aiohttp's parse of it, lower-case type/subtype: decides HTML or not
     charset: str | None
     request_headers: CIMultiDictProxy[str]  # not copied: only a WARC sink reads them
 
     @property
     def is_html(self) -> bool:
-        return self.content_type in HTML_TYPES
+        return self.mime in HTML_TYPES
 
 
 async def fetch_once(
@@ -49,10 +52,16 @@ async def fetch_once(
             headers=resp.headers,
             body=body,
             truncated=truncated,
-            content_type=resp.content_type,
+            content_type=_raw_content_type(resp.headers.get("Content-Type")),
+            mime=resp.content_type,
             charset=charset,
             request_headers=resp.request_info.headers,
         )
+
+
+def _raw_content_type(value: str | None) -> str | None:
+    """What the server said, even if it is no MIME type (`foo`): records report, not judge."""
+    return None if value is None else clean(value, 200)
 
 
 async def read_capped(resp: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bool]:

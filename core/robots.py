@@ -10,7 +10,7 @@ import asyncio
 import aiohttp
 from protego import Protego
 
-from core.fetch import read_capped
+from .fetch import read_capped
 
 ROBOTS_MAX_BYTES = 512 * 1024  # what Google reads; a hostile server can't feed us more
 

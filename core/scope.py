@@ -11,8 +11,8 @@ from functools import lru_cache
 
 import tldextract
 
-from core.config import Scope as ScopeKind
-from core.urls import host_of, netloc_of
+from .config import Scope as ScopeKind
+from .urls import host_of, netloc_of
 
 
 CACHE_MAX = 100_000

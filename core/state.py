@@ -23,7 +23,7 @@ import os
 import sqlite3
 from typing import Any, Iterator
 
-from core.config import CrawlConfig
+from .config import CrawlConfig
 
 SCHEMA_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"

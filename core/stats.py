@@ -11,7 +11,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable
 
-from core.errors import kind_of
+from .errors import kind_of
 
 HISTORY_SECONDS = 120
 RING = 500

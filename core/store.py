@@ -7,7 +7,8 @@ the entry point the CLI uses: it creates or resumes a state file.
 
 The store is split by what each part holds: this module is the frontier and seen set;
 core/store_writer.py the writer thread (why a thread, how batches are cut and applied);
-core/store_open.py opening, resuming, locking, closing and settings, and `open_state()`;
+core/store_open.py opening, resuming, locking, closing and settings; core/resume.py
+`open_state()`;
 core/state.py the file format and crash safety; core/bloom.py the Bloom filter.
 Every name is still importable from here.
 
@@ -30,18 +31,18 @@ import threading
 from collections import OrderedDict, deque
 from typing import Any, Callable, Iterator
 
-from core.bloom import BloomFilter
-from core.frontier import Item
-from core.records import Record
+from .bloom import BloomFilter
+from .frontier import Item
+from .records import Record
 # Re-exported: core.store is where the CLI, export and tests import them from.
-from core.state import (  # noqa: F401
+from .state import (  # noqa: F401
     _INSERT_RECORDS, _SCHEMA, _SQL, _TUPLE_FIELDS, _UPSERT, DONE, IN_FLIGHT, QUEUED, SCHEMA_VERSION,
     SEEN_ONLY, SQLITE_MAGIC, STATUS_FINISHED, STATUS_RUNNING, STATUS_STOPPED, StateError,
     _check_header, _connect, _has_tables, _read_settings, config_from_json, config_to_json,
     iter_records, read_state,
 )
-from core.store_open import StoreOpen, open_state  # noqa: F401
-from core.store_writer import StoreWriter, _count_lines  # noqa: F401
+from .store_open import StoreOpen
+from .store_writer import StoreWriter, _count_lines  # noqa: F401
 
 FLUSH_INTERVAL = 0.2  # seconds between batches
 FLUSH_OPS = 2000  # or this many operations, whichever comes first

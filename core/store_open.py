@@ -1,19 +1,20 @@
-"""Opening, resuming, locking and closing a SqliteStore, its settings, and
-`open_state()`, the entry point the CLI uses to create or resume a state file."""
+"""Opening, resuming, locking and closing a SqliteStore, and its settings.
+
+`open_state()` (core/resume.py) builds on this; this module never imports the store
+itself, so imports run one way: resume -> store -> store_open."""
 from __future__ import annotations
 
-import dataclasses
 import fcntl
 import json
 import os
 import sqlite3
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping, Self
 
-from core.bloom import BloomFilter
-from core.config import CrawlConfig
-from core.state import (
+from .bloom import BloomFilter
+from .config import CrawlConfig
+from .state import (
     _SCHEMA,
     _SQL,
     SCHEMA_VERSION,
@@ -28,10 +29,6 @@ from core.state import (
     config_to_json,
 )
 
-if TYPE_CHECKING:
-    from core.store import SqliteStore
-
-
 class StoreOpen:
     """The lifecycle and settings side of SqliteStore (a mixin: the attributes are set
     up by SqliteStore.__init__)."""
@@ -39,7 +36,7 @@ class StoreOpen:
     # ---------------------------------------------------------------- open / close
 
     @classmethod
-    def open(cls, path: str, *, create: bool = True, settings: Mapping[str, Any] | None = None) -> SqliteStore:
+    def open(cls, path: str, *, create: bool = True, settings: Mapping[str, Any] | None = None) -> Self:
         """Open (resume) or create a state file. `settings` are written with the schema,
         in the same transaction, when the file is new (so a kill can't leave half a file)."""
         path = os.fspath(path)
@@ -144,7 +141,7 @@ class StoreOpen:
         if self._error is not None:
             raise StateError(f"{self.path}: writing the state failed: {self._error}") from self._error
 
-    def __enter__(self) -> SqliteStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -181,57 +178,3 @@ class StoreOpen:
         if concurrency is not None:
             self.set_setting("concurrency", int(concurrency))
         self.set_setting("status", status)
-
-
-def open_state(
-    path: str,
-    config: CrawlConfig | None = None,
-    overrides: Mapping[str, Any] | None = None,
-    *,
-    resume_only: bool = False,
-) -> tuple[CrawlConfig, SqliteStore]:
-    """Create or resume the crawl state at `path`.
-
-    - New file (missing or empty): `config` is required; it is saved with `overrides` applied.
-    - Existing file: the saved config, then the concurrency and paused flag saved at the
-      last stop (`start_paused`), then `overrides` (only what the user set explicitly on
-      the command line) win.  `config` is ignored, except that its roots are added to
-      the saved ones when they differ (the caller adds them; already-seen roots are no-ops).
-    - `resume_only`: a missing file is an error rather than a new crawl.
-
-    Returns the effective config and the open store.  Check `store.finished` (nothing
-    to do), `store.resumed` and `store.resumed_records`.  Raises StateError.
-    """
-    from core.store import SqliteStore  # here: core.store imports this module
-
-    overrides = dict(overrides or {})
-    if config is not None and overrides:
-        config = dataclasses.replace(config, **overrides)
-    initial = {"config": config_to_json(config)} if config is not None else None
-    store = SqliteStore.open(path, create=not resume_only and config is not None, settings=initial)
-    try:
-        if store.resumed:
-            saved = store.config
-            if saved is None:
-                raise StateError(f"{path}: corrupt state file (no saved config)")
-            session: dict[str, Any] = {}
-            if "concurrency" in store.settings:
-                session["concurrency"] = int(store.settings["concurrency"])
-            if "paused" in store.settings:
-                session["start_paused"] = bool(store.settings["paused"])
-            if config is not None and "roots" not in overrides:
-                extra = tuple(r for r in config.roots if r not in saved.roots)
-                if extra:
-                    session["roots"] = saved.roots + extra
-            effective = dataclasses.replace(saved, **{**session, **overrides})
-        else:
-            assert config is not None
-            effective = config
-        if not store.finished:
-            store.save_config(effective)
-            store.set_setting("status", STATUS_RUNNING)
-            store.flush()
-    except BaseException:
-        store.close()
-        raise
-    return effective, store

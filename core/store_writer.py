@@ -33,7 +33,7 @@ import sqlite3
 import threading
 from typing import Any
 
-from core.state import _INSERT_RECORDS, _SQL, _UPSERT, StateError, _connect
+from .state import _INSERT_RECORDS, _SQL, _UPSERT, StateError, _connect
 
 
 class StoreWriter:

@@ -29,7 +29,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from core.records import Record
+from .records import Record
 
 MAX_QUEUED_BYTES = 64 * 1024 * 1024
 _DROP = {"content-encoding", "transfer-encoding", "content-length"}
@@ -75,7 +75,7 @@ class WarcSink:
         self._error: BaseException | None = None
         self._closed = False
         if not existing:
-            from core import __version__ as version  # noqa: PLC0415
+            from . import __version__ as version  # noqa: PLC0415
 
             fields = {"software": f"crawltop/{version}", "format": "WARC File Format 1.1"}
             fields.update(info or {})

@@ -1,4 +1,4 @@
-"""`python -m demo.serve [--fast]`: serve the demo site and print its URL on stdout.
+"""`python -m crawltop.demo.serve [--fast]`: serve the demo site and print its URL on stdout.
 
 The CLI runs this as a child process so the site never competes with the crawler
 for the event loop or the GIL.
@@ -9,7 +9,7 @@ import argparse
 import asyncio
 import sys
 
-from demo.site import DemoSite
+from .site import DemoSite
 
 
 async def _serve(fast: bool) -> None:
@@ -19,7 +19,7 @@ async def _serve(fast: bool) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m demo.serve")
+    parser = argparse.ArgumentParser(prog="python -m crawltop.demo.serve")
     parser.add_argument("--fast", action="store_true")
     args = parser.parse_args()
     try:

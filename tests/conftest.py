@@ -7,7 +7,7 @@ from typing import AsyncIterator, Awaitable, Callable
 import pytest
 from aiohttp import web
 
-from core import CrawlConfig, Crawler, Record
+from crawltop.core import CrawlConfig, Crawler, Record
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

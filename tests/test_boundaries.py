@@ -1,35 +1,119 @@
-"""core/ is the engine: it must import and crawl without textual or tui/ present."""
+"""The package's shape: one import name, an engine without Textual, imports that run one way."""
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = {"crawltop": "crawltop", "core": "crawltop.core", "tui": "crawltop.tui",
+           "cli": "crawltop.cli", "demo": "crawltop.demo"}
 
 BLOCK = """
 import sys
 class Block:
     def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('textual', 'tui'):
+        if name.split('.')[0] == 'textual' or name.startswith(('crawltop.tui', 'crawltop.cli')):
             raise ImportError('blocked: ' + name)
 sys.meta_path.insert(0, Block())
-import core, core.crawler, core.stats, core.frontier, core.urls, core.scope, core.robots
+import crawltop.core, crawltop.core.crawler
 import pkgutil
-for m in pkgutil.iter_modules(core.__path__):
-    __import__('core.' + m.name)
-print('ok', sorted(k for k in sys.modules if k.startswith(('textual', 'tui'))))
+for m in pkgutil.iter_modules(crawltop.core.__path__):
+    __import__('crawltop.core.' + m.name)
+print('ok', sorted(k for k in sys.modules if k.startswith(('textual', 'crawltop.tui', 'crawltop.cli'))))
 """
 
 
 def test_core_imports_without_textual() -> None:
-    proc = subprocess.run([sys.executable, "-c", BLOCK], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run([sys.executable, "-c", BLOCK], capture_output=True, text=True, cwd="/")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok []"
 
 
-def test_no_textual_import_in_core_source() -> None:
-    offenders = [p for p in (ROOT / "core").glob("*.py")
-                 if any(line.lstrip().startswith(("import textual", "from textual", "import tui", "from tui"))
-                        for line in p.read_text().splitlines())]
+def test_headless_cli_never_imports_textual() -> None:
+    code = ("import sys; from crawltop.cli.main import build_parser; build_parser(); "
+            "import crawltop.cli.headless, crawltop.cli.state; "
+            "print(sorted(k for k in sys.modules if k.startswith(('textual', 'crawltop.tui'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for folder, package in FOLDERS.items():
+        for path in (ROOT / folder).glob("*.py"):
+            name = package if path.stem == "__init__" else f"{package}.{path.stem}"
+            out[name] = path
+    return out
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """The package modules `name` imports at module level (relative ones resolved)."""
+    package = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.parse(path.read_text()).body:  # module level only: lazy imports can't cycle at import
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    modules = _modules()
+    graph = {name: sorted(_imports(name, path) & set(modules) - {name}) for name, path in modules.items()}
+    # A package's __init__ re-exporting its own modules is not a cycle worth flagging.
+    graph = {n: [m for m in deps if not n.startswith(m + ".")] for n, deps in graph.items()}
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for dep in graph[node]:
+            if state.get(dep) == 1:
+                pytest.fail("import cycle: " + " -> ".join(trail[trail.index(dep):] + [node, dep])
+                            if dep in trail else f"import cycle: {node} -> {dep}")
+            if dep not in state:
+                visit(dep, trail + [node])
+        state[node] = 2
+
+    for name in graph:
+        if name not in state:
+            visit(name, [])
+
+
+def test_no_absolute_imports_of_the_old_top_level_names() -> None:
+    offenders = [f"{path}:{node.lineno}" for path in _modules().values()
+                 for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.ImportFrom) and not node.level
+                 and (node.module or "").split(".")[0] in ("core", "tui", "cli", "demo")]
     assert offenders == []
+
+
+def test_wheel_holds_only_the_crawltop_package(tmp_path: Path) -> None:
+    """Built from the tree (not the editable install): nothing generic lands in site-packages."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(ROOT)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (wheel,) = tmp_path.glob("crawltop-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"crawltop"}
+    assert all(t == "crawltop" or (t.startswith("crawltop-") and t.endswith(".dist-info")) for t in tops)
+    for needed in ("crawltop/core/crawler.py", "crawltop/tui/app.py", "crawltop/tui/app.tcss",
+                   "crawltop/cli/main.py", "crawltop/demo/site.py", "crawltop/__init__.py"):
+        assert needed in names
+    entry = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "crawltop = crawltop.cli:console" in zipfile.ZipFile(wheel).read(entry).decode()

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-CLI = [sys.executable, "-m", "tui.cli"]
-ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+CLI = [sys.executable, "-m", "crawltop.cli"]
+ENV = dict(os.environ)
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -66,6 +66,6 @@ def test_ctrl_c_stops_cleanly_with_report_and_records(tmp_path: Path) -> None:
 
 
 def test_escape_sequences_never_reach_the_terminal() -> None:
-    from core.sanitize import clean
+    from crawltop.core.sanitize import clean
 
     assert clean("http://x/\x1b[2J\x1b]0;pwned\x07\u202e") == "http://x/?[2J?]0;pwned??"

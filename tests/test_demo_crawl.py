@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from demo.site import EXPECTED, DemoSite
-from tests.conftest import crawl
+from crawltop.demo.site import EXPECTED, DemoSite
+from conftest import crawl
 
 
 async def test_demo_site_crawl_matches_expected() -> None:

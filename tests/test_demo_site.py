@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from demo.site import EXPECTED, LATENCY_MS, SLOW, SLOW_SECONDS, DemoSite, _walk, latency
+from crawltop.demo.site import EXPECTED, LATENCY_MS, SLOW, SLOW_SECONDS, DemoSite, _walk, latency
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ import asyncio
 
 from aiohttp import web
 
-from core import CrawlConfig, Crawler
-from tests.conftest import ListSink, page, wait_until
+from crawltop.core import CrawlConfig, Crawler
+from conftest import ListSink, page, wait_until
 
 
 def slow_site(n: int, delay: float):

@@ -9,9 +9,9 @@ import time
 import pytest
 from aiohttp import web
 
-from core import CrawlConfig, Crawler
-from core.errors import UsageError
-from tests.conftest import crawl, page, redirect
+from crawltop.core import CrawlConfig, Crawler
+from crawltop.core.errors import UsageError
+from conftest import crawl, page, redirect
 
 
 async def test_missing_location_header(serve) -> None:
@@ -183,7 +183,7 @@ async def test_robots_off(serve) -> None:
 
 async def test_handler_crash_leaves_worker_alive(serve, monkeypatch) -> None:
     """A surprise exception becomes a record; join() does not hang."""
-    from core import crawler as crawler_mod
+    from crawltop.core import crawler as crawler_mod
 
     real = crawler_mod.decode
 
@@ -217,7 +217,7 @@ async def test_long_robots_txt_is_read_whole_and_matched_on_our_token(serve) -> 
 async def test_report_never_prints_escape_sequences(serve) -> None:
     import io
 
-    from tui.headless import report
+    from crawltop.cli.headless import report
 
     site = await serve({"/": page("/\x1b]0;pwned\x07", "/%1B%5B2J")})
     crawler, sink = await crawl(site.url + "/", robots=False)
@@ -225,3 +225,43 @@ async def test_report_never_prints_escape_sequences(serve) -> None:
     report(crawler, out)
     assert "\x1b" not in out.getvalue() and "\x07" not in out.getvalue()
     assert len(sink.records) >= 2
+
+
+async def test_content_type_is_recorded_as_sent_and_html_is_decided_apart(serve) -> None:
+    def typed(value: str, body: str = "<a href='/more'>m</a>") -> object:
+        async def handler(request: web.Request) -> web.Response:
+            return web.Response(body=body.encode(), headers={"Content-Type": value})
+        return handler
+
+    site = await serve({
+        "/": page("/foo", "/params", "/upper"),
+        "/foo": typed("foo"),
+        "/params": typed("text/html; charset=ISO-8859-1; x=y"),
+        "/upper": typed("TEXT/HTML"),
+        "/more": page(),
+    })
+    _, sink = await crawl(site.url + "/", robots=False)
+    recs = sink.by_url()
+    foo, params = recs[site.url + "/foo"], recs[site.url + "/params"]
+    assert foo.content_type == "foo" and foo.num_urls == 0  # not a MIME type: recorded, not parsed
+    assert params.content_type == "text/html; charset=ISO-8859-1; x=y" and params.num_urls == 1
+    assert recs[site.url + "/upper"].content_type == "TEXT/HTML" and recs[site.url + "/upper"].num_urls == 1
+    assert recs[site.url + "/more"].content_type.startswith("text/html")
+
+
+async def test_content_type_with_control_characters_is_cleaned() -> None:
+    """aiohttp's server refuses to send these, so a raw socket does."""
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        body = b"<a href='/x'>x</a>"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\x1b[2J; q=\x07\r\nContent-Length: "
+                     + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        _, sink = await crawl(f"http://127.0.0.1:{port}/", robots=False, max_pages=1)
+    rec = sink.by_url()[f"http://127.0.0.1:{port}/"]
+    assert rec.content_type == "text/html?[2J; q=?"

@@ -6,7 +6,7 @@ import time
 
 from aiohttp import web
 
-from tests.conftest import crawl, page
+from conftest import crawl, page
 
 
 def chain(n: int) -> dict:

@@ -5,7 +5,7 @@ import asyncio
 
 from aiohttp import web
 
-from tests.conftest import crawl, page, redirect
+from conftest import crawl, page, redirect
 
 
 async def test_missing_page_is_recorded_as_404(serve) -> None:

@@ -22,14 +22,14 @@ from typing import Iterator
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from core.config import CrawlConfig
-from core.crawler import Crawler
-from core.store import open_state
-from demo.site import EXPECTED, DemoSite
+from crawltop.core.config import CrawlConfig
+from crawltop.core.crawler import Crawler
+from crawltop.core.resume import open_state
+from crawltop.demo.site import EXPECTED, DemoSite
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "crawltop"
-CMD = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "tui.cli"]
+CMD = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "crawltop.cli"]
 CONCURRENCY = 8
 OPTS = ["--headless", "-c", str(CONCURRENCY), "--max-tries", "2"]
 
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.fixture(scope="module")
 def site_url() -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, "-m", "demo.serve", "--fast"], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "crawltop.demo.serve", "--fast"], cwd=ROOT,
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()

@@ -9,12 +9,13 @@ import sqlite3
 
 import pytest
 
-from core import store as store_mod
-from core.config import CrawlConfig
-from core.export import CSV_FIELDS, export_csv, export_jsonl
-from core.frontier import Item
-from core.records import Record
-from core.store import SCHEMA_VERSION, SqliteStore, StateError, open_state
+from crawltop.core import store as store_mod
+from crawltop.core.config import CrawlConfig
+from crawltop.core.export import CSV_FIELDS, export_csv, export_jsonl
+from crawltop.core.frontier import Item
+from crawltop.core.records import Record
+from crawltop.core.resume import open_state
+from crawltop.core.store import SCHEMA_VERSION, SqliteStore, StateError
 
 CFG = CrawlConfig(roots=("http://a.test/",), concurrency=7, max_depth=3)
 
@@ -404,9 +405,9 @@ async def test_a_failing_state_write_stops_the_crawl_instead_of_hanging(tmp_path
 
     from aiohttp import web
 
-    from core import Crawler
-    from core.config import CrawlConfig
-    from tests.conftest import Site, page
+    from crawltop.core import Crawler
+    from crawltop.core.config import CrawlConfig
+    from conftest import Site, page
 
     async def slow(request: web.Request) -> web.Response:
         await asyncio.sleep(0.01)

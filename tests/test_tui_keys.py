@@ -12,11 +12,11 @@ from aiohttp import web
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Input
 
-from core import CrawlConfig, Crawler
-from tests.conftest import ListSink, page, until, wait_until
-from tui.app import CrawlApp
-from tui.screens import ConcurrencyPrompt, ConfirmQuit, ErrorListScreen, HelpScreen, MergeListScreen
-from tui.summary import SummaryScreen
+from crawltop.core import CrawlConfig, Crawler
+from conftest import ListSink, page, until, wait_until
+from crawltop.tui.app import CrawlApp
+from crawltop.tui.screens import ConcurrencyPrompt, ConfirmQuit, ErrorListScreen, HelpScreen, MergeListScreen
+from crawltop.tui.summary import SummaryScreen
 
 pytestmark = pytest.mark.timeout(30)
 

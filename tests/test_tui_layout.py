@@ -10,14 +10,14 @@ import time
 
 import pytest
 
-from core import CrawlConfig, Crawler
-from core.stats import ErrorEvent, WorkerView
-from demo.site import DemoSite
-from tests.conftest import ListSink, page, until
-from tui import fmt
-from tui.app import CrawlApp, run_tui_async
-from tui.frozen import ROOT, FrozenCrawler, sample_snapshot
-from tui.workers import stuck_workers
+from crawltop.core import CrawlConfig, Crawler
+from crawltop.core.stats import ErrorEvent, WorkerView
+from crawltop.demo.site import DemoSite
+from conftest import ListSink, page, until
+from crawltop.tui import fmt
+from crawltop.tui.app import CrawlApp, run_tui_async
+from crawltop.tui.frozen import ROOT, FrozenCrawler, sample_snapshot
+from crawltop.tui.workers import stuck_workers
 
 pytestmark = pytest.mark.timeout(30)
 

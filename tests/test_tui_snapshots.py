@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tui.app import CrawlApp
-from tui.frozen import FrozenCrawler
+from crawltop.tui.app import CrawlApp
+from crawltop.tui.frozen import FrozenCrawler
 
 pytestmark = pytest.mark.timeout(60)
 

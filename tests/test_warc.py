@@ -6,7 +6,7 @@ import os
 
 from warcio.archiveiterator import ArchiveIterator
 
-from core.warc import WarcSink
+from crawltop.core.warc import WarcSink
 
 REQ = [("User-Agent", "crawltop/test"), ("Accept", "*/*")]
 

@@ -22,15 +22,15 @@ from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.widgets import Footer
 
-from core.errors import describe
-from core.sanitize import clean
-from core.stats import Snapshot
-from tui import fmt
-from tui.breakdown import BreakdownPanel
-from tui.commands import CrawlCommands
-from tui.errors import ErrorsPanel
-from tui.merges import MergesPanel
-from tui.screens import (
+from ..core.errors import describe
+from ..core.sanitize import clean
+from ..core.stats import Snapshot
+from . import fmt
+from .breakdown import BreakdownPanel
+from .commands import CrawlCommands
+from .errors import ErrorsPanel
+from .merges import MergesPanel
+from .screens import (
     ConcurrencyPrompt,
     ConfirmQuit,
     ErrorListScreen,
@@ -38,10 +38,10 @@ from tui.screens import (
     HelpScreen,
     MergeListScreen,
 )
-from tui.sparks import SparkPanel
-from tui.status import StatusBar
-from tui.summary import SummaryScreen, summary_content
-from tui.workers import WorkersPanel, WorkersTable
+from .sparks import SparkPanel
+from .status import StatusBar
+from .summary import SummaryScreen, summary_content
+from .workers import WorkersPanel, WorkersTable
 
 MAX_CONCURRENCY = 10_000
 CONC = Binding.Group("conc", compact=False)

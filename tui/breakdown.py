@@ -4,9 +4,9 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from core.stats import Snapshot
-from tui import fmt
-from tui.table import Col, DiffTable, cell
+from ..core.stats import Snapshot
+from . import fmt
+from .table import Col, DiffTable, cell
 
 
 def status_style(code: int) -> str:

@@ -1,10 +1,10 @@
 """Recent errors: a count per kind, and rows of kind, tries and URL."""
 from __future__ import annotations
 
-from core.stats import ErrorEvent, Snapshot
-from tui import fmt
-from tui.logtable import LogPanel, LogTable
-from tui.table import Cell, Col, cell
+from ..core.stats import ErrorEvent, Snapshot
+from . import fmt
+from .logtable import LogPanel, LogTable
+from .table import Cell, Col, cell
 
 
 def kind_parts(errors_by_kind: dict[str, int], total: int) -> list:

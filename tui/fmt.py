@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from rich.text import Text
 
-from core.sanitize import clean
+from ..core.sanitize import clean
 
 
 def safe(value: object, style: str = "", limit: int = 500) -> Text:

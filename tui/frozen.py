@@ -11,7 +11,7 @@ import dataclasses
 import math
 import types
 
-from core.stats import ErrorEvent, HostView, MergeEvent, Snapshot, WorkerView
+from ..core.stats import ErrorEvent, HostView, MergeEvent, Snapshot, WorkerView
 
 HOST = "127.0.0.1:8080"
 ROOT = f"http://{HOST}"

@@ -19,9 +19,9 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from core.stats import Snapshot
-from tui.line import Line
-from tui.table import Cell, DiffTable
+from ..core.stats import Snapshot
+from .line import Line
+from .table import Cell, DiffTable
 
 
 class LogTable(DiffTable):

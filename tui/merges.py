@@ -1,10 +1,10 @@
 """Recent redirect merges, `from -> target` (the target had already been seen)."""
 from __future__ import annotations
 
-from core.stats import MergeEvent, Snapshot
-from tui import fmt
-from tui.logtable import LogPanel, LogTable
-from tui.table import Cell, Col, cell
+from ..core.stats import MergeEvent, Snapshot
+from . import fmt
+from .logtable import LogPanel, LogTable
+from .table import Cell, Col, cell
 
 
 def merge_cells(m: MergeEvent, home: frozenset[str] = frozenset()) -> tuple[Cell, ...]:

@@ -13,13 +13,13 @@ from textual.content import Content
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Input, Static
 
-from core.sanitize import clean
-from core.stats import ErrorEvent, MergeEvent, Snapshot
-from tui import fmt
-from tui.errors import kind_parts
-from tui.line import Line
-from tui.logtable import LogTable
-from tui.table import Cell, Col, cell
+from ..core.sanitize import clean
+from ..core.stats import ErrorEvent, MergeEvent, Snapshot
+from . import fmt
+from .errors import kind_parts
+from .line import Line
+from .logtable import LogTable
+from .table import Cell, Col, cell
 
 
 class ConfirmQuit(ModalScreen[bool]):

@@ -1,6 +1,6 @@
 """Regenerate the SVGs in screenshots/ from a real crawl of the demo site.
 
-    .venv/bin/python -m tui.screenshots [--out screenshots]      (or: make screenshots)
+    .venv/bin/python -m crawltop.tui.screenshots [--out screenshots]      (or: make screenshots)
 
 The demo site runs in a child process with its realistic latency, the crawl runs with
 the real engine, and the app is driven headlessly with the same keys a person presses:
@@ -16,10 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from core import CrawlConfig, Crawler
-from tui.app import CrawlApp
-from tui.screens import ErrorListScreen
-from tui.summary import SummaryScreen
+from ..core import CrawlConfig, Crawler
+from .app import CrawlApp
+from .screens import ErrorListScreen
+from .summary import SummaryScreen
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -74,11 +74,11 @@ async def shoot(url: str, out: Path, warmup: float) -> list[Path]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=REPO / "screenshots")
+    parser.add_argument("--out", type=Path, default=Path("screenshots"))
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds of crawl before the first shot")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    site = subprocess.Popen([sys.executable, "-m", "demo.serve"], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    site = subprocess.Popen([sys.executable, "-m", "crawltop.demo.serve"], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         url = site.stdout.readline().strip()  # type: ignore[union-attr]
         if not url.startswith("http"):

@@ -8,10 +8,10 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
 
-from core.stats import HISTORY_SECONDS, Snapshot
-from tui import fmt
-from tui.breakdown import status_parts
-from tui.line import Line
+from ..core.stats import HISTORY_SECONDS, Snapshot
+from . import fmt
+from .breakdown import status_parts
+from .line import Line
 
 BARS = " ▁▂▃▄▅▆▇█"
 

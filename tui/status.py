@@ -1,9 +1,9 @@
 """The two status lines: state, elapsed, counts, rates, bytes, errors, concurrency."""
 from __future__ import annotations
 
-from core.stats import Snapshot
-from tui import fmt
-from tui.line import Line
+from ..core.stats import Snapshot
+from . import fmt
+from .line import Line
 
 STATE_STYLE = {
     "RUNNING": "bold $success",

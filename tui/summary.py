@@ -10,10 +10,10 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from core.sanitize import clean
-from core.stats import Snapshot
-from tui import fmt
-from tui.breakdown import status_parts
+from ..core.sanitize import clean
+from ..core.stats import Snapshot
+from . import fmt
+from .breakdown import status_parts
 
 
 def summary_content(snap: Snapshot, top_errors: Sequence[tuple[str, int]], *, failure: str | None = None) -> Content:

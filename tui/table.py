@@ -34,7 +34,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from core.sanitize import clean
+from ..core.sanitize import clean
 
 Cell = tuple[str, str]  # (text, Rich style); text is sanitised (core.sanitize.clean) when laid out
 GAP = 2  # spaces between fields

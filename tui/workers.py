@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from core.stats import Snapshot, WorkerView
-from tui import fmt
-from tui.line import Line
-from tui.table import Cell, Col, DiffTable, cell
+from ..core.stats import Snapshot, WorkerView
+from . import fmt
+from .line import Line
+from .table import Cell, Col, DiffTable, cell
 
 ACTIVE = ("robots", "connecting", "reading", "parsing")
 STUCK_FACTOR = 5.0

@@ -6,9 +6,9 @@ import signal
 import sys
 from typing import TextIO
 
-from core.crawler import Crawler
-from core.sanitize import clean
-from core.stats import Snapshot
+from ..core.crawler import Crawler
+from ..core.sanitize import clean
+from ..core.stats import Snapshot
 
 PROGRESS_EVERY = 2.0
 

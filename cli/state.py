@@ -1,7 +1,7 @@
 """The CLI side of crash-safe state: `crawl --state`, `resume`, `export` and `--warc`.
 
-tui/cli.py calls `add_arguments()` while building its parser and `run()` for any
-command that touches a state file; everything else about a crawl stays in cli.py.
+cli/main.py calls `add_arguments()` while building its parser and `run()` for any
+command that touches a state file.  Imports run one way: main -> state -> options.
 """
 from __future__ import annotations
 
@@ -11,13 +11,16 @@ import os
 import sys
 from typing import Sequence
 
-from core.config import CrawlConfig
-from core.crawler import Crawler
-from core.export import export_csv, export_jsonl
-from core.records import Sink
-from core.sanitize import clean
-from core.store import STATUS_FINISHED, STATUS_STOPPED, SqliteStore, StateError, open_state
-from core.warc import WarcSink
+from ..core.config import CrawlConfig
+from ..core.crawler import Crawler
+from ..core.export import export_csv, export_jsonl
+from ..core.records import Sink
+from ..core.sanitize import clean
+from ..core.resume import open_state
+from ..core.store import STATUS_FINISHED, STATUS_STOPPED, SqliteStore, StateError
+from ..core.warc import WarcSink
+from .options import Parser, add_crawl_options, config_from
+from .run import run_crawler
 
 # argparse dest -> CrawlConfig field, for options that a resume may override
 _FIELD = {"no_robots": "robots"}
@@ -26,25 +29,23 @@ _NOT_CONFIG = {"headless", "exit_on_finish", "warc", "state", "fast", "command",
 
 def add_arguments(sub: argparse._SubParsersAction, crawl: argparse.ArgumentParser,
                   demo: argparse.ArgumentParser) -> None:
-    from tui import cli
-
     for p in (crawl, demo):
         _add_warc(p)
     crawl.add_argument("--state", metavar="PATH", default=None,
-                       help="keep the whole crawl state in this SQLite file; if it exists, resume it")
+                       help="keep the crawl state in this SQLite file; resume it if it exists (default: memory only)")
     resume = sub.add_parser("resume", help="continue a crawl from its --state file (options given here win)")
-    resume.add_argument("state", metavar="PATH")
-    cli._add_crawl_options(resume)
+    resume.add_argument("state", metavar="PATH", help="the --state file of the crawl to continue")
+    add_crawl_options(resume)
     _add_warc(resume)
     export = sub.add_parser("export", help="export the records of a --state file")
-    export.add_argument("state", metavar="PATH")
-    export.add_argument("--jsonl", metavar="FILE", help="one JSON object per record ('-' for stdout)")
-    export.add_argument("--csv", metavar="FILE", help="one row per record, with a header ('-' for stdout)")
+    export.add_argument("state", metavar="PATH", help="the --state file whose records to write")
+    export.add_argument("--jsonl", metavar="FILE", help="write one JSON object per record; '-' for stdout (default: none)")
+    export.add_argument("--csv", metavar="FILE", help="write one CSV row per record, with a header; '-' for stdout (default: none)")
 
 
 def _add_warc(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warc", metavar="FILE.warc.gz", default=None,
-                   help="write a WARC 1.1 archive of every response (request + response records)")
+                   help="write a WARC 1.1 archive of every response (default: none)")
 
 
 def wants_state(args: argparse.Namespace) -> bool:
@@ -58,11 +59,9 @@ def extra_sinks(args: argparse.Namespace) -> list[Sink]:
 
 def explicit_options(argv: Sequence[str], command: str) -> set[str]:
     """The dests of the options actually given after `command` (not their defaults)."""
-    from tui import cli
-
-    p = cli._Parser(prog=f"crawltop {command}", add_help=False)
+    p = Parser(prog=f"crawltop {command}", add_help=False)
     p.add_argument("_pos", nargs="*")
-    cli._add_crawl_options(p)
+    add_crawl_options(p)
     _add_warc(p)
     p.add_argument("--state")
     if command == "demo":
@@ -77,12 +76,10 @@ def explicit_options(argv: Sequence[str], command: str) -> set[str]:
 
 def overrides_from(args: argparse.Namespace, argv: Sequence[str]) -> dict[str, object]:
     """CrawlConfig fields the user set on this command line."""
-    from tui import cli
-
     given = explicit_options(argv, args.command) - _NOT_CONFIG
     if not given:
         return {}
-    full = cli.config_from(args, ("http://placeholder.invalid/",))
+    full = config_from(args, ("http://placeholder.invalid/",))
     fields = {f.name for f in dataclasses.fields(CrawlConfig)}
     out: dict[str, object] = {}
     for dest in given:
@@ -116,11 +113,9 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _crawl(args: argparse.Namespace, argv: list[str]) -> int:
-    from tui import cli
-
     path = args.state
     resume_only = args.command == "resume"
-    config = None if resume_only else cli.config_from(args, args.roots)
+    config = None if resume_only else config_from(args, args.roots)
     overrides = overrides_from(args, argv)
     # Paths are kept absolute in the state, so a resume from another directory finds them.
     if config is not None and config.output:
@@ -146,7 +141,7 @@ def _crawl(args: argparse.Namespace, argv: list[str]) -> int:
         crawler = Crawler(dataclasses.replace(config, output=None), frontier=store, sinks=[store.sink])
         crawler.stats.resumed_from = store.resumed_records
         _add_output_sinks(crawler, args, config, store)
-        code = cli._run(crawler, args)
+        code = run_crawler(crawler, args)
         status = STATUS_FINISHED if store.unfinished == 0 else STATUS_STOPPED
         store.save_session(status=status, paused=crawler.paused, concurrency=crawler.concurrency)
         return code

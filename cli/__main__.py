@@ -1,0 +1,4 @@
+"""`python -m crawltop.cli ...` is the `crawltop` command."""
+from .main import console
+
+console()

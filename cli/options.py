@@ -1,0 +1,106 @@
+"""The crawl options every subcommand shares, their help texts, and `config_from()`.
+
+Each option says what it does and its default in `--help`; the README's option table
+is the same list.  Sizes take units (`10M`, `512k`); durations are plain seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Callable, NoReturn, Sequence
+
+from ..core.config import CrawlConfig
+from ..core.errors import UsageError
+
+_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
+_DEFAULTS = CrawlConfig(roots=())
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors are one line and exit 2, without the usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"crawltop: error: {message}\n")
+
+
+def positive(kind: type) -> Callable[[str], object]:
+    def parse(text: str) -> object:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0: {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def size(text: str) -> int:
+    """`10M`, `512k`, `1.5G` or plain bytes; binary units (k = 1024)."""
+    m = _SIZE.fullmatch(text)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise argparse.ArgumentTypeError(f"not a size (e.g. 512k, 10M): {text}")
+    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text}")
+    return value
+
+
+def human_size(n: int) -> str:
+    for unit, factor in (("G", 1024**3), ("M", 1024**2), ("k", 1024)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor}{unit}"
+    return str(n)
+
+
+def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.timeout) -> None:
+    d = _DEFAULTS
+    add = p.add_argument
+    add("-c", "--concurrency", type=positive(int), default=d.concurrency, metavar="N",
+        help=f"worker tasks fetching at once; +/- change it live (default {d.concurrency})")
+    add("--max-redirect", type=int, default=d.max_redirect, metavar="N",
+        help=f"redirect hops followed from one URL before giving up (default {d.max_redirect})")
+    add("--max-tries", type=positive(int), default=d.max_tries, metavar="N",
+        help=f"tries per URL on network errors, 429 and 5xx, with backoff (default {d.max_tries})")
+    add("--scope", choices=("host", "domain", "any"), default=d.scope,
+        help=f"links followed: same host, same registered domain, or anywhere (default {d.scope})")
+    add("--include", action="append", default=[], metavar="REGEX",
+        help="follow only URLs matching one of these (repeatable; default: all in scope)")
+    add("--exclude", action="append", default=[], metavar="REGEX",
+        help="never follow URLs matching this (repeatable; default: none)")
+    add("--max-depth", type=int, default=None, metavar="N",
+        help="links followed from a root at most N hops deep (default: no limit)")
+    add("--max-pages", type=positive(int), default=None, metavar="N",
+        help="stop queueing new URLs after N (default: no limit)")
+    add("--timeout", type=positive(float), default=timeout, metavar="SECONDS",
+        help=f"connect and per-read timeout; a whole response gets 3x (default {timeout:g})")
+    add("--max-bytes", type=size, default=d.max_bytes, metavar="SIZE",
+        help=f"body size cap after decompression, e.g. 512k, 10M (default {human_size(d.max_bytes)})")
+    add("--per-host", type=positive(int), default=None, metavar="N",
+        help="fetches in flight per host at most (default: no cap beyond -c)")
+    add("--delay", type=float, default=d.delay, metavar="SECONDS",
+        help=f"pause between fetches to one host (default {d.delay:g})")
+    add("--no-robots", action="store_true",
+        help="ignore robots.txt (default: obey it, Crawl-delay included)")
+    add("--user-agent", default=None, metavar="UA",
+        help="User-Agent header (default crawltop/VERSION)")
+    add("--output", "-o", default=None, metavar="FILE.jsonl",
+        help="write one JSON record per URL to this file (default: none)")
+    add("--headless", action="store_true",
+        help="no TUI: progress on stderr, report on stdout (default when stdout is not a TTY)")
+    add("--exit-on-finish", action="store_true",
+        help="TUI: close when the crawl ends (default: stay on the summary)")
+
+
+def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
+    for pattern in (*args.include, *args.exclude):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise UsageError(f"bad regex {pattern!r}: {exc}") from None
+    return CrawlConfig(
+        roots=tuple(roots), concurrency=args.concurrency, max_redirect=args.max_redirect,
+        max_tries=args.max_tries, scope=args.scope, include=tuple(args.include),
+        exclude=tuple(args.exclude), max_depth=args.max_depth, max_pages=args.max_pages,
+        timeout=args.timeout, max_bytes=args.max_bytes, per_host=args.per_host,
+        delay=args.delay, robots=not args.no_robots, user_agent=args.user_agent, output=args.output,
+    )

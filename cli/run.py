@@ -1,0 +1,22 @@
+"""Run a built Crawler to its end: in the TUI on a terminal, else headless."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from ..core.crawler import Crawler
+
+
+def run_crawler(crawler: Crawler, args: argparse.Namespace) -> int:
+    """Textual is imported here, and only when a terminal will show it."""
+    if args.headless or not sys.stdout.isatty():
+        from .headless import run_headless
+
+        return asyncio.run(run_headless(crawler))
+    from ..tui.app import run_tui
+    from .headless import report
+
+    code = run_tui(crawler, exit_on_finish=args.exit_on_finish)
+    report(crawler, sys.stdout)  # the screen is gone: leave the totals in the scrollback
+    return code

@@ -1,0 +1,4 @@
+"""`python -m crawltop ...` is the `crawltop` command."""
+from .cli import console
+
+console()
