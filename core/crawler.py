@@ -20,6 +20,7 @@ from .config import CrawlConfig
 from .fetch import REDIRECTS, Response, backoff, decode, fetch_once, retry_after, retryable
 from .frontier import Frontier, Item, MemoryFrontier
 from .hosts import HostGate
+from .provenance import hop, utc_iso
 from .records import JsonlSink, Record, Sink
 from .robots import Robots
 from .scope import Scope
@@ -163,8 +164,9 @@ class Crawler:
             stop.cancel()
             await self._cancel_workers()
             for item in self.frontier.drain():
-                self._emit(Record(url=item.url, depth=item.depth, tries=item.tries, error=errors.describe(
-                    errors.Cancelled("crawl stopped before this URL was fetched"))))
+                record = _record(item, tries=item.tries)
+                record.fail(errors.Cancelled("crawl stopped before this URL was fetched"))
+                self._emit(record)
                 self.frontier.done(item)
         finally:
             try:
@@ -230,7 +232,8 @@ class Crawler:
             self.frontier.requeue(item._replace(tries=ws.tries))
             raise
         except Exception as exc:  # a bug or a surprise must not kill the worker or hang join()
-            record = Record(url=item.url, depth=item.depth, tries=ws.tries, error=errors.describe(exc))
+            record = _record(item, tries=ws.tries)
+            record.fail(exc)
         finally:
             host.in_flight -= 1
             ws.url = ws.host = None
@@ -240,7 +243,7 @@ class Crawler:
     def _emit(self, record: Record) -> None:
         self.stats.records += 1
         if record.error is not None:
-            self.stats.error(record.url, netloc_of(record.url), record.error, record.tries)
+            self.stats.error(record.url, netloc_of(record.url), record.error, record.tries, record.via)
         for sink in self.sinks:
             try:
                 sink.write(record)
@@ -251,11 +254,11 @@ class Crawler:
         self._failure = self._failure or exc
         self.stop()
 
-    def _admit(self, url: str, redirects_left: int, depth: int) -> bool:
+    def _admit(self, url: str, redirects_left: int, depth: int, via: str | None = None, discovery: str = "") -> bool:
         """Queue a URL never seen before, within --max-pages."""
         if self.config.max_pages is not None and self.frontier.seen_count >= self.config.max_pages:
             return False
-        return self.frontier.add(Item(url, redirects_left, depth))
+        return self.frontier.add(Item(url, redirects_left, depth, 0, via, discovery))
 
     def _gate(self, netloc: str, crawl_delay: float) -> HostGate:
         gate = self._gates.get(netloc)
@@ -266,14 +269,14 @@ class Crawler:
         return gate
 
     async def _process(self, ws: WorkerState, item: Item) -> Record:
-        record = Record(url=item.url, depth=item.depth)
+        record = _record(item)
         crawl_delay = 0.0
         if self._robots is not None:
             self.stats.set_phase(ws, "robots")
             allowed, crawl_delay = await self._robots.check(item.url)
             if not allowed:
                 self.stats.robots_blocked += 1
-                record.error = errors.describe(errors.BlockedByRobots("disallowed by robots.txt"))
+                record.fail(errors.BlockedByRobots("disallowed by robots.txt"))
                 return record
         started = self.stats.clock()
         resp = await self._fetch(ws, item, record, self._gate(ws.host or "", crawl_delay))
@@ -283,6 +286,7 @@ class Crawler:
         record.content_type = resp.content_type
         record.size = len(resp.body)
         record.truncated = resp.truncated
+        record.digest = resp.digest
         self.stats.page(ws.host or "", resp.status, record.size, (self.stats.clock() - started) * 1000)
         if resp.truncated:
             self.stats.truncated += 1
@@ -292,7 +296,7 @@ class Crawler:
         if resp.status in REDIRECTS:
             self._redirect(item, resp, record)
         elif retryable(resp.status):
-            record.error = errors.describe(errors.HTTPStatusError(f"HTTP {resp.status} after {record.tries} tries"))
+            record.fail(errors.HTTPStatusError(f"HTTP {resp.status} after {record.tries} tries"))
         elif resp.is_html:
             self.stats.set_phase(ws, "parsing")
             self._parse(item, resp, record)
@@ -307,6 +311,7 @@ class Crawler:
             try:
                 async with gate.slot():
                     self.stats.set_phase(ws, "connecting")
+                    record.fetched_at = utc_iso()
                     resp = await fetch_once(self._session, item.url, self.config.max_bytes,  # type: ignore[arg-type]
                                             lambda: self.stats.set_phase(ws, "reading"))
                 if not retryable(resp.status) or attempt == last:
@@ -314,7 +319,7 @@ class Crawler:
                 wait = retry_after(resp.headers.get("Retry-After"), self.config.max_wait)
             except NETWORK_ERRORS as exc:
                 if attempt == last:
-                    record.error = _network_error(exc, self.config.timeout)
+                    record.fail(exc, _network_error(exc, self.config.timeout))
                     return None
             self.stats.retries += 1
             self.stats.set_phase(ws, "backoff")
@@ -326,22 +331,21 @@ class Crawler:
         location = resp.headers.get("Location", "").strip()
         target = self.links.join(item.url, location) if location else None
         if target is None:
-            record.error = errors.describe(
-                errors.MissingLocation(f"HTTP {resp.status} without a usable Location header"))
+            record.fail(errors.MissingLocation(f"HTTP {resp.status} without a usable Location header"))
             return
         record.next_url = target
         seen = self.frontier.seen(target)  # once: with --state it may be a SQLite lookup
         if not seen:
             self.stats.redirect(item.url, target, resp.status)
         if item.redirects_left <= 0:
-            record.error = errors.describe(errors.TooManyRedirects(f"more than {self.config.max_redirect} redirects"))
+            record.fail(errors.TooManyRedirects(f"more than {self.config.max_redirect} redirects"))
         elif not self.scope.allows(target):
             return
         elif seen:
             record.merged = True
             self.stats.merge(item.url, target, resp.status)
         else:
-            self._admit(target, item.redirects_left - 1, item.depth)
+            self._admit(target, item.redirects_left - 1, item.depth, item.url, hop(item.discovery, "R"))
 
     def _parse(self, item: Item, resp: Response, record: Record) -> None:
         text, record.encoding = decode(resp)
@@ -350,7 +354,13 @@ class Crawler:
         max_depth = self.config.max_depth
         if max_depth is not None and item.depth + 1 > max_depth:
             return
-        record.num_new_urls = sum(self._admit(u, self.config.max_redirect, item.depth + 1) for u in links)
+        frames, via, depth, left = self.links.frames, item.url, item.depth + 1, self.config.max_redirect
+        link, embed = hop(item.discovery, "L"), hop(item.discovery, "E")
+        record.num_new_urls = sum(self._admit(u, left, depth, via, embed if u in frames else link) for u in links)
+
+
+def _record(item: Item, tries: int = 0) -> Record:
+    return Record(url=item.url, depth=item.depth, tries=tries, via=item.via, discovery=item.discovery)
 
 
 def _network_error(exc: BaseException, timeout: float) -> str:

@@ -1,12 +1,38 @@
-"""Every failure crawltop names itself, in one place (httpx-style).
+"""Every failure crawltop names itself, in one place (httpx-style), and the closed set
+of `error_kind` codes records carry.
 
-Network failures keep aiohttp's / asyncio's own class names in records; these are
-the conditions the crawler itself decides are errors.
+Network failures keep aiohttp's / asyncio's own class names in a record's human
+`error` ("ClientConnectorError: ..."); the classes below are the conditions the crawler
+itself decides are errors.  Beside `error`, every failed record has an `error_kind`
+from KINDS: a short stable code to group, count and script on, which never changes
+with the wording of a message or the version of aiohttp.
 """
+from __future__ import annotations
+
+# The closed set of error_kind values. Nothing else is ever written to a record.
+KINDS: dict[str, str] = {
+    "dns": "the host name did not resolve",
+    "connect": "no TCP connection (refused, unreachable)",
+    "timeout": "no response, or no more of the body, within --timeout",
+    "reset": "the server closed or reset the connection mid-exchange",
+    "tls": "TLS handshake or certificate failure",
+    "truncated": "the body ended before its announced length (a broken transfer)",
+    "http-status": "429 or 5xx still failing after --max-tries",
+    "too-many-redirects": "a redirect chain longer than --max-redirect",
+    "missing-location": "a 3xx without a usable Location header",
+    "robots": "robots.txt disallows the URL for our user agent",
+    "ignored": "an ignore rule matched the URL",
+    "cancelled": "the crawl stopped before the URL was fetched",
+    "bad-url": "a URL that cannot be requested",
+    "bad-sitemap": "a sitemap that is not XML or text, is malformed, too large or nested too deep",
+    "other": "anything else (a bug or a surprise; the error text says what)",
+}
 
 
 class CrawlError(Exception):
     """Base of the crawler's own error conditions."""
+
+    kind = "other"
 
 
 class UsageError(CrawlError):
@@ -20,21 +46,73 @@ class RedirectError(CrawlError):
 class MissingLocation(RedirectError):
     """3xx without a usable Location header."""
 
+    kind = "missing-location"
+
 
 class TooManyRedirects(RedirectError):
     """The chain was longer than --max-redirect."""
+
+    kind = "too-many-redirects"
 
 
 class BlockedByRobots(CrawlError):
     """robots.txt disallows this URL for our user agent."""
 
+    kind = "robots"
+
 
 class HTTPStatusError(CrawlError):
     """A retryable status (429, 5xx) that was still failing after --max-tries."""
 
+    kind = "http-status"
+
 
 class Cancelled(CrawlError):
     """The URL was in flight or queued when the crawl stopped."""
+
+    kind = "cancelled"
+
+
+class SitemapError(CrawlError):
+    """A sitemap we could not read whole: not XML or text, malformed, too big, too deep."""
+
+    kind = "bad-sitemap"
+
+
+# Network exceptions by class name (aiohttp's and asyncio's), most specific first:
+# matched against the exception's MRO, so core/errors.py needs no aiohttp import.
+_NETWORK_KINDS: tuple[tuple[str, str], ...] = (
+    ("ClientConnectorDNSError", "dns"),
+    ("gaierror", "dns"),
+    ("ClientSSLError", "tls"),
+    ("SSLError", "tls"),
+    ("ServerFingerprintMismatch", "tls"),
+    ("TimeoutError", "timeout"),
+    ("ServerTimeoutError", "timeout"),
+    ("ClientPayloadError", "truncated"),
+    ("ContentLengthError", "truncated"),
+    ("InvalidURL", "bad-url"),
+    ("NonHttpUrlClientError", "bad-url"),
+    ("ClientConnectorError", "connect"),
+    ("ConnectionRefusedError", "connect"),
+    ("ServerDisconnectedError", "reset"),
+    ("ConnectionResetError", "reset"),
+    ("ClientConnectionResetError", "reset"),
+    ("BrokenPipeError", "reset"),
+    ("ClientOSError", "connect"),
+    ("ServerConnectionError", "reset"),
+)
+
+
+def error_kind(exc: BaseException) -> str:
+    """The KINDS code of an exception: the crawler's own, or a network one by class."""
+    if isinstance(exc, CrawlError):
+        return exc.kind
+    names = {c.__name__ for c in type(exc).__mro__}
+    for name, kind in _NETWORK_KINDS:
+        if name in names:
+            return kind
+    return "other"
 
 
 def describe(exc: BaseException) -> str:

@@ -6,11 +6,12 @@ import re
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Any, Callable
 
 import aiohttp
 from multidict import CIMultiDictProxy
 
+from .provenance import new_hasher, payload_digest
 from .sanitize import clean
 
 REDIRECTS = frozenset((301, 302, 303, 307, 308))
@@ -29,6 +30,7 @@ class Response:
     mime: str  # aiohttp's parse of it, lower-case type/subtype: decides HTML or not
     charset: str | None
     request_headers: CIMultiDictProxy[str]  # not copied: only a WARC sink reads them
+    digest: str | None = None  # sha1 of the body as stored, WARC's form (core/provenance.py)
 
     @property
     def is_html(self) -> bool:
@@ -41,7 +43,8 @@ async def fetch_once(
     """GET without following redirects; read at most max_bytes of (decoded) body."""
     async with session.get(url, allow_redirects=False) as resp:
         reading()
-        body, truncated = await read_capped(resp, max_bytes)
+        sha1 = new_hasher()
+        body, truncated = await read_capped(resp, max_bytes, sha1)
         try:
             charset = resp.charset
         except (ValueError, LookupError):
@@ -56,6 +59,7 @@ async def fetch_once(
             mime=resp.content_type,
             charset=charset,
             request_headers=resp.request_info.headers,
+            digest=payload_digest(sha1),
         )
 
 
@@ -64,9 +68,10 @@ def _raw_content_type(value: str | None) -> str | None:
     return None if value is None else clean(value, 200)
 
 
-async def read_capped(resp: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bool]:
+async def read_capped(resp: aiohttp.ClientResponse, cap: int, sha1: Any = None) -> tuple[bytes, bool]:
     """(body, truncated): at most cap bytes. StreamReader.read(n) returns what is buffered,
-    so one read is not enough; loop until EOF or the cap."""
+    so one read is not enough; loop until EOF or the cap.  A hasher given as sha1 sees
+    exactly the bytes kept, chunk by chunk as they arrive (the payload digest)."""
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -74,8 +79,13 @@ async def read_capped(resp: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bo
         if not chunk:
             return b"".join(chunks), False
         if size + len(chunk) > cap:
-            chunks.append(chunk[: cap - size])
+            chunk = chunk[: cap - size]
+            if sha1 is not None:
+                sha1.update(chunk)
+            chunks.append(chunk)
             return b"".join(chunks), True
+        if sha1 is not None:
+            sha1.update(chunk)
         chunks.append(chunk)
         size += len(chunk)
 

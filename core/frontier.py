@@ -14,6 +14,10 @@ class Item(NamedTuple):
     redirects_left: int
     depth: int
     tries: int = 0  # tries already spent (a cancelled worker's URL comes back with +1)
+    # Provenance (core/provenance.py): the parent's own URL string (shared, not copied)
+    # and an interned hop path. Defaults keep old 4-field items valid.
+    via: str | None = None
+    discovery: str = ""
 
 
 class Frontier(Protocol):

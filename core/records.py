@@ -7,10 +7,17 @@ import time
 from dataclasses import dataclass, fields
 from typing import IO, Protocol
 
+from .errors import describe, error_kind
+
 
 @dataclass(slots=True, kw_only=True)
 class Record:
-    """The reference crawler's FetchStatistic, plus depth, tries, timing and truncation."""
+    """The reference crawler's FetchStatistic, plus depth, tries, timing and truncation,
+    and where the URL came from (issue 12; the README's record table says what each means):
+    `via` the page whose link first queued it or the URL that redirected to it (None for
+    roots), `discovery` its hop path (core/provenance.py), `fetched_at` when its last
+    request went out (UTC ISO 8601, ms), `digest` the payload's WARC-Payload-Digest,
+    `error_kind` a code from core.errors.KINDS beside the human `error`."""
 
     url: str
     status: int | None = None
@@ -26,6 +33,16 @@ class Record:
     tries: int = 0
     elapsed_ms: float = 0.0
     truncated: bool = False
+    via: str | None = None
+    discovery: str = ""
+    fetched_at: str | None = None
+    digest: str | None = None
+    error_kind: str | None = None
+
+    def fail(self, exc: BaseException, message: str | None = None) -> None:
+        """Set the human error and its stable kind together."""
+        self.error = message if message is not None else describe(exc)
+        self.error_kind = error_kind(exc)
 
     def to_dict(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in FIELDS}

@@ -25,7 +25,7 @@ from typing import Any, Iterator
 
 from .config import CrawlConfig
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: urls.via and urls.discovery (issue 12)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # urls.state
@@ -39,7 +39,9 @@ CREATE TABLE urls(
     seq INTEGER NOT NULL,
     redirects_left INTEGER NOT NULL,
     depth INTEGER NOT NULL,
-    tries INTEGER NOT NULL
+    tries INTEGER NOT NULL,
+    via TEXT,
+    discovery TEXT NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
 CREATE INDEX urls_queued ON urls(seq) WHERE state = 0;
 CREATE TABLE records(
@@ -56,14 +58,16 @@ CREATE TABLE records(
 # busy event loop makes slow). Each batch row is the URL's final state in that batch;
 # seq -1 means "keep the stored queue position" (pop, done).
 _UPSERT = """
-INSERT INTO urls(url, state, seq, redirects_left, depth, tries)
+INSERT INTO urls(url, state, seq, redirects_left, depth, tries, via, discovery)
 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]')
+       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
+       json_extract(value, '$[6]'), json_extract(value, '$[7]')
 FROM json_each(?) WHERE 1
 ON CONFLICT(url) DO UPDATE SET
     state = excluded.state,
     seq = iif(excluded.seq >= 0, excluded.seq, urls.seq),
-    redirects_left = excluded.redirects_left, depth = excluded.depth, tries = excluded.tries
+    redirects_left = excluded.redirects_left, depth = excluded.depth, tries = excluded.tries,
+    via = excluded.via, discovery = excluded.discovery
 """
 _INSERT_RECORDS = """
 INSERT INTO records(run, url, data)

@@ -72,6 +72,7 @@ class ErrorEvent:
     kind: str
     message: str
     tries: int
+    via: str | None = None  # the page that linked to the URL (or redirected to it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +177,7 @@ class Stats:
         hs.done += 1
         hs.total_ms += ms
 
-    def error(self, url: str, host: str, error: str, tries: int) -> None:
+    def error(self, url: str, host: str, error: str, tries: int, via: str | None = None) -> None:
         self._roll()
         kind = kind_of(error)
         self.errors += 1
@@ -187,7 +188,7 @@ class Stats:
             self.error_urls = Counter(dict(self.error_urls.most_common(ERROR_URLS_MAX // 10)))
         self.host(host).errors += 1
         msg = error[len(kind) + 2 :] if error.startswith(kind + ": ") else ""
-        self.recent_errors.append(ErrorEvent(self.errors, self._elapsed(), url, kind, msg, tries))
+        self.recent_errors.append(ErrorEvent(self.errors, self._elapsed(), url, kind, msg, tries, via))
 
     def merge(self, source: str, target: str, status: int | None) -> None:
         self.merges += 1

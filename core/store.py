@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator
 
 from .bloom import BloomFilter
 from .frontier import Item
+from .provenance import intern_path
 from .records import Record
 # Re-exported: core.store is where the CLI, export and tests import them from.
 from .state import (  # noqa: F401
@@ -104,7 +105,7 @@ class SqliteStore(StoreOpen, StoreWriter):
         self._cache: OrderedDict[str, None] = OrderedDict()
 
         # Batching.
-        self._rows: dict[str, tuple] = {}  # url -> (url, state, seq, redirects_left, depth, tries)
+        self._rows: dict[str, tuple] = {}  # url -> (url, state, seq, redirects_left, depth, tries, via, discovery)
         self._recs: list[Record] = []
         self._sets: list[tuple[str, str]] = []
         self._nops = 0
@@ -192,7 +193,8 @@ class SqliteStore(StoreOpen, StoreWriter):
             prev = self._rows.get(item.url)
             if prev is not None:
                 seq = prev[2]
-        self._rows[item.url] = (item.url, state, seq, item.redirects_left, item.depth, item.tries)
+        self._rows[item.url] = (item.url, state, seq, item.redirects_left, item.depth, item.tries,
+                               item.via, item.discovery)
         self._touch()
 
     def _enqueue(self, item: Item, seq: int) -> None:
@@ -220,7 +222,8 @@ class SqliteStore(StoreOpen, StoreWriter):
             return False
         self._seq += 1
         seq = self._seq
-        self._rows[item.url] = (item.url, QUEUED, seq, item.redirects_left, item.depth, item.tries)
+        self._rows[item.url] = (item.url, QUEUED, seq, item.redirects_left, item.depth, item.tries,
+                               item.via, item.discovery)
         self._touch()
         self._enqueue(item, seq)
         return True
@@ -238,7 +241,7 @@ class SqliteStore(StoreOpen, StoreWriter):
     def mark_seen(self, url: str) -> bool:
         if not self._new(url):
             return False
-        self._rows[url] = (url, SEEN_ONLY, 0, 0, 0, 0)
+        self._rows[url] = (url, SEEN_ONLY, 0, 0, 0, 0, None, "")
         self._touch()
         return True
 
@@ -298,8 +301,8 @@ class SqliteStore(StoreOpen, StoreWriter):
 
     def _refilled(self, fut: asyncio.Future[list[tuple]], rows: list[tuple]) -> None:
         self._refill_task = None
-        for url, redirects_left, depth, tries, seq in rows:
-            self._mem.append(Item(url, redirects_left, depth, tries))
+        for url, redirects_left, depth, tries, via, discovery, seq in rows:
+            self._mem.append(Item(url, redirects_left, depth, tries, via, intern_path(discovery)))
             self._mem_hi = seq
         self._spilled -= len(rows)
         if not rows and self._spilled:

@@ -124,7 +124,7 @@ class StoreWriter:
                     _, after, limit, deliver = cmd
                     try:
                         rows = conn.execute(
-                            "SELECT url, redirects_left, depth, tries, seq FROM urls"
+                            "SELECT url, redirects_left, depth, tries, via, discovery, seq FROM urls"
                             " WHERE state = 0 AND seq > ? ORDER BY seq LIMIT ?",
                             (after, limit),
                         ).fetchall()

@@ -95,6 +95,7 @@ class LinkExtractor:
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, str], str | None] = {}
+        self.frames: set[str] = set()  # of the last links() call: URLs a frame/iframe embeds
 
     def join(self, base: str, href: str) -> str | None:
         """urljoin + canonical, cached on the part of the base the result depends on."""
@@ -130,17 +131,23 @@ class LinkExtractor:
         return url
 
     def links(self, html: str, page_url: str, host_ok: Callable[[str], bool] = lambda h: True) -> set[str]:
-        """Distinct canonical links; absolute ones whose host fails host_ok are never joined."""
+        """Distinct canonical links; absolute ones whose host fails host_ok are never joined.
+        Those embedded by a frame or iframe are also in `self.frames` afterwards (hop `E`)."""
         tree = LexborHTMLParser(html)
         base = page_url
         node = tree.css_first("base[href]")
         if node is not None:
             base = self.join(page_url, (node.attrs.get("href") or "").strip() or page_url) or page_url
-        raw: set[str] = set()
+        raw: dict[str, bool] = {}  # href -> written as a frame/iframe src somewhere
         for node in tree.css("a[href], area[href], frame[src], iframe[src]"):
-            raw.add(node.attrs.get("src" if node.tag in ("iframe", "frame") else "href") or "")
+            if node.tag in ("iframe", "frame"):
+                raw[node.attrs.get("src") or ""] = True
+            else:
+                raw.setdefault(node.attrs.get("href") or "", False)
         out: set[str] = set()
-        for href in raw:
+        frames: set[str] = set()
+        self.frames = frames
+        for href, framed in raw.items():
             href = href.strip()
             if not href or href[0] == "#":
                 continue
@@ -155,6 +162,8 @@ class LinkExtractor:
             url = self.join(base, href)
             if url is not None:
                 out.add(url)
+                if framed:
+                    frames.add(url)
         return out
 
 

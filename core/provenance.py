@@ -1,0 +1,79 @@
+"""Where a URL came from and what was fetched: hop paths, fetch times, payload digests.
+
+Hop paths (`discovery`) are Heritrix's crawl.log form: one letter per hop from a root,
+the last MAX_HOPS letters kept, with a count of the dropped ones in front (`3+LLL...`).
+Letters:
+
+- `L` a link (`<a href>`, `<area href>`)
+- `E` an embed: `<frame src>`, `<iframe src>`
+- `R` a redirect (the Location of a 3xx)
+- `M` a sitemap file: named by robots.txt, guessed at /sitemap.xml, or listed by an index
+- `S` a URL listed in a sitemap
+
+Roots have the empty path.  A queued URL keeps its parent's URL string as `via` (the
+very object the parent's Item holds, so it costs a pointer) and an interned hop path
+(a million queued URLs share a few hundred distinct strings).
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import sys
+import time
+
+MAX_HOPS = 20
+_MEMO_MAX = 4096
+_memo: dict[tuple[str, str], str] = {}
+
+
+def hop(path: str, letter: str) -> str:
+    """`path` extended by one hop, shared: equal paths are the same string object."""
+    key = (path, letter)
+    try:
+        return _memo[key]
+    except KeyError:
+        pass
+    if len(_memo) >= _MEMO_MAX:
+        _memo.clear()
+    out = _memo[key] = sys.intern(_extend(path, letter))
+    return out
+
+
+def _extend(path: str, letter: str) -> str:
+    count, plus, tail = path.partition("+")
+    dropped = int(count) if plus else 0
+    if not plus:
+        tail = path
+    tail += letter
+    if len(tail) > MAX_HOPS:
+        dropped += len(tail) - MAX_HOPS
+        tail = tail[-MAX_HOPS:]
+    return f"{dropped}+{tail}" if dropped else tail
+
+
+def hops_total(path: str) -> int:
+    """How many hops a path stands for, the dropped ones included."""
+    count, plus, tail = path.partition("+")
+    return int(count) + len(tail) if plus else len(path)
+
+
+def intern_path(path: str | None) -> str:
+    """A hop path read back from storage, shared like the ones made by hop()."""
+    return sys.intern(path) if path else ""
+
+
+def utc_iso(t: float | None = None) -> str:
+    """UTC ISO 8601 with milliseconds: 2026-11-22T11:00:42.123Z."""
+    if t is None:
+        t = time.time()
+    ms = int(t * 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+
+
+def payload_digest(sha1: "hashlib._Hash") -> str:
+    """WARC's form of a SHA-1: `sha1:` + base32, as warcio writes WARC-Payload-Digest."""
+    return "sha1:" + base64.b32encode(sha1.digest()).decode("ascii")
+
+
+def new_hasher() -> "hashlib._Hash":
+    return hashlib.sha1(usedforsecurity=False)
