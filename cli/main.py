@@ -11,7 +11,7 @@ from typing import NoReturn, Sequence
 from ..core.crawler import VERSION, Crawler
 from ..core.errors import UsageError
 from ..core.sanitize import clean
-from . import state
+from . import attach, ctl, detach, listen, state
 from .options import Parser, add_crawl_options, config_from
 from .run import run_crawler
 
@@ -28,6 +28,10 @@ def build_parser() -> argparse.ArgumentParser:
     # The demo's stalling page should fail within the crawl's minute or two, not after 4 x 30 s.
     add_crawl_options(demo, timeout=10.0)
     state.add_arguments(sub, crawl, demo)  # --state, --warc, resume, export
+    for name in ("crawl", "demo", "resume"):
+        listen.add_arguments(sub.choices[name])  # --name, --detach
+    ctl.add_arguments(sub)  # ls, ctl
+    attach.add_arguments(sub)  # attach, web
     return parser
 
 
@@ -47,6 +51,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     server: subprocess.Popen[str] | None = None
     try:
+        if args.command in ("ls", "ctl"):
+            return ctl.run(args)
+        if args.command in ("attach", "web"):
+            return attach.run(args)
+        if getattr(args, "detach", False):
+            return detach.spawn(sys.argv[1:] if argv is None else argv)
         if state.wants_state(args):
             return state.run(args, argv)
         if args.command == "demo":

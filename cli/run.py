@@ -6,10 +6,13 @@ import asyncio
 import sys
 
 from ..core.crawler import Crawler
+from .listen import listen
 
 
 def run_crawler(crawler: Crawler, args: argparse.Namespace) -> int:
-    """Textual is imported here, and only when a terminal will show it."""
+    """Textual is imported here, and only when a terminal will show it. Either way the
+    crawl listens on its control socket (attach, ctl, ls) while it runs."""
+    crawler = listen(crawler, args)  # type: ignore[assignment]
     if args.headless or not sys.stdout.isatty():
         from .headless import run_headless
 

@@ -97,6 +97,7 @@ class CrawlApp(App[int]):
         Binding("s", "summary", "Summary", id="summary", tooltip="Summary of the finished crawl"),
         Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="Every key"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit; asks first while the crawl runs"),
+        Binding("d", "detach", "Detach", id="detach", tooltip="Close this monitor; the crawl goes on (attached monitors only)"),
         # Aliases, hidden from the Footer: listed in the help screen.
         Binding("equals_sign", "more(1)", show=False),
         Binding("greater_than_sign", "more(10)", show=False),
@@ -167,6 +168,9 @@ class CrawlApp(App[int]):
         # The app is going away without the quit dialog (an error, or a test ending):
         # never leave the crawl running behind it. The caller awaits crawl_task.
         if self.crawl_task is not None and not self.crawl_task.done() and not self._stopping:
+            if self.can_detach:  # a crawl in another process outlives its monitor
+                self.crawler.detach()  # type: ignore[attr-defined]
+                return
             self._stopping = True
             self.crawler.stop()
 
@@ -291,7 +295,19 @@ class CrawlApp(App[int]):
             return not isinstance(screen, MergeListScreen)
         if action == "summary":
             return self._finished and not isinstance(screen, SummaryScreen)
+        if action == "detach":
+            return self.can_detach and not self._finished
         return True
+
+    @property
+    def can_detach(self) -> bool:
+        """A crawler in another process (core.remote) can be left running: `d`."""
+        return callable(getattr(self.crawler, "detach", None))
+
+    def action_detach(self) -> None:
+        if self.can_detach:
+            self.crawler.detach()  # type: ignore[attr-defined]
+            self.exit(0)
 
     def _user_screen(self):
         """The screen the person is looking at, under the command palette if it is open."""
@@ -363,7 +379,7 @@ class CrawlApp(App[int]):
         seen: set[str] = set()
         for b in self.BINDINGS:
             assert isinstance(b, Binding)
-            if not b.show or b.id in seen:
+            if not b.show or b.id in seen or (b.id == "detach" and not self.can_detach):
                 continue
             seen.add(b.id or b.action)
             tip = b.tooltip or b.description
@@ -391,11 +407,13 @@ class CrawlApp(App[int]):
             return
         snap = self.last_snapshot or self.refresh_now()
 
-        def answer(yes: bool | None) -> None:
-            if yes:
+        def answer(yes: bool | str | None) -> None:
+            if yes == "detach":
+                self.action_detach()
+            elif yes:
                 self.stop_crawl()
 
-        self.push_screen(ConfirmQuit(snap.in_flight, snap.queued), answer)
+        self.push_screen(ConfirmQuit(snap.in_flight, snap.queued, can_detach=self.can_detach), answer)
 
 
 async def run_tui_async(

@@ -22,18 +22,20 @@ from .logtable import LogTable
 from .table import Cell, Col, cell
 
 
-class ConfirmQuit(ModalScreen[bool]):
-    """'Stop the crawl and quit?' y / n."""
+class ConfirmQuit(ModalScreen[bool | str]):
+    """'Stop the crawl and quit?' y / n; and d (answer "detach") on an attached monitor."""
 
     BINDINGS = [
         Binding("y,q,ctrl+c", "answer(True)", "Stop and quit", id="confirm-yes", priority=True),
         Binding("n,escape", "answer(False)", "Keep crawling", id="confirm-no", priority=True),
+        Binding("d", "detach", "Detach", id="confirm-detach", priority=True),
     ]
 
-    def __init__(self, in_flight: int, queued: int) -> None:
+    def __init__(self, in_flight: int, queued: int, *, can_detach: bool = False) -> None:
         super().__init__(id="confirm-quit")
         self.in_flight = in_flight
         self.queued = queued
+        self.can_detach = can_detach
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -47,8 +49,13 @@ class ConfirmQuit(ModalScreen[bool]):
             )
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Stop and quit (y)", id="yes", variant="error")
+                if self.can_detach:
+                    yield Button("Detach (d)", id="detach", variant="success")
                 yield Button("Keep crawling (n)", id="no", variant="primary")
-            yield Static(Content("y or q again: stop and quit · n or escape: keep crawling"), classes="dialog-help")
+            help_text = "y or q again: stop and quit · n or escape: keep crawling"
+            if self.can_detach:
+                help_text = "y or q again: stop the crawl · d: detach, it goes on · n or escape: stay"
+            yield Static(Content(help_text), classes="dialog-help")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -56,9 +63,13 @@ class ConfirmQuit(ModalScreen[bool]):
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)
 
+    def action_detach(self) -> None:
+        if self.can_detach:
+            self.dismiss("detach")
+
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+        self.dismiss("detach" if event.button.id == "detach" else event.button.id == "yes")
 
 
 class ConcurrencyPrompt(ModalScreen[int | None]):

@@ -1,0 +1,70 @@
+"""`crawltop attach [NAME]` and `crawltop web [NAME]`: the monitor in its own process.
+
+attach opens the usual app on a RemoteCrawler. `d` detaches, `q` asks stop-or-detach,
+a crawl that ends shows its summary. If the crawl's process dies, the monitor closes
+and says so in one line, exit 1. web serves `crawltop attach NAME` through
+textual-serve, bound to 127.0.0.1 only (reach it from afar with `ssh -L`).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shlex
+import sys
+
+from ..core.errors import UsageError
+from ..core.remote import RemoteCrawler, RemoteError
+from ..core.runtime import resolve
+from ..core.sanitize import clean
+
+LOST = 3  # the app's return code when the crawl process went away
+
+
+def add_arguments(sub: argparse._SubParsersAction) -> None:
+    attach = sub.add_parser("attach", help="open the monitor on a live crawl (d detaches)")
+    attach.add_argument("name", nargs="?", metavar="NAME", help="the crawl's name (default: the only live one)")
+    web = sub.add_parser("web", help="serve the monitor of a live crawl to a browser, on 127.0.0.1 only")
+    web.add_argument("name", nargs="?", metavar="NAME", help="the crawl's name (default: the only live one)")
+    web.add_argument("--port", type=int, default=8000, metavar="P", help="port on 127.0.0.1 (default 8000)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        path = resolve(args.name)
+    except (UsageError, OSError) as exc:
+        print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
+        return 1
+    if args.command == "web":
+        return serve_web(path.name, args.port)
+    return asyncio.run(attach(path))
+
+
+async def attach(path, *, headless: bool = False) -> int:
+    try:
+        remote = await RemoteCrawler.connect(path)
+    except RemoteError as exc:
+        print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
+        return 1
+    from ..tui.app import CrawlApp
+
+    app = CrawlApp(remote)
+    remote.on_lost = lambda: app.exit(LOST)
+    try:
+        await app.run_async(headless=headless)
+    finally:
+        await remote.close()
+    if remote.lost:
+        print(f"crawltop: lost the crawl {remote.name!r} (pid {remote.pid}): its process ended "
+              "without finishing (killed or crashed)", file=sys.stderr)
+        return 1
+    if remote.detached and remote.ended is None:
+        print(f"crawltop: detached from {remote.name!r}; it goes on (crawltop attach {remote.name})")
+    return app.return_code or 0
+
+
+def serve_web(name: str, port: int) -> int:
+    from textual_serve.server import Server
+
+    command = shlex.join([sys.executable, "-m", "crawltop.cli", "attach", name])
+    Server(command, host="127.0.0.1", port=port, title=f"crawltop {name}").serve()
+    return 0

@@ -1,0 +1,111 @@
+"""`crawltop ls` and `crawltop ctl`: the live crawls, and one-shot control for scripts.
+
+Both are plain blocking socket clients (core.remote.Client): no asyncio, no Textual.
+`ctl` exits 0 on success and 1 with a one-line reason otherwise (an unknown name too).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from ..core.errors import UsageError
+from ..core.remote import Client, RemoteError
+from ..core.runtime import live_sockets, resolve, run_dir
+from ..core.sanitize import clean
+
+ACTIONS = {  # ctl action -> (protocol op, argument name or None)
+    "pause": ("pause", None),
+    "resume": ("resume", None),
+    "stop": ("stop", None),
+    "concurrency": ("set_concurrency", "n"),
+    "cancel-worker": ("cancel_worker", "worker_id"),
+    "status": ("status", None),
+}
+
+
+def add_arguments(sub: argparse._SubParsersAction) -> None:
+    ls = sub.add_parser("ls", help="list the live crawls of this user")
+    ls.add_argument("--json", action="store_true", help="one JSON array, for scripts (default: a table)")
+    ctl = sub.add_parser("ctl", help="steer a live crawl from a script: exit 0, or 1 with a reason")
+    ctl.add_argument("name", metavar="NAME", help="the crawl's name (crawltop ls)")
+    ctl.add_argument("action", metavar="ACTION", help="pause | resume | stop | concurrency N | cancel-worker ID | status")
+    ctl.add_argument("value", nargs="?", metavar="N", help="the number for concurrency and cancel-worker")
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_ls(args) if args.command == "ls" else run_ctl(args)
+
+
+def crawls() -> list[dict[str, Any]]:
+    """One row per live crawl, stale sockets cleaned up on the way."""
+    rows = []
+    for path in live_sockets():
+        row: dict[str, Any] = {"name": path.name, "socket": str(path)}
+        try:
+            with Client(path, timeout=2.0) as c:
+                row.update(c.call("status"))
+        except RemoteError as exc:
+            row.update(state="?", error=str(exc))
+        rows.append(row)
+    return rows
+
+
+def run_ls(args: argparse.Namespace) -> int:
+    try:
+        run_dir(create=False)
+        rows = crawls()
+    except (UsageError, OSError) as exc:
+        print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(rows, indent=None))
+        return 0
+    if not rows:
+        print("no live crawls")
+        return 0
+    table = [("NAME", "PID", "STATE", "PAGES", "QUEUED", "PAGES/S", "STARTED", "ROOT")]
+    for r in rows:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["started"])) if "started" in r else "?"
+        table.append((r["name"], str(r.get("pid", "?")), r.get("state", "?"), str(r.get("pages", "?")),
+                      str(r.get("queued", "?")), f"{r['rate_now']:.0f}" if "rate_now" in r else "?",
+                      started, clean(r.get("root", ""), 80)))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    return 0
+
+
+def _fail(message: str) -> int:
+    print(f"crawltop: {clean(message, 300)}", file=sys.stderr)
+    return 1
+
+
+def run_ctl(args: argparse.Namespace) -> int:
+    if args.action not in ACTIONS:
+        return _fail(f"unknown action {args.action!r}: pause, resume, stop, concurrency N, cancel-worker ID, status")
+    op, arg = ACTIONS[args.action]
+    kwargs: dict[str, Any] = {}
+    if arg is not None:
+        try:
+            value = int(args.value)
+        except (TypeError, ValueError):
+            return _fail(f"{args.action} needs a whole number, got {args.value!r}")
+        if value < 1 or value > 10_000:
+            return _fail(f"{args.action}: {value} is out of range (1-10000)")
+        kwargs[arg] = value
+    elif args.value is not None:
+        return _fail(f"{args.action} takes no value")
+    try:
+        path = resolve(args.name)
+        with Client(path) as c:
+            result = c.call(op, **kwargs)
+    except (UsageError, RemoteError, OSError) as exc:
+        return _fail(str(exc))
+    if op == "status":
+        print(json.dumps(result))
+    elif op == "cancel_worker" and not result["result"]:
+        return _fail(f"no worker {kwargs['worker_id']} in crawl {args.name!r}")
+    return 0

@@ -1,0 +1,53 @@
+"""Every crawl listens on its control socket: claim the name, wrap the crawler.
+
+`listen()` runs before the crawl starts, so a name clash is a one-line error (exit 2)
+and nothing has been fetched yet. In a detached child (cli/detach.py) it also moves the
+log to `<state dir>/log/NAME.log` once the name is known, ignores SIGHUP, and tells the
+waiting parent the crawl is listening.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..core.control import Listening
+from ..core.runtime import claim, state_dir
+
+DETACH_FD = "CRAWLTOP_DETACH_FD"
+DETACH_LOG = "CRAWLTOP_DETACH_LOG"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", default=None, metavar="NAME",
+                   help="name of this crawl for attach/ctl/ls (default: from the root's host, made unique)")
+    p.add_argument("--detach", action="store_true",
+                   help="run in the background, outliving the terminal; prints the crawl's name (default: off)")
+
+
+def listen(crawler: Any, args: argparse.Namespace) -> Listening:
+    host = "demo" if getattr(args, "command", None) == "demo" else urlsplit(crawler.roots[0]).hostname
+    name, path, sock = claim(getattr(args, "name", None), host)
+    ready = None
+    fd = os.environ.pop(DETACH_FD, None)
+    if fd is not None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        ready = _detached_child(int(fd), name)
+    return Listening(crawler, name, path, sock, on_listening=ready)
+
+
+def _detached_child(fd: int, name: str) -> Any:
+    tmp = os.environ.pop(DETACH_LOG, None)
+    log = state_dir() / "log" / f"{name}.log"
+    if tmp and Path(tmp).exists():
+        os.replace(tmp, log)  # our stdout/stderr keep writing to it under its new name
+        os.write(fd, f"log {log}\n".encode())
+
+    def ready(name: str) -> None:
+        os.write(fd, f"ready {name}\n".encode())
+        os.close(fd)
+
+    return ready
