@@ -34,9 +34,9 @@ from .protocol import (
 from .stats import Snapshot
 
 MAX_CLIENTS = 256
-MAX_BUFFERED = 1024 * 1024
+MAX_BUFFERED = 256 * 1024  # unread reply bytes per client; one larger reply still goes
 MAX_ERRORS = 20
-HELLO_TIMEOUT = 10.0
+HELLO_TIMEOUT = 5.0
 RATE = 50.0  # requests per second per connection, sustained
 SNAPSHOT_TTL = 0.02  # monitors asking within 20 ms share one Stats.snapshot()
 
@@ -147,7 +147,7 @@ class ControlServer:
         transport = writer.transport
         if transport.is_closing():
             return False
-        if transport.get_write_buffer_size() + len(data) > MAX_BUFFERED:
+        if transport.get_write_buffer_size() > MAX_BUFFERED:
             self.dropped += 1
             transport.abort()
             return False
@@ -188,7 +188,8 @@ class ControlServer:
             return encode_snapshot(self._snapshot(), since, workers)
         if op == "status":
             out = headline(self._snapshot(), self.crawler.paused)
-            out.update(name=self.name, pid=os.getpid(), started=self.started, root=self.crawler.roots[0])
+            out.update(name=self.name, pid=os.getpid(), started=self.started, root=self.crawler.roots[0],
+                       clients=len(self.clients))
             return out
         if op == "hello":
             raise ProtocolError("hello twice")

@@ -23,7 +23,8 @@ Crawl -> client:
 
 Snapshots are encoded generically from core.stats.Snapshot's dataclass fields, so a field
 added there flows to every monitor without an edit here: a dataclass becomes an object of
-its fields; a tuple of dataclasses becomes columns {"c": [field names], "r": [[values]]};
+its fields; a tuple of dataclasses becomes columns {"c": [field names], "r": [[values]]}, where a string that shares more than
+5 leading characters with the one above it in its column travels as [shared, rest];
 floats are rounded to the millisecond. Rings of events (tuples of dataclasses with a `seq`
 field) are sent incrementally: only events newer than the client's `since[field]`, and the
 client keeps its own bounded copy. A client may ask for at most `workers` worker rows.
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import types
 import typing
 from collections import deque
@@ -126,11 +128,43 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         if value and dataclasses.is_dataclass(value[0]):
             names = _fields(type(value[0]))
-            return {"c": names, "r": [[_plain(getattr(v, n)) for n in names] for v in value]}
+            rows = [[_plain(getattr(v, n)) for n in names] for v in value]
+            _front_code(rows)
+            return {"c": names, "r": rows}
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     return value
+
+
+def _front_code(rows: list[list[Any]]) -> None:
+    """Strings in a column share their start with the row above (URLs of one host, one
+    phase): send [shared length, rest] when that saves bytes."""
+    prev: dict[int, str] = {}
+    for row in rows:
+        for i, v in enumerate(row):
+            if not isinstance(v, str):
+                continue
+            p = prev.get(i)
+            prev[i] = v
+            if p:
+                k = len(os.path.commonprefix((p, v)))
+                if k > 5:
+                    row[i] = [k, v[k:]]
+
+
+def _front_decode(rows: list[list[Any]]) -> list[list[Any]]:
+    prev: dict[int, str] = {}
+    out = []
+    for row in rows:
+        row = list(row)
+        for i, v in enumerate(row):
+            if isinstance(v, list) and len(v) == 2 and isinstance(v[0], int) and isinstance(v[1], str):
+                v = row[i] = prev.get(i, "")[: v[0]] + v[1]
+            if isinstance(v, str):
+                prev[i] = v
+        out.append(row)
+    return out
 
 
 def _ring_item(hint: Any) -> type | None:
@@ -178,7 +212,7 @@ def _build(hint: Any, data: Any) -> Any:
         item = args[0] if len(args) == 2 and args[1] is Ellipsis else Any
         if isinstance(data, dict) and "c" in data:  # columns of a dataclass
             names = data["c"]
-            return tuple(_dataclass(item, dict(zip(names, row))) for row in data["r"])
+            return tuple(_dataclass(item, dict(zip(names, row))) for row in _front_decode(data["r"]))
         return tuple(_build(item, v) for v in data)
     if origin is dict:
         key, val = typing.get_args(hint)
