@@ -117,8 +117,11 @@ async def test_hostile_clients_get_an_error_or_the_door(site: str, rundir: Path)
     for i in range(25):
         w.write(b"nope\n")
     replies = 0
-    while await r.readline():
-        replies += 1
+    try:
+        while await asyncio.wait_for(r.readline(), 5):
+            replies += 1
+    except ConnectionResetError:
+        pass  # closed with our surplus lines unread: a reset, as good as an EOF
     assert replies <= 22
     w.close()
 
