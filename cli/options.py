@@ -81,6 +81,8 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.
         help=f"pause between fetches to one host (default {d.delay:g})")
     add("--no-robots", action="store_true",
         help="ignore robots.txt (default: obey it, Crawl-delay included)")
+    add("--no-sitemaps", action="store_true",
+        help="don't read sitemaps (default: read robots.txt's Sitemap: lines, else /sitemap.xml)")
     add("--user-agent", default=None, metavar="UA",
         help="User-Agent header (default crawltop/VERSION)")
     add("--output", "-o", default=None, metavar="FILE.jsonl",
@@ -102,5 +104,5 @@ def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
         max_tries=args.max_tries, scope=args.scope, include=tuple(args.include),
         exclude=tuple(args.exclude), max_depth=args.max_depth, max_pages=args.max_pages,
         timeout=args.timeout, max_bytes=args.max_bytes, per_host=args.per_host,
-        delay=args.delay, robots=not args.no_robots, user_agent=args.user_agent, output=args.output,
+        delay=args.delay, robots=not args.no_robots, sitemaps=not args.no_sitemaps, user_agent=args.user_agent, output=args.output,
     )

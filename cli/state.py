@@ -23,7 +23,7 @@ from .options import Parser, add_crawl_options, config_from
 from .run import run_crawler
 
 # argparse dest -> CrawlConfig field, for options that a resume may override
-_FIELD = {"no_robots": "robots"}
+_FIELD = {"no_robots": "robots", "no_sitemaps": "sitemaps"}
 _NOT_CONFIG = {"headless", "exit_on_finish", "warc", "state", "fast", "command", "roots", "_pos"}
 
 

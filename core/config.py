@@ -21,6 +21,10 @@ class CrawlConfig:
     per_host: int | None = None
     delay: float = 0.0
     robots: bool = True
+    # Read sitemaps (robots.txt's Sitemap: lines, else /sitemap.xml): core/sitemaps.py.
+    # The CLI turns them on unless --no-sitemaps; off here, so an embedded Crawler (and
+    # every test of something else) fetches only the URLs it is given and finds.
+    sitemaps: bool = False
     user_agent: str | None = None
     output: str | None = None
     # Backoff base in seconds: try n waits base * 2**(n-1) * jitter. Tests shrink it.

@@ -24,6 +24,7 @@ from .provenance import hop, utc_iso
 from .records import JsonlSink, Record, Sink
 from .robots import Robots
 from .scope import Scope
+from .sitemaps import Sitemaps, is_sitemap
 from .stats import Stats, WorkerState
 from .urls import LinkExtractor, canonical, netloc_of
 
@@ -69,6 +70,7 @@ class Crawler:
         self._gates: dict[str, HostGate] = {}
         self._session: aiohttp.ClientSession | None = None
         self._robots: Robots | None = None
+        self._sitemaps: Sitemaps | None = None
         if not config.start_paused:
             self._unpaused.set()
         else:
@@ -148,6 +150,9 @@ class Crawler:
         )
         token = self.agent.split("/", 1)[0].split(" ", 1)[0] or "crawltop"
         self._robots = Robots(self._session, token, self.config.timeout) if self.config.robots else None
+        if self.config.sitemaps:
+            self._sitemaps = Sitemaps(robots=self._robots, scope=self.scope, admit=self._admit,
+                                      max_redirect=self.config.max_redirect, max_depth=self.config.max_depth)
         # Sinks may be added after construction (the CLI adds a WARC sink for a state file).
         self._response_sinks = [s for s in self.sinks if hasattr(s, "response")]
         if hasattr(self.frontier, "on_error"):  # a store whose writer thread can fail
@@ -271,6 +276,8 @@ class Crawler:
     async def _process(self, ws: WorkerState, item: Item) -> Record:
         record = _record(item)
         crawl_delay = 0.0
+        if self._sitemaps is not None:  # an origin's first URL queues its sitemaps
+            await self._sitemaps.visit(item.url)
         if self._robots is not None:
             self.stats.set_phase(ws, "robots")
             allowed, crawl_delay = await self._robots.check(item.url)
@@ -297,6 +304,9 @@ class Crawler:
             self._redirect(item, resp, record)
         elif retryable(resp.status):
             record.fail(errors.HTTPStatusError(f"HTTP {resp.status} after {record.tries} tries"))
+        elif self._sitemaps is not None and is_sitemap(item.discovery):
+            self.stats.set_phase(ws, "parsing")
+            await self._sitemaps.read(item, resp, record)
         elif resp.is_html:
             self.stats.set_phase(ws, "parsing")
             self._parse(item, resp, record)

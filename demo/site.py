@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gzip
 import html
 import random
 import re
@@ -31,6 +32,17 @@ STALL = "/stall/"
 BROKEN = ("/broken/", "/api/status")  # always 500, however often retried
 EXTERNAL = ("http://example.invalid/", "//cdn.example.invalid/lib/", "https://example.invalid/a?x=1&amp;y=2")
 ROBOTS = "User-agent: *\nDisallow: /private/\n"
+# Sitemaps (named by robots.txt): an index, a gzipped urlset and a plain-text one. The
+# archive pages are linked from nowhere: only the sitemap finds them; /archive/2019/ is
+# gone (a 404 whose `via` is the sitemap). No redirect source or target is listed, so
+# the merge argument below still holds.
+SITEMAP_INDEX = "/sitemaps/index.xml"
+ARCHIVE = ("/archive/2023/", "/archive/2024/", "/archive/2025/")
+SITEMAPS: dict[str, tuple[str, tuple[str, ...]]] = {
+    SITEMAP_INDEX: ("index", ("/sitemaps/sections.xml.gz", "/sitemaps/archive.txt")),
+    "/sitemaps/sections.xml.gz": ("urlset", ("/", *(f"/{s}/" for s in SECTIONS), "/about/", "/contact/")),
+    "/sitemaps/archive.txt": ("text", (*ARCHIVE, "/archive/2019/")),
+}
 FILES: dict[str, tuple[str, bytes]] = {
     "/files/report.pdf": ("application/pdf", b"%PDF-1.4\n% demo report\n" + bytes(range(256)) * 8 + b"\n%%EOF\n"),
     "/data.json": ("application/json", b'{"site": "crawltop demo", "sections": %d}' % len(SECTIONS)),
@@ -85,7 +97,7 @@ class Reply:
 class Expected:
     """What a full default crawl from / records (host scope, robots obeyed, max-redirect 10).
 
-    urls == pages + files + redirects + not_found + server_errors + robots_blocked.
+    urls == pages + files + redirects + not_found + server_errors + robots_blocked + sitemaps.
     `pages` includes the stall page, which only completes when stall_seconds is shorter
     than the crawler's timeout (fast mode); otherwise it ends as a timeout error.
     """
@@ -98,6 +110,7 @@ class Expected:
     not_found: int
     server_errors: int
     robots_blocked: int
+    sitemaps: int
 
 
 def latency(path: str) -> float:
@@ -155,7 +168,7 @@ def _page(path: str, query: Mapping[str, str], origin: str) -> Reply | None:
     if path == "/":
         featured = [(f"{sec}/art-0/", f"Top {sec} story") for sec in SECTIONS]
         return Reply(200, "crawltop demo", (*_nav(), ("/about/", "About"), ("/contact/", "Contact"), *featured))
-    if path in ("/about/", "/contact/", "/chain/end", STALL, *SLOW):
+    if path in ("/about/", "/contact/", "/chain/end", STALL, *SLOW, *ARCHIVE):
         extra = [("mailto:hello@example.invalid", "Mail"), ("tel:+15555550100", "Call")]
         return Reply(200, path.strip("/").title(), (*simple, *extra), text="A page of the demo site.")
     if path == "/intl/latin1/":
@@ -182,7 +195,9 @@ def route(path: str, query: Mapping[str, str], origin: str) -> Reply:
         code, loc = REDIRECTS[path]
         return Reply(code, location=loc.format(origin=origin))
     if path == "/robots.txt":
-        return Reply(200, body=ROBOTS.encode(), content_type="text/plain")
+        return Reply(200, body=f"{ROBOTS}Sitemap: {origin}{SITEMAP_INDEX}\n".encode(), content_type="text/plain")
+    if path in SITEMAPS:
+        return _sitemap(path, origin)
     if path in FILES:
         ctype, body = FILES[path]
         return Reply(200, body=body, content_type=ctype, charset=None)
@@ -193,6 +208,24 @@ def route(path: str, query: Mapping[str, str], origin: str) -> Reply:
     if not path.endswith("/") and _page(path + "/", {}, origin):
         return Reply(301, location=path + "/")  # trailing-slash redirect
     return Reply(404, "404 Not Found")
+
+
+def _sitemap(path: str, origin: str) -> Reply:
+    kind, entries = SITEMAPS[path]
+    urls = [origin + e for e in entries]
+    if kind == "text":
+        return Reply(200, body="".join(u + "\n" for u in urls).encode(), content_type="text/plain", charset=None)
+    tag, item = ("sitemapindex", "sitemap") if kind == "index" else ("urlset", "url")
+    xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<{tag} xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+           + "".join(f"  <{item}><loc>{html.escape(u)}</loc></{item}>\n" for u in urls) + f"</{tag}>\n").encode()
+    if path.endswith(".gz"):
+        return Reply(200, body=gzip.compress(xml, mtime=0), content_type="application/gzip", charset=None)
+    return Reply(200, body=xml, content_type="application/xml", charset=None)
+
+
+def sitemap_entries(path: str, origin: str) -> list[str]:
+    """The absolute URLs a demo sitemap lists (what a crawler reads from it)."""
+    return [origin + e for e in SITEMAPS[path][1]]
 
 
 def render(r: Reply) -> bytes:
@@ -290,7 +323,8 @@ def _canon(url: str, host: str) -> str | None:
 def _walk(order: random.Random | None = None) -> Expected:
     """Crawl the model in BFS order, or any random order: the counts must not change."""
     origin = "http://127.0.0.1:8080"
-    seen, todo, n = {origin + "/"}, [origin + "/"], Counter[str]()
+    start = [origin + "/", origin + SITEMAP_INDEX]  # the root, and the sitemap its robots.txt names
+    seen, todo, n = set(start), list(start), Counter[str]()
     while todo:
         url = todo.pop(order.randrange(len(todo)) if order else 0)
         parts = urlsplit(url)
@@ -298,7 +332,10 @@ def _walk(order: random.Random | None = None) -> Expected:
             n["robots_blocked"] += 1
             continue
         r = route(parts.path, dict(parse_qsl(parts.query)), origin)
-        if r.location is not None:
+        if parts.path in SITEMAPS:
+            n["sitemaps"] += 1
+            hrefs, base = sitemap_entries(parts.path, origin), url
+        elif r.location is not None:
             n["redirects"] += 1
             hrefs, base = [r.location], url
         else:
@@ -314,7 +351,7 @@ def _walk(order: random.Random | None = None) -> Expected:
             else:
                 seen.add(target)
                 todo.append(target)
-    fields = ("pages", "files", "redirects", "merges", "not_found", "server_errors", "robots_blocked")
+    fields = ("pages", "files", "redirects", "merges", "not_found", "server_errors", "robots_blocked", "sitemaps")
     return Expected(urls=len(seen), **{f: n[f] for f in fields})
 
 

@@ -9,12 +9,13 @@ from conftest import crawl
 
 async def test_demo_site_crawl_matches_expected() -> None:
     async with DemoSite(fast=True) as site:
-        crawler, sink = await crawl(site.url, concurrency=10, timeout=5.0)
+        crawler, sink = await crawl(site.url, concurrency=10, timeout=5.0, sitemaps=True)
     recs = sink.records
     s = crawler.stats
     assert len(recs) == len({r.url for r in recs}) == EXPECTED.urls == crawler.frontier.seen_count
     statuses = Counter(r.status for r in recs)
-    assert statuses[200] == EXPECTED.pages + EXPECTED.files
+    assert statuses[200] == EXPECTED.pages + EXPECTED.files + EXPECTED.sitemaps
+    assert sum(1 for r in recs if r.discovery.endswith("M")) == EXPECTED.sitemaps
     assert sum(1 for r in recs if r.next_url) == EXPECTED.redirects == s.redirects
     assert sum(1 for r in recs if r.merged) == EXPECTED.merges == s.merges
     assert statuses[404] == EXPECTED.not_found

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import random
 import time
 from collections import Counter
@@ -9,6 +10,7 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict
 from urllib.parse import urldefrag, urljoin, urlsplit
 from urllib.robotparser import RobotFileParser
+from xml.etree import ElementTree
 
 import aiohttp
 import pytest
@@ -45,14 +47,21 @@ async def bfs(session: aiohttp.ClientSession, root: str) -> Counter[str]:
         parts = urlsplit(url)
         return url if parts.scheme in ("http", "https") and parts.netloc.lower() == host else None
 
-    seen, level, n = {root}, [root], Counter[str]()
+    sitemaps = set(robots.site_maps() or ())
+    seen, level, n = {root, *sitemaps}, [root, *sitemaps], Counter[str]()
     while level:
         allowed = [u for u in level if robots.can_fetch("*", u)]
         n["robots_blocked"] += len(level) - len(allowed)
         results = await asyncio.gather(*(fetch(session, u) for u in allowed))
         level = []
         for url, (status, headers, body) in zip(allowed, results):
-            if status in (301, 302, 303, 307, 308):
+            if url in sitemaps:
+                n["sitemaps"] += 1
+                is_index, hrefs = read_sitemap(body)
+                base = url
+                if is_index:  # its entries are sitemaps too
+                    sitemaps.update(hrefs)
+            elif status in (301, 302, 303, 307, 308):
                 n["redirects"] += 1
                 hrefs, base = [headers["Location"]], url
             elif status == 200 and headers["Content-Type"].startswith("text/html"):
@@ -77,11 +86,22 @@ async def bfs(session: aiohttp.ClientSession, root: str) -> Counter[str]:
     return n
 
 
+def read_sitemap(body: bytes) -> tuple[bool, list[str]]:
+    """An independent sitemap reader: (is an index, URLs): gzip by magic, XML <loc>s, or
+    one URL per line."""
+    if body[:2] == b"\x1f\x8b":
+        body = gzip.decompress(body)
+    if body.lstrip().startswith(b"<"):
+        root = ElementTree.fromstring(body)
+        return root.tag.endswith("sitemapindex"), [e.text.strip() for e in root.iter() if e.tag.endswith("}loc") and e.text]
+    return False, [line.strip() for line in body.decode().splitlines() if line.strip()]
+
+
 async def test_live_crawl_matches_expected(site: DemoSite, session: aiohttp.ClientSession) -> None:
     got = await bfs(session, site.url)
     assert {k: got[k] for k in asdict(EXPECTED)} == asdict(EXPECTED)
     assert 1900 <= EXPECTED.pages <= 2200
-    parts = ("pages", "files", "redirects", "not_found", "server_errors", "robots_blocked")
+    parts = ("pages", "files", "redirects", "not_found", "server_errors", "robots_blocked", "sitemaps")
     assert EXPECTED.urls == sum(getattr(EXPECTED, p) for p in parts)
 
 
