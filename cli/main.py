@@ -11,7 +11,7 @@ from typing import NoReturn, Sequence
 from ..core.crawler import VERSION, Crawler
 from ..core.errors import UsageError
 from ..core.sanitize import clean
-from . import attach, ctl, detach, listen, state
+from . import attach, ctl, detach, listen, report, state
 from .options import Parser, add_crawl_options, config_from
 from .run import run_crawler
 
@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         listen.add_arguments(sub.choices[name])  # --name, --detach
     ctl.add_arguments(sub)  # ls, ctl
     attach.add_arguments(sub)  # attach, web
+    report.add_arguments(sub)
     return parser
 
 
@@ -57,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return attach.run(args)
         if getattr(args, "detach", False):
             return detach.spawn(sys.argv[1:] if argv is None else argv)
+        if args.command == "report":
+            return report.run(args)
         if state.wants_state(args):
             return state.run(args, argv)
         if args.command == "demo":

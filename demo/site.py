@@ -320,8 +320,9 @@ def _canon(url: str, host: str) -> str | None:
     return urlunsplit((parts.scheme, parts.netloc.lower(), parts.path or "/", parts.query, ""))
 
 
-def _walk(order: random.Random | None = None) -> Expected:
-    """Crawl the model in BFS order, or any random order: the counts must not change."""
+def _walk(order: random.Random | None = None, edges: dict[str, set[str]] | None = None) -> Expected:
+    """Crawl the model in BFS order, or any random order: the counts must not change.
+    With `edges`, every URL found is mapped to all the URLs that link, redirect or list it."""
     origin = "http://127.0.0.1:8080"
     start = [origin + "/", origin + SITEMAP_INDEX]  # the root, and the sitemap its robots.txt names
     seen, todo, n = set(start), list(start), Counter[str]()
@@ -346,6 +347,8 @@ def _walk(order: random.Random | None = None) -> Expected:
             target = _canon(urljoin(base, href), "127.0.0.1:8080")
             if target is None:
                 continue
+            if edges is not None:
+                edges.setdefault(target, set()).add(url)
             if target in seen:
                 n["merges"] += r.location is not None
             else:
@@ -353,6 +356,15 @@ def _walk(order: random.Random | None = None) -> Expected:
                 todo.append(target)
     fields = ("pages", "files", "redirects", "merges", "not_found", "server_errors", "robots_blocked", "sitemaps")
     return Expected(urls=len(seen), **{f: n[f] for f in fields})
+
+
+def referrers(origin: str) -> dict[str, set[str]]:
+    """Every URL of a full crawl -> the pages, redirects and sitemaps that point to it
+    (robots-blocked pages are never fetched, so they point nowhere)."""
+    edges: dict[str, set[str]] = {}
+    _walk(edges=edges)
+    model = "http://127.0.0.1:8080"
+    return {t.replace(model, origin, 1): {s.replace(model, origin, 1) for s in src} for t, src in edges.items()}
 
 
 EXPECTED: Expected  # computed on first access (~1 s), not at import: the CLI imports this

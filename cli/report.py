@@ -1,0 +1,49 @@
+"""`crawltop report SOURCE`: broken links by page, redirect chains, slowest pages, totals.
+
+The analysis is core/report.py and the formats core/report_format.py; this module only
+parses the options, writes the output and maps the outcome to an exit code:
+0 nothing broken, 1 something broken, 2 bad input (one line on stderr).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..core.report import Options, ReportError, analyse, load
+from ..core.report_format import FORMATS
+from ..core.sanitize import clean
+
+
+def add_arguments(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="broken links by page, redirect chains, slowest pages, totals; exit 1 if anything is broken")
+    p.add_argument("source", metavar="SOURCE", help="a records JSONL file (-o) or a --state file")
+    p.add_argument("--format", choices=tuple(FORMATS), default="text",
+                   help="text (80 columns), json, csv (broken links), markdown or junit (default text)")
+    p.add_argument("--broken-only", action="store_true",
+                   help="only the broken links: no chains, slowest pages or totals (default: everything)")
+    p.add_argument("--include-robots", action="store_true",
+                   help="count URLs blocked by robots.txt as broken (default: not broken)")
+    p.add_argument("--min-status", type=int, default=400, metavar="N",
+                   help="an HTTP status >= N is broken (default 400)")
+    p.add_argument("--output", "-o", default="-", metavar="FILE",
+                   help="write the report to FILE (default: stdout)")
+
+
+def run(args: argparse.Namespace) -> int:
+    options = Options(min_status=args.min_status, include_robots=args.include_robots, broken_only=args.broken_only)
+    try:
+        report = analyse(load(args.source), options, source=args.source)
+        text = FORMATS[args.format](report)
+        if args.output == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            with open(args.output, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+    except ReportError as exc:
+        print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
+        return 2
+    except UnicodeDecodeError as exc:
+        print(f"crawltop: error: {clean(args.source)}: not text ({exc.reason})", file=sys.stderr)
+        return 2
+    return 0 if report.ok else 1
