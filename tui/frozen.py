@@ -44,13 +44,14 @@ def sample_snapshot(state: str = "RUNNING") -> Snapshot:
         )
     busy = sum(1 for w in workers if w.phase not in ("waiting", "paused"))
     errors = (
-        ErrorEvent(1, 3.2, ROOT + "/missing-page", "HTTPStatusError", "404 Not Found", 1),
-        ErrorEvent(2, 5.9, ROOT + "/flaky/500", "HTTPStatusError", "500 Internal Server Error after 4 tries", 4),
+        ErrorEvent(1, 3.2, ROOT + "/missing-page", "HTTPStatusError", "404 Not Found", 1, ROOT + "/docs/"),
+        ErrorEvent(2, 5.9, ROOT + "/flaky/500", "HTTPStatusError", "500 Internal Server Error after 4 tries", 4, ROOT + "/docs/"),
         ErrorEvent(3, 8.1, ROOT + "/[bold]x[/bold]", "ClientResponseError", "[red]not markup[/red]", 1),
         ErrorEvent(4, 9.4, ROOT + "/esc\x1b[31mred\x1b[0m", "TimeoutError", "read timed out\x07", 3),
         ErrorEvent(5, 12.0, ROOT + "/loop/a", "TooManyRedirects", "more than 10 redirects", 1),
         ErrorEvent(6, 14.5, ROOT + "/private/admin", "BlockedByRobots", "disallowed by robots.txt", 1),
-        ErrorEvent(7, 20.3, "http://other.example:9/down", "ClientConnectorError", "Cannot connect to host", 4),
+        ErrorEvent(7, 20.3, "http://other.example:9/down", "ClientConnectorError", "Cannot connect to host", 4,
+                   ROOT + "/links/"),
     )
     merges = (
         MergeEvent(1, 4.0, ROOT + "/old-home", ROOT + "/", 301),

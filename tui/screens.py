@@ -247,6 +247,14 @@ class EventListScreen(Screen[None]):
 
 
 class ErrorListScreen(EventListScreen):
+    """Every recent error; the line under the table says where the selected one was found
+    (`via`), and `v` narrows the list to that page: its own error and the errors of every
+    link found on it (the filter matches a row's URL or its via)."""
+
+    BINDINGS = [
+        Binding("v", "filter_via", "Filter by its page", id="list-via",
+                tooltip="Show only errors found on the page the selected error came from"),
+    ]
     COLUMNS = (
         Col("seq", "#", 5, justify="right"),
         Col("at", "at", 7, justify="right"),
@@ -258,6 +266,44 @@ class ErrorListScreen(EventListScreen):
 
     def __init__(self, snap: Snapshot, home: frozenset[str] = frozenset()) -> None:
         super().__init__(snap, id="error-list", home=home)
+        self._via: dict[str, str | None] = {}  # row key -> the page it came from
+        self._via_key: str | None = ""  # the row the via line shows
+
+    def compose(self) -> ComposeResult:
+        for widget in super().compose():
+            if isinstance(widget, Footer):
+                self.via_line = Line(id="error-via", classes="via-line")
+                yield self.via_line
+            yield widget
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self._show_via()
+        # The table posts no message when its cursor moves; a cheap poll (one dict
+        # lookup, a repaint only on change) keeps tui/table.py untouched.
+        self.set_interval(0.1, self._show_via)
+
+    def _selected_via(self) -> tuple[str | None, str | None]:
+        key = self.table.selected_key()
+        return key, self._via.get(key) if key is not None else None
+
+    def _show_via(self) -> None:
+        key, via = self._selected_via()
+        if key == self._via_key:
+            return
+        self._via_key = key
+        if key is None:
+            self.via_line.show("")
+        elif via is None:
+            self.via_line.show(("found on ", "dim"), ("no page: a root or a sitemap", "italic"))
+        else:
+            self.via_line.show(("found on ", "dim"), (clean(via, 2000), "bold"), ("   v: errors of that page", "dim"))
+
+    def action_filter_via(self) -> None:
+        _key, via = self._selected_via()
+        if via:
+            self.query_one(Input).value = clean(via, 2000)
+            self.table.focus()
 
     def events(self, snap: Snapshot) -> Iterable[ErrorEvent]:
         return snap.recent_errors
@@ -271,7 +317,9 @@ class ErrorListScreen(EventListScreen):
             cell(fmt.display_url(e.url, self.home)),
             cell(e.message, "dim"),
         )
-        hay = clean(f"{e.url} {e.kind} {e.message}", 2000).lower()
+        via = getattr(e, "via", None)
+        self._via[str(e.seq)] = via
+        hay = clean(f"{e.url} {e.kind} {e.message} {via or ''}", 4000).lower()
         return str(e.seq), cells, hay
 
     def heading_parts(self, snap: Snapshot) -> list:
