@@ -9,7 +9,10 @@ so it does not share this process's loop or GIL. In this process the runs altern
   tui       the same crawl inside CrawlApp, driven headlessly by App.run_test at
             120x40: the refresh timer, the snapshot, the diffed tables and Textual's
             compositor all run on the crawl's loop, exactly as on a terminal (only the
-            bytes are not written to a tty).
+            bytes are not written to a tty);
+  attached  the crawl here serves its control socket, and a real `crawltop attach` runs
+            in a 120x40 pty in another process (bench/attached.py): this process pays
+            only for the snapshots it serves (target >= 0.97 of headless).
 
 Each run's rate is pages fetched / wall time of crawl() itself (app start-up is not
 counted). Prints every run, the medians and the ratio tui / headless (target >= 0.9),
@@ -80,6 +83,14 @@ async def tui(url: str, concurrency: int, hz: float) -> tuple[int, float, float,
     return crawler.stats.pages, timed.seconds, timed.cpu, app.frames
 
 
+async def attached(url: str, concurrency: int, hz: float) -> tuple[int, float, float, int]:
+    from attached import attached as with_monitor  # bench/attached.py
+
+    crawler, timed = make(url, concurrency)
+    served = await with_monitor(crawler)
+    return crawler.stats.pages, timed.seconds, timed.cpu, served
+
+
 async def key_latency(url: str, concurrency: int, hz: float, presses: int = 10) -> list[float]:
     """Seconds from a posted `p` key event to the engine's pause/resume, mid-crawl."""
     from textual import events
@@ -104,16 +115,17 @@ async def key_latency(url: str, concurrency: int, hz: float, presses: int = 10) 
 
 async def main_async(url: str, runs: int, concurrency: int, hz: float) -> None:
     await headless(url, concurrency, hz)  # warm-up: imports, caches, the site's first hits
-    rates: dict[str, list[float]] = {"headless": [], "tui": []}
-    per_cpu: dict[str, list[float]] = {"headless": [], "tui": []}
+    rates: dict[str, list[float]] = {"headless": [], "tui": [], "attached": []}
+    per_cpu: dict[str, list[float]] = {"headless": [], "tui": [], "attached": []}
+    modes = (("headless", headless), ("tui", tui), ("attached", attached))
     for i in range(runs):
-        order = (("headless", headless), ("tui", tui)) if i % 2 == 0 else (("tui", tui), ("headless", headless))
-        for name, fn in order:
+        for name, fn in modes[i % 3:] + modes[:i % 3]:
             pages, seconds, cpu, frames = await fn(url, concurrency, hz)
             rate = pages / seconds
             rates[name].append(rate)
             per_cpu[name].append(pages / cpu)
             extra = f"  {frames} frames ({frames / seconds:.1f}/s)" if name == "tui" else ""
+            extra = f"  {frames} snapshots served" if name == "attached" else extra
             print(f"run {i + 1} {name:8}  {pages} pages in {seconds:6.2f} s  {rate:7.1f} pages/s"
                   f"  {cpu * 1e6 / pages:6.0f} us CPU/page{extra}", flush=True)
     h, t = statistics.median(rates["headless"]), statistics.median(rates["tui"])
@@ -124,6 +136,9 @@ async def main_async(url: str, runs: int, concurrency: int, hz: float) -> None:
     print(f"ratio tui/headless  {t / h:.3f}  (target >= 0.9; concurrency {concurrency}, refresh {hz:g} Hz, {runs} runs each)")
     print(f"CPU per page, headless/tui  {tc / hc:.3f}  (the same ratio measured in this process's CPU time,"
           " which other load on the machine disturbs less)")
+    a, ac = statistics.median(rates["attached"]), statistics.median(per_cpu["attached"])
+    print(f"median attached  {a:7.1f} pages/s  {1e6 / ac:6.0f} us CPU/page")
+    print(f"ratio attached/headless  {a / h:.3f}  (target >= 0.97)   CPU per page, headless/attached  {ac / hc:.3f}")
     lat = await key_latency(url, concurrency, hz)
     pauses = [x * 1000 for x in lat[0::2]]  # pressed while crawling at full speed
     print(f"key p -> engine paused, mid-crawl: median {statistics.median(pauses):.0f} ms, max {max(pauses):.0f} ms")

@@ -53,6 +53,8 @@ class ControlServer:
         self._inode = os.stat(path).st_ino  # unlink only our own socket, not a successor's
         self.clients: set[asyncio.StreamWriter] = set()
         self.dropped = 0  # clients disconnected for misbehaving (tests read it)
+        self.requests = 0  # requests answered, and reply bytes written (the benchmark reads them)
+        self.bytes_out = 0
         self._server: asyncio.AbstractServer | None = None
         self._snap: Snapshot | None = None
         self._snap_at = 0.0
@@ -125,6 +127,7 @@ class ControlServer:
                     data = encode(reply)
                 except (TypeError, ValueError):  # an id that does not encode back
                     data = encode({"id": None, "ok": False, "error": "bad id"})
+                self.requests += 1
                 if not self._write(writer, data):
                     return
                 if errors > MAX_ERRORS:
@@ -152,6 +155,7 @@ class ControlServer:
             transport.abort()
             return False
         writer.write(data)
+        self.bytes_out += len(data)
         return True
 
     def _drop(self, writer: asyncio.StreamWriter, why: str) -> None:

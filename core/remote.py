@@ -106,22 +106,22 @@ class RemoteCrawler:
 
     # -- the control surface ------------------------------------------------------------
     def pause(self) -> None:
-        self.paused = True
+        self._expect(paused=True, state="PAUSED", only_from="RUNNING")
         self._command("pause")
 
     def resume(self) -> None:
-        self.paused = False
+        self._expect(paused=False, state="RUNNING", only_from="PAUSED")
         self._command("resume")
 
     def set_concurrency(self, n: int) -> None:
-        self.concurrency = n
+        self._expect(concurrency=n)
         self._command("set_concurrency", n=n)
 
     def cancel_worker(self, worker_id: int) -> bool:
         """Sent at once; True if that worker was in the last snapshot (the reply confirms)."""
         if not any(w.id == worker_id for w in self.stats.snap.workers):
             return False
-        self.concurrency = max(0, self.concurrency - 1)
+        self._expect(concurrency=max(0, self.concurrency - 1))
         self._command("cancel_worker", worker_id=worker_id)
         return True
 
@@ -147,6 +147,19 @@ class RemoteCrawler:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._send(op, args, fut)
         return await fut
+
+    def _expect(self, *, paused: bool | None = None, state: str | None = None, only_from: str = "",
+                concurrency: int | None = None) -> None:
+        """Show a command's effect at once, as a local crawler would; the reply confirms it
+        (and a frame that shows the same thing twice costs no Footer recompose)."""
+        snap = self.stats.snap
+        if state is not None and snap.state == only_from:
+            self.paused = bool(paused)
+            snap = dataclasses.replace(snap, state=state)
+        if concurrency is not None:
+            self.concurrency = concurrency
+            snap = dataclasses.replace(snap, concurrency=concurrency)
+        self.stats.snap = snap
 
     # -- the wire -----------------------------------------------------------------------
     def _command(self, op: str, **args: Any) -> None:

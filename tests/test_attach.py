@@ -229,3 +229,28 @@ async def test_unsafe_run_dir_and_foreign_socket_are_refused(site: str, rundir: 
         os.chown(rundir / "mine", 0, 0)
     assert (await cli("ctl", "mine", "stop"))[0] == 0
     await wait_gone(pid)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid and fields[0] not in "ZX":
+            out.append(int(stat.parent.name))
+    return out
+
+
+async def test_demo_detach_keeps_its_site_as_long_as_the_crawl(rundir: Path) -> None:
+    rc, out, err = await cli("demo", "--fast", "--detach", "-c", "2", "--delay", "0.05")
+    assert rc == 0, err
+    assert out.strip() == "demo"
+    s = await status("demo")
+    [server] = _children(s["pid"])  # the demo site, a child of the crawl
+    assert b"crawltop.demo.serve" in Path(f"/proc/{server}/cmdline").read_bytes()
+    await wait_status("demo", lambda t: t["pages"] > s["pages"] + 3, 20)
+    assert (await cli("ctl", "demo", "stop"))[0] == 0
+    await wait_gone(s["pid"])
+    await wait_gone(server)

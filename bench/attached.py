@@ -1,0 +1,217 @@
+"""The monitor in another process: the crawl here, `crawltop attach` in a terminal of its own.
+
+    .venv/bin/python bench/attached.py [--runs 5] [--concurrency 10] [--presses 20] [--traffic-workers 200]
+
+Used by bench/tui_overhead.py as its third mode ("attached"), and runnable alone:
+  - headless vs attached: the same demo --fast crawl, alternating; in attached mode this
+    process serves its control socket and a real `crawltop attach` runs in a pty (120x40,
+    4 Hz, its output drained by `cat`), so the screen's frames cost another core and the
+    engine pays only for the snapshots it serves;
+  - key to effect over the socket: a `p` written to the monitor's pty, timed until the
+    engine's pause() runs, at full crawl speed;
+  - snapshot traffic: reply bytes/s to one attached monitor with --traffic-workers workers.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import os
+import pty
+import statistics
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+from crawltop.core import CrawlConfig, Crawler  # noqa: E402
+from crawltop.core.control import ControlServer  # noqa: E402
+from crawltop.core.runtime import claim  # noqa: E402
+
+
+class Monitor:
+    """`crawltop attach NAME` in a 120x40 pty; `cat` drains what it draws."""
+
+    def __init__(self, name: str) -> None:
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        env = dict(os.environ, TERM="xterm-256color")
+        self.proc = subprocess.Popen([sys.executable, "-m", "crawltop.cli", "attach", name],
+                                     stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+        os.close(slave)
+        self.drain = subprocess.Popen(["cat"], stdin=self.master, stdout=subprocess.DEVNULL)
+
+    def press(self, key: bytes) -> None:
+        os.write(self.master, key)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.drain.kill()
+        self.drain.wait()
+        os.close(self.master)
+
+
+async def _with_monitor(crawler: Crawler, body, *, name: str = "bench"):
+    """Serve the crawler's socket, attach a monitor, wait for its first frames, run body."""
+    name, path, sock = claim(None, name)
+    server = ControlServer(crawler, name, path, sock)
+    await server.start()
+    monitor = Monitor(name)
+    try:
+        deadline = time.monotonic() + 30
+        while server.requests < 4:  # hello, the first snapshot, two frames' pulls
+            if time.monotonic() > deadline or monitor.proc.poll() is not None:
+                raise SystemExit("bench: the attached monitor did not start")
+            await asyncio.sleep(0.02)
+        return await body(server, monitor)
+    finally:
+        await server.close()
+        monitor.close()
+
+
+async def attached(crawler: Crawler) -> int:
+    """Run `crawler.crawl()` to its end with an attached monitor; returns snapshots served."""
+    async def body(server: ControlServer, monitor: Monitor) -> int:
+        before = server.requests
+        await crawler.crawl()
+        return server.requests - before
+
+    return await _with_monitor(crawler, body)
+
+
+async def key_latency(url: str, concurrency: int, presses: int) -> list[float]:
+    """Seconds from `p` written to the monitor's terminal to the engine's pause()/resume()."""
+    out: list[float] = []
+    while len(out) < presses:
+        crawler = Crawler(CrawlConfig(roots=(url,), concurrency=concurrency, timeout=10.0, backoff=0.01))
+        applied: list[float] = []
+        for method in ("pause", "resume"):
+            inner = getattr(crawler, method)
+            setattr(crawler, method, lambda inner=inner: (applied.append(time.perf_counter()), inner()))
+
+        async def body(server: ControlServer, monitor: Monitor) -> None:
+            task = asyncio.create_task(crawler.crawl())
+            while crawler.stats.pages < 100 and not task.done():
+                await asyncio.sleep(0.01)
+            while len(out) < presses and not task.done():
+                n = len(applied)
+                t0 = time.perf_counter()
+                monitor.press(b"p")
+                while len(applied) == n and time.perf_counter() - t0 < 5:
+                    await asyncio.sleep(0.001)
+                if len(applied) > n:
+                    out.append(applied[-1] - t0)
+                await asyncio.sleep(0.3)
+            crawler.stop()
+            await task
+
+        await _with_monitor(crawler, body)
+    return out
+
+
+async def traffic(url: str, workers: int, seconds: float = 8.0) -> tuple[float, float]:
+    """Reply bytes/s and requests/s to one attached monitor with this many workers."""
+    crawler = Crawler(CrawlConfig(roots=(url,), concurrency=workers, timeout=10.0, backoff=0.01, delay=0.0))
+
+    async def body(server: ControlServer, monitor: Monitor) -> tuple[float, float]:
+        task = asyncio.create_task(crawler.crawl())
+        while len(crawler.stats.workers) < workers and not task.done():
+            await asyncio.sleep(0.05)
+        b0, r0, t0 = server.bytes_out, server.requests, time.perf_counter()
+        await asyncio.wait([task], timeout=seconds)
+        dt = time.perf_counter() - t0
+        b, r = server.bytes_out - b0, server.requests - r0
+        crawler.stop()
+        await task
+        return b / dt, r / dt
+
+    return await _with_monitor(crawler, body)
+
+
+def _timed(crawler: Crawler) -> dict[str, float]:
+    inner = crawler.crawl
+    t: dict[str, float] = {}
+
+    async def crawl() -> None:
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            await inner()
+        finally:
+            t["seconds"] = time.perf_counter() - t0
+            t["cpu"] = time.process_time() - c0
+
+    crawler.crawl = crawl  # type: ignore[method-assign]
+    return t
+
+
+async def main_async(url: str, runs: int, concurrency: int, presses: int, traffic_workers: int) -> None:
+    def make() -> Crawler:
+        return Crawler(CrawlConfig(roots=(url,), concurrency=concurrency, timeout=10.0, backoff=0.01))
+
+    async def headless() -> tuple[int, dict[str, float], int]:
+        c = make()
+        t = _timed(c)
+        await c.crawl()
+        return c.stats.pages, t, 0
+
+    async def with_monitor() -> tuple[int, dict[str, float], int]:
+        c = make()
+        t = _timed(c)
+        served = await attached(c)
+        return c.stats.pages, t, served
+
+    await headless()  # warm-up
+    rates: dict[str, list[float]] = {"headless": [], "attached": []}
+    cpu: dict[str, list[float]] = {"headless": [], "attached": []}
+    for i in range(runs):
+        order = [("headless", headless), ("attached", with_monitor)]
+        for name, fn in order if i % 2 == 0 else order[::-1]:
+            pages, t, served = await fn()
+            rates[name].append(pages / t["seconds"])
+            cpu[name].append(t["cpu"] / pages)
+            extra = f"  {served} snapshots served" if name == "attached" else ""
+            print(f"run {i + 1} {name:8}  {pages} pages in {t['seconds']:6.2f} s  {pages / t['seconds']:7.1f} pages/s"
+                  f"  {t['cpu'] / pages * 1e6:6.0f} us CPU/page{extra}", flush=True)
+    h, a = statistics.median(rates["headless"]), statistics.median(rates["attached"])
+    hc, ac = statistics.median(cpu["headless"]), statistics.median(cpu["attached"])
+    print(f"\nmedian headless {h:7.1f} pages/s  {hc * 1e6:5.0f} us CPU/page")
+    print(f"median attached {a:7.1f} pages/s  {ac * 1e6:5.0f} us CPU/page")
+    print(f"ratio attached/headless  {a / h:.3f}  (target >= 0.97; concurrency {concurrency}, {runs} runs each)")
+    print(f"CPU per page, headless/attached  {hc / ac:.3f}")
+    lat = sorted(x * 1000 for x in await key_latency(url, concurrency, presses))
+    p95 = lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))]
+    print(f"key p in the attached monitor -> engine pause()/resume(), {len(lat)} presses mid-crawl: "
+          f"median {statistics.median(lat):.1f} ms, p95 {p95:.1f} ms, max {lat[-1]:.1f} ms (target p95 <= 50)")
+    bps, rps = await traffic(url, traffic_workers)
+    print(f"snapshot traffic, {traffic_workers} workers, one monitor at 4 Hz: {bps / 1000:.1f} KB/s "
+          f"({rps:.1f} requests/s; target < 100 KB/s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--concurrency", "-c", type=int, default=10)
+    parser.add_argument("--presses", type=int, default=20)
+    parser.add_argument("--traffic-workers", type=int, default=200)
+    args = parser.parse_args()
+    os.environ.setdefault("CRAWLTOP_RUN_DIR", f"/tmp/crawltop-bench-{os.getpid()}")
+    site = subprocess.Popen([sys.executable, "-m", "crawltop.demo.serve", "--fast"], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        url = site.stdout.readline().strip()  # type: ignore[union-attr]
+        if not url.startswith("http"):
+            raise SystemExit("the demo site did not start")
+        print(f"demo site (fast) at {url}, child process {site.pid}", flush=True)
+        asyncio.run(main_async(url, args.runs, args.concurrency, args.presses, args.traffic_workers))
+    finally:
+        site.terminate()
+        site.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
