@@ -188,8 +188,9 @@ async def main_async(url: str, runs: int, concurrency: int, presses: int, traffi
     print(f"key p in the attached monitor -> engine pause()/resume(), {len(lat)} presses mid-crawl: "
           f"median {statistics.median(lat):.1f} ms, p95 {p95:.1f} ms, max {lat[-1]:.1f} ms (target p95 <= 50)")
     bps, rps = await traffic(url, traffic_workers)
-    print(f"snapshot traffic, {traffic_workers} workers, one monitor at 4 Hz: {bps / 1000:.1f} KB/s "
-          f"({rps:.1f} requests/s; target < 100 KB/s)")
+    print(f"snapshot traffic, {traffic_workers} workers, one monitor: {bps / 1000:.1f} KB/s at {rps:.1f} "
+          f"snapshots/s = {bps / rps / 1000:.1f} KB each, {bps / rps * 4 / 1000:.1f} KB/s at a full 4 Hz "
+          "(target < 100 KB/s)")
 
 
 def main() -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import shlex
 import sys
 
@@ -18,6 +20,7 @@ from ..core.runtime import resolve
 from ..core.sanitize import clean
 
 LOST = 3  # the app's return code when the crawl process went away
+NICE = 5
 
 
 def add_arguments(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +50,8 @@ async def attach(path, *, headless: bool = False) -> int:
         return 1
     from ..tui.app import CrawlApp
 
+    with contextlib.suppress(OSError):
+        os.nice(NICE)  # the crawl comes first: on a busy machine its frames wait, not the crawl
     app = CrawlApp(remote)
     remote.on_lost = lambda: app.exit(LOST)
     try:

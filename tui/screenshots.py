@@ -5,7 +5,8 @@
 The demo site runs in a child process with its realistic latency, the crawl runs with
 the real engine, and the app is driven headlessly with the same keys a person presses:
 the live screen mid-crawl (120x40 and 80x24), `p` (paused), `e` (the error list), then
-`]` to finish sooner, and the summary the app shows when the crawl is done.
+`]` to finish sooner, and the summary the app shows when the crawl is done. Then (or alone,
+with `--only attached`) a detached demo crawl: `crawltop ls` and an attached monitor.
 """
 from __future__ import annotations
 
@@ -72,12 +73,57 @@ async def shoot(url: str, out: Path, warmup: float) -> list[Path]:
     return saved
 
 
+async def shoot_attached(out: Path, warmup: float) -> list[Path]:
+    """`crawltop demo --detach`, then `crawltop ls` (saved as text) and an attached monitor:
+    its main screen and the quit question (stop or detach). The crawl is stopped after."""
+    import os
+    import tempfile
+
+    from ..core.remote import RemoteCrawler
+    from ..core.runtime import resolve
+    from .screens import ConfirmQuit
+
+    os.environ["CRAWLTOP_RUN_DIR"] = tempfile.mkdtemp(prefix="crawltop-shots-")
+    cli = [sys.executable, "-m", "crawltop.cli"]
+    name = subprocess.run([*cli, "demo", "--detach", "-c", "10", "--timeout", "5"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    saved: list[Path] = []
+    try:
+        remote = await RemoteCrawler.connect(resolve(name))
+        app = CrawlApp(remote)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, lambda: remote.stats.pages > 50, 60, "the first pages")
+            await pilot.pause(warmup)
+            ls = subprocess.run([*cli, "ls"], check=True, capture_output=True, text=True).stdout
+            (out / "ls.txt").write_text("$ crawltop ls\n" + ls)
+            saved.append(out / "ls.txt")
+            for shot in ("attached.svg", "attached-quit.svg"):
+                if shot == "attached-quit.svg":
+                    await pilot.press("q")
+                    await _until(pilot, lambda: isinstance(app.screen, ConfirmQuit), 10, "the quit question")
+                    await pilot.pause(0.3)
+                app.save_screenshot(filename=shot, path=str(out))
+                saved.append(out / shot)
+            await pilot.press("d")
+    finally:
+        subprocess.run([*cli, "ctl", name, "stop"], capture_output=True)
+    for path in saved:
+        print(f"  {path.relative_to(REPO) if path.is_relative_to(REPO) else path}", flush=True)
+    return saved
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds of crawl before the first shot")
+    parser.add_argument("--only", choices=("local", "attached"), default=None,
+                        help="only the same-loop shots, or only the attached monitor and `ls` (default: both)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.only != "local":
+        asyncio.run(shoot_attached(args.out.resolve(), min(args.warmup, 5.0)))
+        if args.only == "attached":
+            return
     site = subprocess.Popen([sys.executable, "-m", "crawltop.demo.serve"], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         url = site.stdout.readline().strip()  # type: ignore[union-attr]
