@@ -263,3 +263,38 @@ def test_schema_1_state_file_is_refused(tmp_path) -> None:
     conn.close()
     with pytest.raises(StateError, match="schema version 1; this crawltop reads version 2"):
         read_state(str(path))
+
+
+async def test_truncated_body_digest_matches_the_warc_and_fetched_at_is_the_last_try(serve, tmp_path) -> None:
+    """A body cut at --max-bytes is digested as stored; a retried URL's fetched_at is its last try."""
+    tries: list[float] = []
+
+    async def flaky(req: web.Request) -> web.Response:
+        tries.append(time.time())
+        return web.Response(status=503 if len(tries) == 1 else 200, text="<p>ok</p>", content_type="text/html")
+
+    big = b"x" * 50_000
+    site = await serve({"/": page("/big", "/flaky"),
+                        "/big": lambda req: _async(web.Response(body=big, content_type="text/plain")),
+                        "/flaky": flaky})
+    warc = tmp_path / "t.warc.gz"
+    from conftest import ListSink
+
+    from crawltop.core import CrawlConfig, Crawler
+
+    sink = ListSink()
+    wsink = WarcSink(str(warc), append=False)
+    await Crawler(CrawlConfig(roots=(site.url + "/",), max_bytes=10_000, backoff=0.3),
+                  sinks=[sink, wsink]).crawl()
+    by = sink.by_url()
+    cut = by[site.url + "/big"]
+    assert cut.truncated and cut.size == 10_000
+    assert cut.digest == "sha1:" + base64.b32encode(hashlib.sha1(big[:10_000]).digest()).decode()
+    with open(warc, "rb") as fh:
+        digests = {r.rec_headers.get_header("WARC-Target-URI"): r.rec_headers.get_header("WARC-Payload-Digest")
+                   for r in ArchiveIterator(fh) if r.rec_type == "response"}
+    assert digests[site.url + "/big"] == cut.digest
+    flaky_rec = by[site.url + "/flaky"]
+    assert flaky_rec.tries == 2 and len(tries) == 2 and tries[1] - tries[0] >= 0.1
+    when = datetime.strptime(flaky_rec.fetched_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+    assert tries[0] + 0.1 <= when <= tries[1] + 0.001

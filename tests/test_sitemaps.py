@@ -189,3 +189,24 @@ async def test_index_nesting_is_capped(serve) -> None:
     deepest = rec[f"/i{MAX_NESTING}.xml"]
     assert deepest.discovery == "M" * MAX_NESTING and deepest.error_kind == "bad-sitemap"
     assert "nested deeper than 3" in deepest.error
+
+
+async def test_sitemap_fetches_use_the_crawls_retries_and_robots(serve) -> None:
+    """A failing sitemap is retried like a page; one disallowed by robots.txt is not fetched."""
+    calls = []
+
+    async def flaky(request: web.Request) -> web.Response:
+        calls.append(request.path)
+        if len(calls) == 1:
+            return web.Response(status=503)
+        return web.Response(body=urlset(site.url + "/from-map"), content_type="application/xml")
+
+    site = await serve({"/": page(), "/from-map": page(), "/maps/s.xml": flaky, "/private/s.xml": body(urlset())})
+    site.routes["/robots.txt"] = body(
+        f"User-agent: *\nDisallow: /private/\nSitemap: {site.url}/maps/s.xml\nSitemap: {site.url}/private/s.xml\n".encode(),
+        "text/plain")
+    _, sink = await crawl(site.url + "/", sitemaps=True, max_tries=3)
+    rec = {r.url.removeprefix(site.url): r for r in sink.records}
+    assert rec["/maps/s.xml"].tries == 2 and rec["/maps/s.xml"].num_new_urls == 1
+    assert rec["/from-map"].discovery == "MS"
+    assert rec["/private/s.xml"].error_kind == "robots" and "/private/s.xml" not in site.hits
