@@ -183,34 +183,46 @@ def analyse(records: Iterable[dict[str, Any]], options: Options = Options(), sou
     report = Report(source=source, options=options)
     redirects: dict[str, dict[str, Any]] = {}
     outcome: dict[str, tuple[int | None, str | None]] = {}  # status and error of redirect targets
-    targets: set[str] = set()
     slow: list[tuple[float, str, int | None]] = []
     for rec in records:
         report.records += 1
-        url, status = rec["url"], rec.get("status")
-        report.by_status[status if status is not None else "none"] += 1
-        if rec.get("error_kind"):
-            report.by_error_kind[rec["error_kind"]] += 1
-        if is_broken(rec, options):
-            b = Broken(url, rec.get("via"), status, rec.get("error_kind"), rec.get("error"), rec.get("discovery") or "")
-            report.broken.setdefault(b.via, []).append(b)
-        if rec.get("next_url"):
-            redirects[url] = {"next": rec["next_url"], "status": status, "merged": bool(rec.get("merged")),
-                              "discovery": rec.get("discovery") or "", "error": rec.get("error")}
-            targets.add(rec["next_url"])
-        elif status is not None and str(rec.get("content_type") or "").startswith(("text/html", "application/xhtml")):
-            item = (float(rec.get("elapsed_ms") or 0.0), url, status)
-            if len(slow) < SLOWEST:
-                heapq.heappush(slow, item)
-            elif item > slow[0]:
-                heapq.heapreplace(slow, item)
-        outcome[url] = (status, rec.get("error"))
+        try:
+            _add(report, rec, options, redirects, outcome, slow)
+        except (TypeError, ValueError, AttributeError) as exc:  # a record with fields of the wrong type
+            raise ReportError(f"{source}: record {report.records} is not a crawltop record ({exc})") from None
     report.slowest = sorted(slow, reverse=True)
     report.chains = _chains(redirects, outcome)
     report.broken = dict(sorted(report.broken.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
     for links in report.broken.values():
         links.sort(key=lambda b: b.url)
     return report
+
+
+def _add(report: Report, rec: dict[str, Any], options: Options, redirects: dict[str, dict[str, Any]],
+         outcome: dict[str, tuple[int | None, str | None]], slow: list[tuple[float, str, int | None]]) -> None:
+    """Count one record in; TypeError if a field has the wrong type (not our record)."""
+    url, status = rec["url"], rec.get("status")
+    if status is not None and not isinstance(status, int):
+        raise TypeError(f"status {status!r}")
+    for name in ("via", "discovery", "next_url", "error_kind", "error", "content_type"):
+        if rec.get(name) is not None and not isinstance(rec[name], str):
+            raise TypeError(f"{name} {rec[name]!r}")
+    report.by_status[status if status is not None else "none"] += 1
+    if rec.get("error_kind"):
+        report.by_error_kind[rec["error_kind"]] += 1
+    if is_broken(rec, options):
+        b = Broken(url, rec.get("via"), status, rec.get("error_kind"), rec.get("error"), rec.get("discovery") or "")
+        report.broken.setdefault(b.via, []).append(b)
+    if rec.get("next_url"):
+        redirects[url] = {"next": rec["next_url"], "status": status, "merged": bool(rec.get("merged")),
+                          "discovery": rec.get("discovery") or "", "error": rec.get("error")}
+    elif status is not None and str(rec.get("content_type") or "").startswith(("text/html", "application/xhtml")):
+        item = (float(rec.get("elapsed_ms") or 0.0), url, status)
+        if len(slow) < SLOWEST:
+            heapq.heappush(slow, item)
+        elif item > slow[0]:
+            heapq.heapreplace(slow, item)
+    outcome[url] = (status, rec.get("error"))
 
 
 def _chains(redirects: dict[str, dict[str, Any]], outcome: dict[str, tuple[int | None, str | None]]) -> list[Chain]:

@@ -178,3 +178,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, content: str) -> None:
     assert proc.returncode == 2, proc.stdout
     assert proc.stderr.startswith("crawltop: error:") and proc.stderr.count("\n") == 1, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("bad", [{"status": [404]}, {"status": "404"}, {"discovery": 5}, {"via": ["x"]},
+                                 {"elapsed_ms": "slow", "content_type": "text/html", "status": 200},
+                                 {"error_kind": {"a": 1}}])
+def test_records_with_wrong_field_types_are_bad_input(tmp_path, bad: dict) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"url": "http://x/", "status": 200}) + "\n" + json.dumps({"url": "http://x/y", **bad}) + "\n")
+    proc = run("report", str(path))
+    assert proc.returncode == 2 and "record 2 is not a crawltop record" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
