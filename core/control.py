@@ -38,6 +38,7 @@ MAX_BUFFERED = 256 * 1024  # unread reply bytes per client; one larger reply sti
 MAX_ERRORS = 20
 HELLO_TIMEOUT = 5.0
 RATE = 50.0  # requests per second per connection, sustained
+BYE_TIMEOUT = 2.0  # at the end, how long a slow monitor may take to read its bye
 SNAPSHOT_TTL = 0.02  # monitors asking within 20 ms share one Stats.snapshot()
 
 
@@ -75,10 +76,14 @@ class ControlServer:
         bye = {"event": "bye", "reason": reason, "snapshot": encode_snapshot(snap),
                "top_error_urls": self.crawler.stats.top_error_urls(10)}
         data = encode(bye)
-        for writer in list(self.clients):
+        writers = list(self.clients)
+        for writer in writers:
             self._write(writer, data)
             writer.close()
-        await asyncio.sleep(0)
+        if writers:  # let the byes reach their monitors before this process may exit
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.gather(*(w.wait_closed() for w in writers),
+                                                      return_exceptions=True), BYE_TIMEOUT)
         self.clients.clear()
 
     # -- one connection ---------------------------------------------------------------

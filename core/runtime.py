@@ -34,8 +34,8 @@ def run_dir(*, create: bool = True) -> Path:
     override = os.environ.get("CRAWLTOP_RUN_DIR")
     if override:
         path = Path(override)
-    elif os.environ.get("XDG_RUNTIME_DIR"):
-        path = Path(os.environ["XDG_RUNTIME_DIR"]) / "crawltop"
+    elif os.environ.get("XDG_RUNTIME_DIR") and os.path.isdir(os.environ["XDG_RUNTIME_DIR"]):
+        path = Path(os.environ["XDG_RUNTIME_DIR"]) / "crawltop"  # (a stale one after su is skipped)
     else:
         path = Path.home() / ".local" / "state" / "crawltop" / "run"
     if create and not path.exists():

@@ -254,3 +254,67 @@ async def test_demo_detach_keeps_its_site_as_long_as_the_crawl(rundir: Path) -> 
     assert (await cli("ctl", "demo", "stop"))[0] == 0
     await wait_gone(s["pid"])
     await wait_gone(server)
+
+
+async def test_the_same_loop_tui_listens_too(site: str, rundir: Path) -> None:
+    """The default `crawltop crawl` (TUI and crawl on one loop) can be steered from another shell."""
+    from crawltop.cli.listen import listen
+    from crawltop.core import CrawlConfig, Crawler
+    from crawltop.cli.main import build_parser
+
+    args = build_parser().parse_args(["crawl", site, "--name", "local"])
+    crawler = listen(Crawler(CrawlConfig(roots=(site,), concurrency=4, robots=False)), args)
+    app = CrawlApp(crawler)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: crawler.stats.pages > 3, 20)
+        assert not app.check_action("detach", ())  # a local crawl cannot be detached from
+        rc, _, err = await cli("ctl", "local", "pause")
+        assert rc == 0, err
+        await until(pilot, lambda: crawler.paused and app.last_snapshot.state == "PAUSED", 5)
+        rc, out, _ = await cli("ls", "--json")
+        assert [c["name"] for c in json.loads(out)] == ["local"]
+        assert json.loads(out)[0]["pid"] == os.getpid()
+        await cli("ctl", "local", "resume")
+        await until(pilot, lambda: not crawler.paused, 5)
+        await pilot.press("q", "y")
+        await until(pilot, lambda: not app.is_running, 30)
+    assert crawler.stats.state == "DONE"
+    assert not (rundir / "local").exists()
+
+
+async def test_detach_with_state_warc_and_output(site: str, rundir: Path, tmp_path: Path) -> None:
+    state, warc, out = tmp_path / "s.db", tmp_path / "w.warc.gz", tmp_path / "o.jsonl"
+    pid = await detached(site, "st", "--state", str(state), "--warc", str(warc), "-o", str(out))
+    await wait_status("st", lambda s: s["pages"] > 20, 20)
+    assert (await cli("ctl", "st", "stop"))[0] == 0
+    await wait_gone(pid)
+    records = out.read_text().splitlines()
+    assert len(records) > 20 and state.exists() and warc.stat().st_size > 0
+    rc, exported, err = await cli("export", str(state), "--jsonl", "-")
+    assert rc == 0, err
+    urls = sorted(json.loads(r)["url"] for r in records)
+    assert sorted(json.loads(r)["url"] for r in exported.splitlines()) == urls
+    assert len(set(urls)) == len(urls)
+    # and a detached resume carries on from there
+    rc, name, err = await cli("resume", str(state), "--detach", "--name", "st2", "--no-robots")
+    assert rc == 0, err
+    s = await wait_status("st2", lambda s: s["pages"] > 5, 20)
+    assert (await cli("ctl", "st2", "stop"))[0] == 0
+    await wait_gone(s["pid"])
+    assert len(out.read_text().splitlines()) > len(records)
+
+
+async def test_a_crawl_that_ends_while_attached_shows_its_summary(site: str, rundir: Path) -> None:
+    from crawltop.tui.summary import SummaryScreen
+
+    pid = await detached(site, "short", "--max-pages", "60")
+    remote = await RemoteCrawler.connect(resolve("short"))
+    app = CrawlApp(remote)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, SummaryScreen), 30)
+        assert app.last_snapshot.state == "DONE" and app.last_snapshot.records == 60
+        assert not app.check_action("detach", ())
+        await pilot.press("q")
+        await until(pilot, lambda: not app.is_running, 5)
+    assert remote.ended == "ended" and not remote.lost
+    await wait_gone(pid)
