@@ -43,7 +43,13 @@ class Monitor:
         self.proc = subprocess.Popen([sys.executable, "-m", "crawltop.cli", "attach", name],
                                      stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
         os.close(slave)
-        self.drain = subprocess.Popen(["cat"], stdin=self.master, stdout=subprocess.DEVNULL)
+        self.drain = subprocess.Popen(["cat"], stdin=self.master, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)  # EIO when the pty closes
+
+    def cpu(self) -> float:
+        """CPU seconds the monitor process has used so far (user + system)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(") ", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def press(self, key: bytes) -> None:
         os.write(self.master, key)
@@ -64,7 +70,7 @@ async def _with_monitor(crawler: Crawler, body, *, name: str = "bench"):
     monitor = Monitor(name)
     try:
         deadline = time.monotonic() + 30
-        while server.requests < 4:  # hello, the first snapshot, two frames' pulls
+        while server.requests < 8:  # hello, the first snapshot, ~1.5 s of frames: past start-up
             if time.monotonic() > deadline or monitor.proc.poll() is not None:
                 raise SystemExit("bench: the attached monitor did not start")
             await asyncio.sleep(0.02)
@@ -74,11 +80,29 @@ async def _with_monitor(crawler: Crawler, body, *, name: str = "bench"):
         monitor.close()
 
 
+MONITOR_CPU: list[float] = []  # the monitor's share of a core during each attached crawl
+SERVING: list[float] = []  # the engine's time answering the monitor, as a share of the crawl
+
+
 async def attached(crawler: Crawler) -> int:
     """Run `crawler.crawl()` to its end with an attached monitor; returns snapshots served."""
     async def body(server: ControlServer, monitor: Monitor) -> int:
-        before = server.requests
+        spent = [0.0]
+        inner = server._handle
+
+        def handle(message):  # the engine's whole cost of a request: snapshot + encoding
+            t = time.perf_counter()
+            try:
+                return inner(message)
+            finally:
+                spent[0] += time.perf_counter() - t
+
+        server._handle = handle  # type: ignore[method-assign]
+        before, cpu, t0 = server.requests, monitor.cpu(), time.perf_counter()
         await crawler.crawl()
+        seconds = time.perf_counter() - t0
+        MONITOR_CPU.append((monitor.cpu() - cpu) / seconds)
+        SERVING.append(spent[0] / seconds)
         return server.requests - before
 
     return await _with_monitor(crawler, body)
@@ -182,7 +206,13 @@ async def main_async(url: str, runs: int, concurrency: int, presses: int, traffi
     print(f"\nmedian headless {h:7.1f} pages/s  {hc * 1e6:5.0f} us CPU/page")
     print(f"median attached {a:7.1f} pages/s  {ac * 1e6:5.0f} us CPU/page")
     print(f"ratio attached/headless  {a / h:.3f}  (target >= 0.97; concurrency {concurrency}, {runs} runs each)")
+    paired = [x / y for x, y in zip(rates["attached"], rates["headless"])]
+    print(f"median of the per-run ratios (each attached run over the headless run beside it)  "
+          f"{statistics.median(paired):.3f}")
     print(f"CPU per page, headless/attached  {hc / ac:.3f}")
+    print(f"the attached monitor's own process used {statistics.median(MONITOR_CPU) * 100:.0f}% of a core; "
+          f"answering it took {statistics.median(SERVING) * 100:.2f}% of the engine's wall time "
+          "(medians over the attached runs)")
     lat = sorted(x * 1000 for x in await key_latency(url, concurrency, presses))
     p95 = lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))]
     print(f"key p in the attached monitor -> engine pause()/resume(), {len(lat)} presses mid-crawl: "
