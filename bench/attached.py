@@ -1,6 +1,7 @@
 """The monitor in another process: the crawl here, `crawltop attach` in a terminal of its own.
 
     .venv/bin/python bench/attached.py [--runs 5] [--concurrency 10] [--presses 20] [--traffic-workers 200]
+                                       [--monitor tui|poller]
 
 Used by bench/tui_overhead.py as its third mode ("attached"), and runnable alone:
   - headless vs attached: the same demo --fast crawl, alternating; in attached mode this
@@ -62,12 +63,38 @@ class Monitor:
         os.close(self.master)
 
 
-async def _with_monitor(crawler: Crawler, body, *, name: str = "bench"):
+POLL = """import sys, time
+from crawltop.core.protocol import SnapshotDecoder
+from crawltop.core.remote import Client
+c, d = Client(sys.argv[1]), SnapshotDecoder()
+while True:
+    d.decode(c.call("snapshot", since=d.since()))
+    time.sleep(0.25)
+"""
+
+
+class Poller(Monitor):
+    """No screen: a process that only pulls a snapshot over the socket at 4 Hz, to tell the
+    cost of the protocol from the cost of a Textual process beside the crawl."""
+
+    def __init__(self, name: str, path: Path) -> None:
+        self.master = -1
+        self.proc = subprocess.Popen([sys.executable, "-c", POLL, str(path)])
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+MONITOR = "tui"  # or "poller" (--monitor)
+
+
+async def _with_monitor(crawler: Crawler, body, *, name: str = "bench", kind: str | None = None):
     """Serve the crawler's socket, attach a monitor, wait for its first frames, run body."""
     name, path, sock = claim(None, name)
     server = ControlServer(crawler, name, path, sock)
     await server.start()
-    monitor = Monitor(name)
+    monitor = Poller(name, path) if (kind or MONITOR) == "poller" else Monitor(name)
     try:
         deadline = time.monotonic() + 30
         while server.requests < 8:  # hello, the first snapshot, ~1.5 s of frames: past start-up
@@ -134,7 +161,7 @@ async def key_latency(url: str, concurrency: int, presses: int) -> list[float]:
             crawler.stop()
             await task
 
-        await _with_monitor(crawler, body)
+        await _with_monitor(crawler, body, kind="tui")
     return out
 
 
@@ -154,7 +181,7 @@ async def traffic(url: str, workers: int, seconds: float = 8.0) -> tuple[float, 
         await task
         return b / dt, r / dt
 
-    return await _with_monitor(crawler, body)
+    return await _with_monitor(crawler, body, kind="tui")
 
 
 def _timed(crawler: Crawler) -> dict[str, float]:
@@ -205,7 +232,8 @@ async def main_async(url: str, runs: int, concurrency: int, presses: int, traffi
     hc, ac = statistics.median(cpu["headless"]), statistics.median(cpu["attached"])
     print(f"\nmedian headless {h:7.1f} pages/s  {hc * 1e6:5.0f} us CPU/page")
     print(f"median attached {a:7.1f} pages/s  {ac * 1e6:5.0f} us CPU/page")
-    print(f"ratio attached/headless  {a / h:.3f}  (target >= 0.97; concurrency {concurrency}, {runs} runs each)")
+    print(f"ratio attached/headless  {a / h:.3f}  (target >= 0.97; concurrency {concurrency}, {runs} runs each, "
+          f"monitor: {MONITOR})")
     paired = [x / y for x, y in zip(rates["attached"], rates["headless"])]
     print(f"median of the per-run ratios (each attached run over the headless run beside it)  "
           f"{statistics.median(paired):.3f}")
@@ -229,7 +257,11 @@ def main() -> None:
     parser.add_argument("--concurrency", "-c", type=int, default=10)
     parser.add_argument("--presses", type=int, default=20)
     parser.add_argument("--traffic-workers", type=int, default=200)
+    parser.add_argument("--monitor", choices=("tui", "poller"), default="tui",
+                        help="tui: a real `crawltop attach` in a pty; poller: only 4 Hz snapshot pulls, no screen")
     args = parser.parse_args()
+    global MONITOR
+    MONITOR = args.monitor
     os.environ.setdefault("CRAWLTOP_RUN_DIR", f"/tmp/crawltop-bench-{os.getpid()}")
     site = subprocess.Popen([sys.executable, "-m", "crawltop.demo.serve", "--fast"], cwd=REPO,
                             stdout=subprocess.PIPE, text=True)
