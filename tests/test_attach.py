@@ -307,8 +307,12 @@ async def test_detach_with_state_warc_and_output(site: str, rundir: Path, tmp_pa
 async def test_a_crawl_that_ends_while_attached_shows_its_summary(site: str, rundir: Path) -> None:
     from crawltop.tui.summary import SummaryScreen
 
-    pid = await detached(site, "short", "--max-pages", "60")
+    # one worker, 50 ms a page: 60 pages take 3 s or more, time enough to attach
+    rc, out, err = await cli("crawl", site, "--detach", "--name", "short", "-c", "1", "--no-robots",
+                             "--max-pages", "60")
+    assert rc == 0, err
     remote = await RemoteCrawler.connect(resolve("short"))
+    pid = remote.pid
     app = CrawlApp(remote)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: isinstance(app.screen, SummaryScreen), 30)
