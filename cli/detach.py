@@ -22,7 +22,7 @@ from typing import Sequence
 from ..core.runtime import state_dir
 from .listen import DETACH_FD, DETACH_LOG
 
-READY_TIMEOUT = 120.0  # a resume of a big state file may take a while to open
+READY_TIMEOUT = 600.0  # a resume of a big state file may take a while to open
 
 
 def spawn(argv: Sequence[str]) -> int:

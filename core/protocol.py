@@ -12,9 +12,13 @@ Client -> crawl (requests; `id` is the client's, echoed in the reply):
   {"op": COMMAND, "id": n, "args": {...}}                        one of COMMANDS below
 
 Crawl -> client:
-  {"id": n, "ok": true, "result": ...}       hello: HELLO fields; snapshot: encode_snapshot();
-                                             status: HEADLINE fields; a command: its return
-                                             value plus "state", "paused", "concurrency"
+  {"id": n, "ok": true, "result": ...}       hello: protocol, version, name, pid, started,
+                                             roots, commands, state, paused, concurrency;
+                                             snapshot: encode_snapshot();
+                                             status: HEADLINE fields + name, pid, started
+                                             (epoch s), root, clients (connections now);
+                                             a command: {"result": its return value,
+                                             "state", "paused", "concurrency"}
   {"id": n, "ok": false, "error": "one line"}  garbage, unknown op, bad args, wrong protocol
   {"event": "bye", "reason": "ended" | "failed", "snapshot": {...},
    "top_error_urls": [[url, tries], ...]}    sent once to every client as the crawl ends,

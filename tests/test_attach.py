@@ -123,10 +123,10 @@ async def test_two_monitors_see_the_same_state(site: str, rundir: Path) -> None:
             await until(pilot, lambda: app.crawl_task is not None, 5)
             await pilot.press("p")
             # The second monitor pulls on its own timer; it sees PAUSED at its next pull.
-            await until(pilot, lambda: other.stats.snapshot().state == "PAUSED" and other.paused, 2)
+            await until(pilot, lambda: other.stats.snapshot().state == "PAUSED" and other.paused, 5)
             await pilot.press("right_square_bracket")  # +10 workers in monitor one
-            await until(pilot, lambda: other.stats.snapshot().concurrency == 14, 2)
-            await until(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.concurrency == 14, 2)
+            await until(pilot, lambda: other.stats.snapshot().concurrency == 14, 5)
+            await until(pilot, lambda: app.last_snapshot is not None and app.last_snapshot.concurrency == 14, 5)
             a, b = app.last_snapshot, other.stats.snapshot()
             assert (a.state, a.concurrency) == (b.state, b.concurrency) == ("PAUSED", 14)
             await pilot.press("d")
