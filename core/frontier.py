@@ -6,7 +6,8 @@ Redis store (many machines) can stand in for the in-memory one without touching 
 from __future__ import annotations
 
 import asyncio
-from typing import NamedTuple, Protocol
+from collections import deque
+from typing import Callable, NamedTuple, Protocol
 
 
 class Item(NamedTuple):
@@ -34,17 +35,38 @@ class Frontier(Protocol):
     async def join(self) -> None: ...
     def drain(self) -> list[Item]:
         """Take every queued item at stop. A persistent store returns [] and keeps them."""
+    async def remove_matching(self, predicate: Callable[[str], bool]) -> list[Item]:
+        """Take every queued (not in flight) item whose URL satisfies `predicate` off the
+        queue and return them (live ignores). They stay seen and stay unfinished: the
+        caller writes each one's Record and then calls done(item), as for a popped item.
+        Async because a store may have to scan rows on disk or on a server; it must not
+        block the loop meanwhile. Order of the remaining items is kept."""
     @property
     def size(self) -> int: ...
     @property
     def seen_count(self) -> int: ...
 
 
+class _Queue(asyncio.Queue[Item]):
+    """asyncio.Queue with a filter: subclasses own `self._queue` (as LifoQueue does)."""
+
+    _queue: deque[Item]
+
+    def remove_if(self, predicate: Callable[[str], bool]) -> list[Item]:
+        kept: deque[Item] = deque()
+        removed: list[Item] = []
+        for item in self._queue:
+            (removed if predicate(item.url) else kept).append(item)
+        if removed:
+            self._queue = kept
+        return removed
+
+
 class MemoryFrontier:
     """asyncio.Queue plus a set: the chapter's design, the default store."""
 
     def __init__(self) -> None:
-        self._queue: asyncio.Queue[Item] = asyncio.Queue()
+        self._queue = _Queue()
         self._seen: set[str] = set()
 
     def add(self, item: Item) -> bool:
@@ -80,6 +102,9 @@ class MemoryFrontier:
         while not self._queue.empty():
             items.append(self._queue.get_nowait())
         return items
+
+    async def remove_matching(self, predicate: Callable[[str], bool]) -> list[Item]:
+        return self._queue.remove_if(predicate)
 
     @property
     def size(self) -> int:

@@ -1,17 +1,17 @@
 """Which URLs a crawl may follow: --scope, --include and --exclude.
 
 Decisions are cached per netloc, so the per-link cost is one dict lookup plus the
-regexes the user asked for.
+regexes the user asked for (RE2, linear time: see core/patterns.py).
 """
 from __future__ import annotations
 
 import ipaddress
-import re
 from functools import lru_cache
 
 import tldextract
 
 from .config import Scope as ScopeKind
+from .patterns import PatternSet
 from .urls import host_of, netloc_of
 
 
@@ -52,8 +52,8 @@ class Scope:
         exclude: tuple[str, ...] = (),
     ) -> None:
         self.kind = kind
-        self._include = [re.compile(p) for p in include]
-        self._exclude = [re.compile(p) for p in exclude]
+        self._include = PatternSet(include)
+        self._exclude = PatternSet(exclude)
         hosts = [host_of(r) for r in roots]
         self._literal = {h for h in hosts if _is_literal(h)}
         self._hosts = {_strip_www(h) for h in hosts if h not in self._literal}
@@ -90,6 +90,6 @@ class Scope:
             ok = self._by_netloc[netloc] = self._host_ok(host_of(url))
         if not ok:
             return False
-        if self._include and not any(p.search(url) for p in self._include):
+        if self._include and not self._include.search(url):
             return False
-        return not any(p.search(url) for p in self._exclude)
+        return not self._exclude.search(url)

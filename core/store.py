@@ -100,6 +100,7 @@ class SqliteStore(StoreOpen, StoreWriter):
         self._getters: deque[asyncio.Future[None]] = deque()
         self._joined: asyncio.Event | None = None
         self._refill_task: asyncio.Future[list[tuple]] | None = None
+        self._removed: set[str] = set()  # taken off the queue while a refill may still bring them
         self._seen_total = 0
         self._bloom = BloomFilter(1)
         self._cache: OrderedDict[str, None] = OrderedDict()
@@ -301,10 +302,15 @@ class SqliteStore(StoreOpen, StoreWriter):
 
     def _refilled(self, fut: asyncio.Future[list[tuple]], rows: list[tuple]) -> None:
         self._refill_task = None
+        removed, self._removed = self._removed, set()
+        taken = 0
         for url, redirects_left, depth, tries, via, discovery, seq in rows:
-            self._mem.append(Item(url, redirects_left, depth, tries, via, intern_path(discovery)))
             self._mem_hi = seq
-        self._spilled -= len(rows)
+            if url in removed:  # remove_matching already took it (and counted it off _spilled)
+                continue
+            self._mem.append(Item(url, redirects_left, depth, tries, via, intern_path(discovery)))
+            taken += 1
+        self._spilled -= taken
         if not rows and self._spilled:
             # Nothing came back although we counted spilled items: only if a write failed.
             self._spilled = 0
@@ -312,6 +318,48 @@ class SqliteStore(StoreOpen, StoreWriter):
             fut.set_result(rows)
         for _ in range(min(len(rows), len(self._getters))):
             self._wakeup()
+
+    async def remove_matching(self, predicate: Callable[[str], bool]) -> list[Item]:
+        """The queue head in memory is filtered at once; the rows only in SQLite are
+        scanned by the writer thread (in queue order, after every batch handed over so
+        far) and marked in flight here, as pop() does, so no refill brings them back."""
+        removed = self._take_from_mem(predicate)
+        if not self._spilled:
+            return removed
+        self._flush()  # queued rows still in the current batch must be in SQLite for the scan
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[list[tuple]] = loop.create_future()
+
+        def deliver(rows: list[tuple]) -> None:
+            try:
+                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(rows))
+            except RuntimeError:  # loop closed
+                pass
+
+        self._submit(("scan", predicate, deliver))
+        rows = await fut
+        removed += self._take_from_mem(predicate)  # a refill may have landed meanwhile
+        for url, redirects_left, depth, tries, via, discovery, seq in rows:
+            if seq <= self._mem_hi or self._spilled <= 0:
+                continue  # loaded into memory since the scan: filtered above, or popped already
+            item = Item(url, redirects_left, depth, tries, via, intern_path(discovery))
+            self._state(item, IN_FLIGHT)
+            self._spilled -= 1
+            if self._refill_task is not None:
+                self._removed.add(url)
+            removed.append(item)
+        return removed
+
+    def _take_from_mem(self, predicate: Callable[[str], bool]) -> list[Item]:
+        kept: deque[Item] = deque()
+        removed: list[Item] = []
+        for item in self._mem:
+            (removed if predicate(item.url) else kept).append(item)
+        if removed:
+            self._mem = kept
+            for item in removed:
+                self._state(item, IN_FLIGHT)
+        return removed
 
     def done(self, item: Item) -> None:
         if self._unfinished <= 0:

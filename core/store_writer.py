@@ -132,6 +132,16 @@ class StoreWriter:
                         self._error = exc
                         rows = []
                     deliver(rows)
+                elif kind == "scan":  # remove_matching: queued rows only in SQLite
+                    _, predicate, deliver = cmd
+                    try:
+                        rows = [row for row in conn.execute(
+                            "SELECT url, redirects_left, depth, tries, via, discovery, seq FROM urls"
+                            " WHERE state = 0 ORDER BY seq") if predicate(row[0])]
+                    except BaseException as exc:
+                        self._error = exc
+                        rows = []
+                    deliver(rows)
         finally:
             conn.close()
 
