@@ -3,8 +3,9 @@
 One frontier of (url, redirects_left, depth) items, drained by N worker tasks;
 crawl() waits on join() and then cancels the workers. Redirects are followed by
 hand, so every hop passes scope and robots and can be recorded as a merge. The
-control surface (pause, resume, set_concurrency, cancel_worker, stop) is plain
-methods, safe to call from the same loop at any time.
+control surface (pause, resume, set_concurrency, cancel_worker, stop, and the steering
+of core/steer.py: ignores, seeds, host pause and delay) is plain methods, safe to call
+from the same loop at any time.
 """
 from __future__ import annotations
 
@@ -26,13 +27,14 @@ from .robots import Robots
 from .scope import Scope
 from .sitemaps import Sitemaps, is_sitemap
 from .stats import Stats, WorkerState
+from .steer import Steering
 from .urls import LinkExtractor, canonical, netloc_of
 
 VERSION = __version__
 NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
 
 
-class Crawler:
+class Crawler(Steering):
     def __init__(
         self,
         config: CrawlConfig,
@@ -75,6 +77,7 @@ class Crawler:
             self._unpaused.set()
         else:
             self.stats.state = "PAUSED"
+        self._steer_init()
 
     # -- control surface --------------------------------------------------------
     @property
@@ -168,6 +171,7 @@ class Crawler:
             join.cancel()
             stop.cancel()
             await self._cancel_workers()
+            self._unpark_all()
             for item in self.frontier.drain():
                 record = _record(item, tries=item.tries)
                 record.fail(errors.Cancelled("crawl stopped before this URL was fetched"))
@@ -180,6 +184,7 @@ class Crawler:
                     self._robots.close()
                 await self._session.close()
             finally:
+                self.ignore_rules.changed()  # save the patterns' final counts with the state
                 for sink in self.sinks:
                     try:
                         sink.close()
@@ -207,6 +212,10 @@ class Crawler:
                 await self._wait_unpaused(ws)
                 self.stats.set_phase(ws, "waiting")
                 item = await self.frontier.pop()
+                self.queue_stats.taken(item.url)
+                if self._parked and self._park(item):  # its host is paused: aside, next URL
+                    await asyncio.sleep(0)
+                    continue
                 self._held[ws.id] = item
                 try:
                     await self._handle(ws, item)
@@ -235,6 +244,7 @@ class Crawler:
         except asyncio.CancelledError:
             # Cancelled (cancel_worker or stop): the URL goes back, with the try it was on spent.
             self.frontier.requeue(item._replace(tries=ws.tries))
+            self.queue_stats.added(item.url)
             raise
         except Exception as exc:  # a bug or a surprise must not kill the worker or hang join()
             record = _record(item, tries=ws.tries)
@@ -247,7 +257,7 @@ class Crawler:
 
     def _emit(self, record: Record) -> None:
         self.stats.records += 1
-        if record.error is not None:
+        if record.error is not None and record.error_kind != "ignored":  # counted in stats.ignored
             self.stats.error(record.url, netloc_of(record.url), record.error, record.tries, record.via)
         for sink in self.sinks:
             try:
@@ -260,15 +270,21 @@ class Crawler:
         self.stop()
 
     def _admit(self, url: str, redirects_left: int, depth: int, via: str | None = None, discovery: str = "") -> bool:
-        """Queue a URL never seen before, within --max-pages."""
+        """Queue a URL never seen before, within --max-pages and not ignored."""
         if self.config.max_pages is not None and self.frontier.seen_count >= self.config.max_pages:
             return False
-        return self.frontier.add(Item(url, redirects_left, depth, 0, via, discovery))
+        if self.ignore_rules and self._stopped(url):
+            return False
+        if not self.frontier.add(Item(url, redirects_left, depth, 0, via, discovery)):
+            return False
+        if self.queue_stats.added(url) == self._page_prefix:
+            self._inside += 1
+        return True
 
     def _gate(self, netloc: str, crawl_delay: float) -> HostGate:
         gate = self._gates.get(netloc)
         if gate is None:
-            delay = max(self.config.delay, min(crawl_delay, self.config.max_wait))
+            delay = self._host_delays.get(netloc, max(self.config.delay, min(crawl_delay, self.config.max_wait)))
             gate = self._gates[netloc] = HostGate(self.config.per_host, delay)
             self.stats.host(netloc).delay = delay
         return gate
@@ -366,7 +382,10 @@ class Crawler:
             return
         frames, via, depth, left = self.links.frames, item.url, item.depth + 1, self.config.max_redirect
         link, embed = hop(item.discovery, "L"), hop(item.discovery, "E")
+        self._page_prefix, self._inside = self.queue_stats.prefix1(item.url), 0
         record.num_new_urls = sum(self._admit(u, left, depth, via, embed if u in frames else link) for u in links)
+        self.queue_stats.fetched(item.url, record.num_new_urls, self._inside)
+        self._page_prefix = None
 
 
 def _record(item: Item, tries: int = 0) -> Record:

@@ -73,6 +73,12 @@ class Cancelled(CrawlError):
     kind = "cancelled"
 
 
+class Ignored(CrawlError):
+    """The URL matched an ignore pattern while queued (the message is the pattern)."""
+
+    kind = "ignored"
+
+
 class SitemapError(CrawlError):
     """A sitemap we could not read whole: not XML or text, malformed, too big, too deep."""
 

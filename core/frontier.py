@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from itertools import islice
 from typing import Callable, NamedTuple, Protocol
 
 
@@ -41,6 +42,9 @@ class Frontier(Protocol):
         caller writes each one's Record and then calls done(item), as for a popped item.
         Async because a store may have to scan rows on disk or on a server; it must not
         block the loop meanwhile. Order of the remaining items is kept."""
+    def peek(self, n: int) -> list[Item]:
+        """Up to n items that pop() would give next, without taking them (the queue view).
+        Cheap: a store reads only its head."""
     @property
     def size(self) -> int: ...
     @property
@@ -105,6 +109,9 @@ class MemoryFrontier:
 
     async def remove_matching(self, predicate: Callable[[str], bool]) -> list[Item]:
         return self._queue.remove_if(predicate)
+
+    def peek(self, n: int) -> list[Item]:
+        return list(islice(self._queue._queue, n))
 
     @property
     def size(self) -> int:

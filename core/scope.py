@@ -61,6 +61,17 @@ class Scope:
         self._by_netloc: dict[str, bool] = {}
         self._by_host: dict[str, bool] = {}
 
+    def add_root(self, root: str) -> None:
+        """A seed added while crawling: its host joins the scope, as the roots' hosts do."""
+        host = host_of(root)
+        if _is_literal(host):
+            self._literal.add(host)
+        else:
+            self._hosts.add(_strip_www(host))
+            self._domains.add(registered_domain(host))
+        self._by_netloc.clear()
+        self._by_host.clear()
+
     def _host_ok(self, host: str) -> bool:
         if self.kind == "any" or host in self._literal:
             return True

@@ -41,6 +41,8 @@ class HostStats:
     errors: int = 0
     total_ms: float = 0.0
     delay: float = 0.0
+    paused: bool = False  # pause_host(): its URLs wait
+    parked: int = 0  # its URLs taken and set aside while paused
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,8 @@ class HostView:
     errors: int
     avg_ms: float
     delay: float
+    paused: bool = False
+    parked: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +120,7 @@ class Snapshot:
     history_errors: tuple[int, ...]
     resumed_from: int = 0
     recent_redirects: tuple[MergeEvent, ...] = ()
+    ignored: int = 0
 
 
 @dataclass
@@ -135,6 +140,7 @@ class Stats:
     robots_blocked: int = 0
     truncated: int = 0
     resumed_from: int = 0
+    ignored: int = 0  # queued URLs dropped by an ignore pattern (each has its record)
     statuses: Counter[int] = field(default_factory=Counter)
     errors_by_kind: Counter[str] = field(default_factory=Counter)
     error_urls: Counter[str] = field(default_factory=Counter)
@@ -234,9 +240,10 @@ class Stats:
         busy = sum(1 for w in workers if w.phase not in ("waiting", "paused"))
         recent = list(self._hist_pages)[-5:]
         rate_now = sum(recent) / len(recent) if recent else 0.0
-        top = heapq.nlargest(TOP_HOSTS, self.hosts.items(), key=lambda kv: (kv[1].in_flight, kv[1].done))
+        top = heapq.nlargest(TOP_HOSTS, self.hosts.items(), key=lambda kv: (kv[1].paused, kv[1].in_flight, kv[1].done))
         hosts = tuple(
-            HostView(h, s.in_flight, s.done, s.errors, s.total_ms / s.done if s.done else 0.0, s.delay)
+            HostView(h, s.in_flight, s.done, s.errors, s.total_ms / s.done if s.done else 0.0, s.delay,
+                     s.paused, s.parked)
             for h, s in top
         )
         return Snapshot(
@@ -270,4 +277,5 @@ class Stats:
             history_queue=tuple(self._hist_queue),
             history_errors=tuple(self._hist_errors),
             resumed_from=self.resumed_from,
+            ignored=self.ignored,
         )

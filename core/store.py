@@ -29,6 +29,7 @@ import asyncio
 import sqlite3
 import threading
 from collections import OrderedDict, deque
+from itertools import islice
 from typing import Any, Callable, Iterator
 
 from .bloom import BloomFilter
@@ -349,6 +350,9 @@ class SqliteStore(StoreOpen, StoreWriter):
                 self._removed.add(url)
             removed.append(item)
         return removed
+
+    def peek(self, n: int) -> list[Item]:
+        return list(islice(self._mem, n))
 
     def _take_from_mem(self, predicate: Callable[[str], bool]) -> list[Item]:
         kept: deque[Item] = deque()

@@ -1,0 +1,193 @@
+"""Steering a running crawl: live ignores, seeds, per-host pause and delay, and the
+queue view. A mixin of `Crawler`, so these are methods of the one control surface
+(the TUI, `ctl` and tests call the same ones), kept out of core/crawler.py.
+
+Paused hosts
+------------
+A worker that takes a URL of a paused host parks it (a list per host) and goes on to
+the next URL, so a paused host never blocks workers. Parked URLs stay unfinished for
+`join()` (the crawl is not over while a host is paused, as with a global pause).
+`resume_host` re-queues them; at a stop they are re-queued too, so the stop gives
+each its Cancelled record (memory) or keeps it queued for a resume (--state).
+
+Persistence: with a frontier that has settings (the SQLite store), ignores and added
+seeds are saved there and restored by the next run (`resume`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from . import errors
+from .frontier import Item
+from .ignores import SETTING, IgnoreResult, Ignores, IgnoreView
+from .patterns import PatternSet
+from .queueview import QueueStats, QueueView
+from .records import Record
+from .urls import canonical, netloc_of
+
+SEEDS = "seeds"  # settings key: seeds added while running (their hosts join the scope)
+MAX_DELAY = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class SeedResult:
+    ok: bool
+    url: str
+    error: str | None = None
+
+
+class Steering:
+    """Mixin: expects the Crawler's frontier, stats, scope, roots, config, _admit, _emit."""
+
+    def _steer_init(self: Any) -> None:
+        self.ignore_rules = Ignores()
+        self.queue_stats = QueueStats(clock=self.stats.clock)
+        self._parked: dict[str, list[Item]] = {}  # paused host -> its URLs taken meanwhile
+        self._host_delays: dict[str, float] = {}
+        self._page_prefix: str | None = None  # set while a page's links are admitted
+        self._inside = 0
+        settings = getattr(self.frontier, "settings", None)
+        if isinstance(settings, dict) and hasattr(self.frontier, "set_setting"):
+            self.ignore_rules.load(settings.get(SETTING))
+            for seed in settings.get(SEEDS) or ():
+                if isinstance(seed, str) and canonical(seed) == seed:
+                    self.scope.add_root(seed)
+            self.ignore_rules.on_change = lambda rules: self.frontier.set_setting(SETTING, rules)
+
+    # -- ignores ---------------------------------------------------------------------
+    async def add_ignore(self: Any, pattern: str) -> IgnoreResult:
+        """Check the pattern (RE2), stop later links at once, then take the matching
+        queued (and parked) URLs off the queue, each with its one Ignored record."""
+        reason = Ignores.check(pattern)
+        if reason is not None:
+            return IgnoreResult(False, pattern, reason)
+        if pattern in self.ignore_rules:
+            return IgnoreResult(False, pattern, f"already an ignore pattern: {pattern}")
+        rule = self.ignore_rules.add(pattern)
+        one = PatternSet([pattern])
+        removed = await self.frontier.remove_matching(one.search)
+        for item in removed:
+            self.queue_stats.taken(item.url)
+        for host, items in self._parked.items():
+            keep = [i for i in items if not one.search(i.url)]
+            removed += [i for i in items if one.search(i.url)]
+            self._parked[host] = keep
+        for item in removed:
+            record = Record(url=item.url, depth=item.depth, tries=item.tries, via=item.via, discovery=item.discovery)
+            record.fail(errors.Ignored(pattern))
+            self._emit(record)
+            self.frontier.done(item)
+        rule.dropped += len(removed)
+        self.stats.ignored += len(removed)
+        self.ignore_rules.changed()
+        return IgnoreResult(True, pattern, None, len(removed))
+
+    def remove_ignore(self: Any, pattern: str) -> bool:
+        """Later links matching it are admitted again (URLs it dropped stay dropped)."""
+        return self.ignore_rules.remove(pattern)
+
+    def ignores(self: Any) -> tuple[IgnoreView, ...]:
+        return self.ignore_rules.views()
+
+    def _stopped(self: Any, url: str) -> bool:
+        """An ignore matches this never-seen link: count it and keep it out."""
+        if self.frontier.seen(url):
+            return False
+        rule = self.ignore_rules.match(url)
+        if rule is None:
+            return False
+        rule.stopped += 1
+        return True
+
+    # -- seeds -----------------------------------------------------------------------
+    def add_seed(self: Any, url: str) -> SeedResult:
+        """Queue a new root: a canonical http(s) URL, not seen, not ignored. Its host
+        joins the scope, as the roots' hosts do."""
+        text = url.strip()
+        c = canonical(text) if text else None
+        if c is None:
+            return SeedResult(False, text, f"not an http(s) URL with a host: {text or '(empty)'}")
+        if self.stats.state in ("STOPPING", "DONE"):
+            return SeedResult(False, c, "the crawl is over")
+        rule = self.ignore_rules.match(c)
+        if rule is not None:
+            return SeedResult(False, c, f"matches the ignore pattern {rule.pattern}")
+        if self.frontier.seen(c):
+            return SeedResult(False, c, "already seen by this crawl")
+        self.scope.add_root(c)
+        if not self._admit(c, self.config.max_redirect, 0, None, ""):
+            return SeedResult(False, c, "--max-pages reached: nothing more is queued")
+        if c not in self.roots:
+            self.roots.append(c)
+        if hasattr(self.frontier, "set_setting"):
+            saved = list(getattr(self.frontier, "settings", {}).get(SEEDS) or ())
+            self.frontier.set_setting(SEEDS, [*saved, c])
+        return SeedResult(True, c)
+
+    # -- hosts -----------------------------------------------------------------------
+    def pause_host(self: Any, host: str) -> bool:
+        """Its URLs wait (parked as workers take them); other hosts go on."""
+        host = host.strip().lower()
+        if not host or host in self._parked:
+            return False
+        self._parked[host] = []
+        self.stats.host(host).paused = True
+        return True
+
+    def resume_host(self: Any, host: str) -> int:
+        """Re-queue the host's parked URLs; returns how many."""
+        host = host.strip().lower()
+        items = self._parked.pop(host, None)
+        if items is None:
+            return 0
+        self.stats.host(host).paused = False
+        self.stats.host(host).parked = 0
+        self._unpark(items)
+        return len(items)
+
+    def paused_hosts(self: Any) -> dict[str, int]:
+        return {h: len(items) for h, items in self._parked.items()}
+
+    def set_host_delay(self: Any, host: str, seconds: float) -> None:
+        """Minimum gap between two fetches from this host (overrides --delay and Crawl-delay)."""
+        host = host.strip().lower()
+        if not host:
+            raise ValueError("no host given")
+        if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and 0 <= seconds <= MAX_DELAY):
+            raise ValueError(f"a delay is 0 to {MAX_DELAY:g} seconds, not {seconds!r}")
+        self._host_delays[host] = float(seconds)
+        gate = self._gates.get(host)
+        if gate is not None:
+            gate.delay = float(seconds)
+        self.stats.host(host).delay = float(seconds)
+
+    def _park(self: Any, item: Item) -> bool:
+        """Called by a worker for every URL it takes while some host is paused."""
+        items = self._parked.get(netloc_of(item.url))
+        if items is None:
+            return False
+        items.append(item)
+        self.stats.host(netloc_of(item.url)).parked = len(items)
+        return True
+
+    def _unpark(self: Any, items: list[Item]) -> None:
+        for item in items:
+            self.frontier.requeue(item)
+            self.frontier.done(item)  # the taken copy is finished; the re-queued one is not
+            self.queue_stats.added(item.url)
+
+    def _unpark_all(self: Any) -> None:
+        """At a stop: parked URLs go back, so the stop gives them their records."""
+        parked, self._parked = self._parked, {}
+        for items in parked.values():
+            self._unpark(items)
+
+    # -- the queue view --------------------------------------------------------------
+    def queue_view(self: Any, n: int = 10) -> QueueView:
+        """Next URLs, top prefixes with growth, trap flags: O(n + rows), never a queue scan."""
+        peek = getattr(self.frontier, "peek", None)
+        head = tuple(i.url for i in peek(n)) if peek is not None else ()
+        return self.queue_stats.view(self.frontier.size, head)
+
