@@ -56,3 +56,25 @@ class TestScreens:
 
     def test_finish_summary(self, snap_compare) -> None:
         assert snap_compare(CrawlApp(FrozenCrawler(finish=True)), terminal_size=(80, 30), run_before=settle)
+
+
+class TestSteering:
+    """The queue view, the trap warning and the ignores screen (issue 11), at 80x24."""
+
+    def test_queue_view_80x24(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler(traps=True)), press=["u"], terminal_size=(80, 24), run_before=settle)
+
+    def test_trap_warning_80x24(self, snap_compare) -> None:
+        async def warm(pilot) -> None:
+            await pilot.pause(1.2)  # the warning is refreshed about once a second
+            await settle(pilot)
+
+        assert snap_compare(CrawlApp(FrozenCrawler(traps=True)), terminal_size=(80, 24), run_before=warm)
+
+    def test_ignores_screen_80x24(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler()), press=["I"], terminal_size=(80, 24), run_before=settle)
+
+    def test_ignore_prompt_prefilled_80x24(self, snap_compare) -> None:
+        """i in the queue view pre-fills the prompt from the selected prefix."""
+        assert snap_compare(CrawlApp(FrozenCrawler(traps=True)), press=["u", "i"], terminal_size=(80, 24),
+                            run_before=settle)

@@ -40,6 +40,8 @@ from .screens import (
 )
 from .sparks import SparkPanel
 from .status import StatusBar
+from .steer import IgnoresScreen, QueueScreen, TextPrompt, trap_parts
+from .line import Line
 from .summary import SummaryScreen, summary_content
 from .workers import WorkersPanel, WorkersTable
 
@@ -96,6 +98,13 @@ class CrawlApp(App[int]):
         Binding("r", "merges", "Merges", id="merges", tooltip="Redirect merges and redirects, filterable"),
         Binding("s", "summary", "Summary", id="summary", tooltip="Summary of the finished crawl"),
         Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="Every key"),
+        # Steering (core/steer.py): in the help screen and the palette, not the Footer.
+        Binding("u", "queue", "Queue", id="queue", show=False, tooltip="Queue view: top prefixes, growth, traps, next URLs"),
+        Binding("i", "ignore", "Ignore", id="ignore", show=False, tooltip="Add an ignore regex (on the full URL); matching queued URLs are dropped"),
+        Binding("I", "ignores", "Ignores", id="ignores", show=False, key_display="I", tooltip="Ignore patterns: what each dropped and stopped; delete one"),
+        Binding("a", "add_seed", "Add URL", id="add-seed", show=False, tooltip="Add a URL to the crawl (a new seed)"),
+        Binding("h", "toggle_host", "Pause host", id="host-pause", show=False, tooltip="In the hosts panel: pause / resume the selected host"),
+        Binding("t", "host_delay", "Host delay", id="host-delay", show=False, tooltip="In the hosts panel: set the selected host's delay"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit; asks first while the crawl runs"),
         Binding("d", "detach", "Detach", id="detach", tooltip="Close this monitor; the crawl goes on (attached monitors only)"),
         # Aliases, hidden from the Footer: listed in the help screen.
@@ -129,12 +138,14 @@ class CrawlApp(App[int]):
     # -- layout ----------------------------------------------------------------
     def compose(self) -> ComposeResult:
         self.status_bar = StatusBar(id="status")
+        self.trap_warning = Line(id="trap-warning")
         self.sparks = SparkPanel(id="sparks")
         self.breakdown = BreakdownPanel(id="breakdown")
         self.workers_panel = WorkersPanel(id="workers")
         self.errors_panel = ErrorsPanel(id="errors")
         self.merges_panel = MergesPanel(id="merges")
         yield self.status_bar
+        yield self.trap_warning
         with Horizontal(id="top"):
             yield self.sparks
             yield self.breakdown
@@ -198,8 +209,10 @@ class CrawlApp(App[int]):
             self.errors_panel.show(snap)
             self.merges_panel.show(snap)
             screen = self.screen
-            if isinstance(screen, EventListScreen) and screen.is_mounted:
+            if isinstance(screen, (EventListScreen, IgnoresScreen, QueueScreen)) and screen.is_mounted:
                 screen.show(snap)
+            if self.frames % 4 == 1:  # about once a second: the trap warning line
+                self._show_traps()
         key = self._bindings_state()
         if key != self._binding_key:  # the Footer recomposes on this: only on a real change
             self._binding_key = key
@@ -293,6 +306,14 @@ class CrawlApp(App[int]):
             return not isinstance(screen, ErrorListScreen)
         if action == "merges":
             return not isinstance(screen, MergeListScreen)
+        if action in ("ignore", "add_seed"):
+            return live and not isinstance(screen, TextPrompt)
+        if action in ("toggle_host", "host_delay"):
+            return live and main and self.screen_stack[0].focused is self.breakdown.hosts
+        if action == "queue":
+            return not isinstance(screen, QueueScreen)
+        if action == "ignores":
+            return not isinstance(screen, IgnoresScreen)
         if action == "summary":
             return self._finished and not isinstance(screen, SummaryScreen)
         if action == "detach":
@@ -374,12 +395,117 @@ class CrawlApp(App[int]):
         if self._finished and not isinstance(self.screen, SummaryScreen):
             self.push_screen(self._summary_screen(self.last_snapshot or self.refresh_now()))
 
+    # -- steering (tui/steer.py screens; core/steer.py methods) -------------------
+    def _steering(self, name: str) -> Any:
+        fn = getattr(self.crawler, name, None)
+        if fn is None:
+            self.notify("This crawl cannot be steered from here (no engine in this process)",
+                        severity="warning", timeout=3)
+        return fn
+
+    def crawler_ignores(self) -> tuple:
+        fn = getattr(self.crawler, "ignores", None)
+        return tuple(fn()) if fn is not None else ()
+
+    def crawler_queue_view(self) -> Any:
+        fn = getattr(self.crawler, "queue_view", None)
+        return fn() if fn is not None else None
+
+    def _show_traps(self) -> None:
+        view = self.crawler_queue_view()
+        parts = trap_parts(view.traps) if view is not None and self.live else []
+        self.trap_warning.display = bool(parts)
+        if parts:
+            self.trap_warning.show(*parts)
+
+    def action_ignore(self, value: str = "") -> None:
+        add = self._steering("add_ignore")
+        if add is None:
+            return
+
+        async def apply(pattern: str) -> str | None:
+            result = await add(pattern)
+            if not result.ok:
+                return result.error
+            self.notify(f"Ignoring {pattern}: {fmt.count(result.dropped)} queued URLs dropped",
+                        timeout=4, markup=False)
+            self.refresh_now()
+            return None
+
+        self.push_screen(TextPrompt("Ignore URLs matching (RE2 regex, searched in the full URL):", value=value,
+                                    placeholder=r"^https?://example\.com/calendar/", apply=apply,
+                                    id="ignore-prompt"))
+
+    def remove_ignore(self, pattern: str) -> None:
+        remove = self._steering("remove_ignore")
+        if remove is not None and remove(pattern):
+            self.notify(f"Ignore removed: {pattern}; later links are admitted again", timeout=3, markup=False)
+
+    def action_ignores(self) -> None:
+        if not isinstance(self.screen, IgnoresScreen):
+            self.push_screen(IgnoresScreen(id="ignores"))
+
+    def action_queue(self) -> None:
+        if not isinstance(self.screen, QueueScreen):
+            self.push_screen(QueueScreen(self.errors_panel.home))
+
+    def action_add_seed(self) -> None:
+        add = self._steering("add_seed")
+        if add is None:
+            return
+
+        def apply(url: str) -> str | None:
+            result = add(url)
+            if not result.ok:
+                return result.error
+            self.notify(f"Added {result.url}", timeout=3, markup=False)
+            self.refresh_now()
+            return None
+
+        self.push_screen(TextPrompt("Add a URL to the crawl (its host joins the scope):",
+                                    placeholder="https://example.com/", apply=apply, id="seed-prompt"))
+
+    def _selected_host(self) -> str | None:
+        host = self.breakdown.hosts.selected_key()
+        if host is None:
+            self.notify("No host selected", severity="warning", timeout=2)
+        return host
+
+    def action_toggle_host(self) -> None:
+        host = self._selected_host()
+        if host is None or self._steering("pause_host") is None:
+            return
+        if host in self.crawler.paused_hosts():
+            n = self.crawler.resume_host(host)
+            self.notify(f"Host {host} resumed; {n} URLs back on the queue", timeout=3, markup=False)
+        else:
+            self.crawler.pause_host(host)
+            self.notify(f"Host {host} paused: its URLs wait, others go on", timeout=3, markup=False)
+        self.refresh_now()
+
+    def action_host_delay(self) -> None:
+        host = self._selected_host()
+        if host is None or self._steering("set_host_delay") is None:
+            return
+
+        def apply(text: str) -> str | None:
+            try:
+                self.crawler.set_host_delay(host, float(text))
+            except ValueError as exc:
+                return str(exc) if "delay" in str(exc) else f"not a number of seconds: {text}"
+            self.refresh_now()
+            return None
+
+        current = next((h.delay for h in (self.last_snapshot.hosts if self.last_snapshot else ()) if h.host == host), 0.0)
+        self.push_screen(TextPrompt(f"Delay between fetches from {host}, in seconds:", value=f"{current:g}",
+                                    apply=apply, id="delay-prompt"))
+
     def help_keys(self) -> list[tuple[str, str]]:
         keys: list[tuple[str, str]] = []
         seen: set[str] = set()
         for b in self.BINDINGS:
             assert isinstance(b, Binding)
-            if not b.show or b.id in seen or (b.id == "detach" and not self.can_detach):
+            if (not b.show and not b.id) or b.id in seen or (b.id == "detach" and not self.can_detach):
                 continue
             seen.add(b.id or b.action)
             tip = b.tooltip or b.description

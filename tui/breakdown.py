@@ -28,6 +28,16 @@ def status_parts(statuses: dict[int, int]) -> list:
     return parts or [("no responses yet", "dim")]
 
 
+def _host_label(h) -> str:
+    """The host, marked when paused (with its parked URLs) or given its own delay."""
+    label = h.host
+    if getattr(h, "paused", False):
+        label = f"⏸{getattr(h, 'parked', 0)} {label}"
+    if h.delay:
+        label += f" ⏱{h.delay:g}s"
+    return label
+
+
 class HostsTable(DiffTable):
     COLUMNS = (
         Col("host", "host", None, 10),
@@ -42,7 +52,7 @@ class HostsTable(DiffTable):
             (
                 h.host,
                 (
-                    cell(h.host),
+                    cell(_host_label(h), "bold $warning" if getattr(h, "paused", False) else ""),
                     cell(h.in_flight or "", "bold"),
                     cell(fmt.compact(h.done)),
                     cell(fmt.compact(h.errors) if h.errors else "", "red"),

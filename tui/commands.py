@@ -18,6 +18,12 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("errors", "Error list", "All recent errors, filterable (e)"),
     ("merges", "Redirect merges", "Redirects whose target was already seen, filterable (r)"),
     ("summary", "Summary", "Totals, rates and top errors of the finished crawl (s)"),
+    ("queue", "Queue view", "Top URL prefixes in the queue, growth, suspected traps, next URLs (u)"),
+    ("ignore", "Ignore URLs…", "Add an ignore regex; matching queued URLs are dropped at once (i)"),
+    ("ignores", "Ignore patterns", "Each pattern with what it dropped and stopped; delete one (I)"),
+    ("add_seed", "Add a URL…", "Add a seed URL to the running crawl (a)"),
+    ("toggle_host", "Pause / resume selected host", "Its URLs wait, others go on (h, hosts panel)"),
+    ("host_delay", "Set selected host's delay…", "Minimum gap between fetches from that host (t, hosts panel)"),
     ("help", "Help: keys", "Every key crawltop knows (?)"),
     ("quit", "Quit crawltop", "Asks first while the crawl runs, then stops it cleanly (q)"),
 )

@@ -11,6 +11,8 @@ import dataclasses
 import math
 import types
 
+from ..core.ignores import IgnoreResult, Ignores, IgnoreView
+from ..core.queueview import PrefixView, QueueView, Trap
 from ..core.stats import ErrorEvent, HostView, MergeEvent, Snapshot, WorkerView
 
 HOST = "127.0.0.1:8080"
@@ -99,6 +101,35 @@ def sample_snapshot(state: str = "RUNNING") -> Snapshot:
     )
 
 
+ADDED = 1_795_340_000.0  # a fixed wall-clock time for the ignores screen
+
+
+def sample_ignores() -> tuple[IgnoreView, ...]:
+    return (
+        IgnoreView(r"^https?://127\.0\.0\.1:8080/calendar/", ADDED, 4_812, 1_377),
+        IgnoreView(r"[?&]sessionid=", ADDED + 95, 0, 212),
+        IgnoreView(r"\.(jpg|png|gif)$", ADDED + 300, 31, 8),
+    )
+
+
+def sample_queue_view(traps: bool = True) -> QueueView:
+    cal = f"{HOST}/calendar/"
+    prefixes = (
+        PrefixView(cal, 3_210, 1_480.0, 0.7, 412, 0.0),
+        PrefixView(f"{cal}2031/", 1_102, 610.0, 0.24, 0, 0.0),
+        PrefixView(f"{HOST}/news/", 512, -40.0, 0.11, 190, 2.4),
+        PrefixView(f"{HOST}/tech/", 301, -12.0, 0.066, 160, 1.9),
+        PrefixView(f"{HOST}/search/", 120, 3.0, 0.026, 6, 0.5),
+        PrefixView(f"{HOST}/about/", 4, 0.0, 0.001, 1, 0.0),
+    )
+    found = (
+        Trap(cal, "self-feeding", "70% of the queue, +1480/min, 0.0 new links elsewhere per page"),
+        Trap(f"{HOST}/search", "query variants", "120 queued query strings of one path"),
+    )
+    nxt = tuple(f"{ROOT}/calendar/2031/{m:02d}/" for m in range(1, 6)) + (f"{ROOT}/news/art-12/", f"{ROOT}/search?q=a&page=9")
+    return QueueView(4_587, nxt, prefixes, found if traps else ())
+
+
 class FrozenStats:
     def __init__(self, crawler: FrozenCrawler) -> None:
         self._crawler = crawler
@@ -114,8 +145,10 @@ class FrozenStats:
 class FrozenCrawler:
     """Same attributes and methods as core.Crawler; nothing moves."""
 
-    def __init__(self, state: str = "RUNNING", *, finish: bool = False) -> None:
+    def __init__(self, state: str = "RUNNING", *, finish: bool = False, traps: bool = False) -> None:
         self.initial_state = state
+        self.traps = traps
+        self.ignore_views = sample_ignores()
         self.finish = finish
         self.paused = state == "PAUSED"
         self.concurrency = 10
@@ -149,6 +182,24 @@ class FrozenCrawler:
     def cancel_worker(self, worker_id: int) -> bool:
         self.cancelled.append(worker_id)
         return True
+
+    def queue_view(self, n: int = 10) -> QueueView:
+        return sample_queue_view(self.traps)
+
+    def ignores(self) -> tuple[IgnoreView, ...]:
+        return self.ignore_views
+
+    async def add_ignore(self, pattern: str) -> IgnoreResult:
+        reason = Ignores.check(pattern)
+        if reason is not None:
+            return IgnoreResult(False, pattern, reason)
+        self.ignore_views += (IgnoreView(pattern, ADDED + 600, 0, 0),)
+        return IgnoreResult(True, pattern)
+
+    def remove_ignore(self, pattern: str) -> bool:
+        before = len(self.ignore_views)
+        self.ignore_views = tuple(v for v in self.ignore_views if v.pattern != pattern)
+        return len(self.ignore_views) < before
 
     def stop(self) -> None:
         self.stats.state = "STOPPING"
