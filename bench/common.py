@@ -183,15 +183,19 @@ class RunResult:
 
 
 def run_child(argv: list[str], *, stdout=None, stderr=None, env: dict | None = None,
-              cwd: str | Path | None = None, timeout: float | None = None) -> tuple[float, float, float, int]:
+              cwd: str | Path | None = None, timeout: float | None = None,
+              on_start=None) -> tuple[float, float, float, int]:
     """Run argv; return (wall seconds, cpu seconds, peak RSS MB, return code).
 
     Uses wait4() on the child's pid, so rusage is that child's own (plus its reaped
-    descendants), never the harness's or a sibling tool's."""
+    descendants), never the harness's or a sibling tool's. on_start(pid) is called once
+    the child runs."""
     global _LAST_BUSY
     busy0, tot0 = machine_cpu()
     t0 = time.perf_counter()
     p = subprocess.Popen(argv, stdout=stdout, stderr=stderr, env=env, cwd=cwd)
+    if on_start is not None:  # e.g. a sampler of /proc/PID (bench/large_pages.py)
+        on_start(p.pid)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         pid, status, ru = os.wait4(p.pid, os.WNOHANG if deadline else 0)
