@@ -1,6 +1,8 @@
 """One HTTP attempt, with the body capped, and the retry policy around attempts."""
 from __future__ import annotations
 
+import codecs
+import functools
 import random
 import re
 from dataclasses import dataclass
@@ -13,6 +15,7 @@ from multidict import CIMultiDictProxy
 
 from .provenance import new_hasher, payload_digest
 from .sanitize import clean
+from .slim import slim, tag_heavy
 
 REDIRECTS = frozenset((301, 302, 303, 307, 308))
 HTML_TYPES = frozenset(("text/html", "application/xhtml+xml"))
@@ -115,15 +118,50 @@ def retry_after(value: str | None, cap: float) -> float | None:
     return min(cap, max(0.0, (when - datetime.now(timezone.utc)).total_seconds()))
 
 
-def decode(resp: Response) -> tuple[str, str]:
-    """(text, encoding): header charset, then <meta charset>, then utf-8."""
+def decode(resp: Response) -> tuple[str | bytes, str]:
+    """(text to parse, encoding): header charset, then <meta charset>, then utf-8.
+
+    UTF-8 (or plain ASCII) bodies stay bytes: that is what Lexbor parses, so a str copy
+    (up to 4 bytes a character) and its re-encoding are saved; invalid sequences become
+    U+FFFD either way. A tag-heavy body is first slimmed (core/slim.py), which keeps its
+    links and drops most of its parse tree."""
+    body, encoding = resp.body, _encoding(resp)
+    if tag_heavy(body) and _ascii_compatible(encoding):
+        body = slim(body) or body
+    if _codec(encoding) == "utf-8" or (body.isascii() and _ascii_compatible(encoding)):
+        return body, encoding
+    return body.decode(encoding, errors="replace"), encoding
+
+
+def _encoding(resp: Response) -> str:
     for candidate in (resp.charset, _meta_charset(resp.body)):
-        if candidate:
-            try:
-                return resp.body.decode(candidate, errors="replace"), candidate.lower()
-            except LookupError:
-                continue
-    return resp.body.decode("utf-8", errors="replace"), "utf-8"
+        if candidate and _codec(candidate):
+            return candidate.lower()
+    return "utf-8"
+
+
+@functools.lru_cache(maxsize=64)
+def _codec(name: str) -> str | None:
+    """Python's name for a text encoding; None for unknown ones and for rot13 and the like."""
+    try:
+        info = codecs.lookup(name)
+    except (LookupError, ValueError):
+        return None
+    return info.name if getattr(info, "_is_text_encoding", True) else None  # bytes.decode's test
+
+
+@functools.lru_cache(maxsize=64)
+def _ascii_compatible(name: str) -> bool:
+    """ASCII bytes mean ASCII in every state (so slim() may read them, and an ASCII body
+    is its own text): not UTF-16/32 or EBCDIC, nor ISO-2022, HZ or UTF-7, whose escapes
+    change what the bytes after them mean."""
+    try:
+        return _ASCII_PROBE.decode(name, "replace") == _ASCII_PROBE.decode("ascii")
+    except (LookupError, ValueError):
+        return False
+
+
+_ASCII_PROBE = bytes(range(128)) + b"\x1b$B<a\x1b(B ~{<a~} +ADw-"
 
 
 def _meta_charset(body: bytes) -> str | None:
