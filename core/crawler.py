@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import aiohttp
 
 from .. import __version__
-from . import errors
+from . import errors, malloc
 from .config import CrawlConfig
 from .fetch import REDIRECTS, Response, backoff, decode, fetch_once, retry_after, retryable
 from .frontier import Frontier, Item, MemoryFrontier
@@ -32,6 +32,7 @@ from .urls import LinkExtractor, canonical, netloc_of
 
 VERSION = __version__
 NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
+LARGE_BODY = 1 << 20  # after parsing a body this large, give its memory back (core/malloc.py)
 
 
 class Crawler(Steering):
@@ -140,6 +141,7 @@ class Crawler(Steering):
 
     # -- the crawl --------------------------------------------------------------
     async def crawl(self) -> None:
+        malloc.pin_mmap_threshold()  # large pages' memory goes back to the system when freed
         timeout = aiohttp.ClientTimeout(
             total=self.config.timeout * 3, sock_connect=self.config.timeout, sock_read=self.config.timeout
         )
@@ -375,7 +377,11 @@ class Crawler(Steering):
 
     def _parse(self, item: Item, resp: Response, record: Record) -> None:
         text, record.encoding = decode(resp)
+        large, resp.body = len(resp.body) >= LARGE_BODY, b""  # sinks had it: free it before the tree
         links = [u for u in self.links.links(text, item.url, self.scope.host_ok) if self.scope.allows(u)]
+        del text
+        if large:
+            malloc.trim()
         record.num_urls = len(links)
         max_depth = self.config.max_depth
         if max_depth is not None and item.depth + 1 > max_depth:

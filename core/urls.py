@@ -130,7 +130,7 @@ class LinkExtractor:
         self._cache[key] = url
         return url
 
-    def links(self, html: str, page_url: str, host_ok: Callable[[str], bool] = lambda h: True) -> set[str]:
+    def links(self, html: str | bytes, page_url: str, host_ok: Callable[[str], bool] = lambda h: True) -> set[str]:
         """Distinct canonical links; absolute ones whose host fails host_ok are never joined.
         Those embedded by a frame or iframe are also in `self.frames` afterwards (hop `E`)."""
         tree = LexborHTMLParser(html)
@@ -151,6 +151,10 @@ class LinkExtractor:
             href = href.strip()
             if not href or href[0] == "#":
                 continue
+            if "#" in href:  # the fragment never reaches the URL: join (and cache) without it
+                head = href[: href.index("#")]
+                if not head[-1].isspace():  # "a #b": canonical() would strip that space
+                    href = head
             m = _SCHEME.match(href)
             if m is not None:
                 if m.group(1).lower() not in _DEFAULT_PORT:
