@@ -321,3 +321,19 @@ async def test_markup_and_escape_sequences_in_urls_show_literally(serve) -> None
         lines = [table.line_of(k) for k in table.row_keys()]
         assert any("/[bold]x[/bold]" in line for line in lines)
         assert any("/q?x=[i]y[/i]" in line for line in lines)
+
+
+async def test_key_bar_swaps_pause_for_resume_without_mounting_widgets(serve) -> None:
+    from crawltop.tui.keybar import KeyBar
+
+    site = await serve(slow_site(40, 0.05))
+    crawler, sink, app = make(site.url + "/", concurrency=2)
+    async with app.run_test() as pilot:
+        bar = app.query_one(KeyBar)
+        await until(pilot, lambda: "Pause" in bar.plain)
+        widgets = len(list(app.screen.walk_children()))
+        await pilot.press("p")
+        await until(pilot, lambda: "Resume" in bar.plain)
+        assert "Pause" not in bar.plain
+        assert len(list(app.screen.walk_children())) == widgets
+        crawler.stop()

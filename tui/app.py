@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
-from textual.widgets import Footer
+
 
 from ..core.errors import describe
 from ..core.sanitize import clean
@@ -44,6 +44,8 @@ from .steer import IgnoresScreen, QueueScreen, TextPrompt, trap_parts
 from .line import Line
 from .summary import SummaryScreen, summary_content
 from .workers import WorkersPanel, WorkersTable
+from .keybar import KeyBar
+from .pace import Pace
 
 MAX_CONCURRENCY = 10_000
 CONC = Binding.Group("conc", compact=False)
@@ -98,7 +100,7 @@ class CrawlApp(App[int]):
         Binding("r", "merges", "Merges", id="merges", tooltip="Redirect merges and redirects, filterable"),
         Binding("s", "summary", "Summary", id="summary", tooltip="Summary of the finished crawl"),
         Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="Every key"),
-        # Steering (core/steer.py): in the help screen and the palette, not the Footer.
+        # Steering (core/steer.py): in the help screen and the palette, not the key bar.
         Binding("u", "queue", "Queue", id="queue", show=False, tooltip="Queue view: top prefixes, growth, traps, next URLs"),
         Binding("i", "ignore", "Ignore", id="ignore", show=False, tooltip="Add an ignore regex (on the full URL); matching queued URLs are dropped"),
         Binding("I", "ignores", "Ignores", id="ignores", show=False, key_display="I", tooltip="Ignore patterns: what each dropped and stopped; delete one"),
@@ -107,7 +109,7 @@ class CrawlApp(App[int]):
         Binding("t", "host_delay", "Host delay", id="host-delay", show=False, tooltip="In the hosts panel: set the selected host's delay"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit; asks first while the crawl runs"),
         Binding("d", "detach", "Detach", id="detach", tooltip="Close this monitor; the crawl goes on (attached monitors only)"),
-        # Aliases, hidden from the Footer: listed in the help screen.
+        # Aliases, hidden from the key bar: listed in the help screen.
         Binding("equals_sign", "more(1)", show=False),
         Binding("greater_than_sign", "more(10)", show=False),
         Binding("less_than_sign", "fewer(10)", show=False),
@@ -121,11 +123,13 @@ class CrawlApp(App[int]):
         *,
         exit_on_finish: bool = False,
         refresh_hz: float = 4.0,
+        adaptive: bool = True,
     ) -> None:
         super().__init__()
         self.crawler = crawler
         self.exit_on_finish = exit_on_finish
         self.refresh_interval = 1.0 / max(0.5, min(refresh_hz, 30.0))
+        self.pace = Pace(self.refresh_interval) if adaptive else None
         self.crawl_task: asyncio.Task[Any] | None = None
         self.last_snapshot: Snapshot | None = None
         self.failure: str | None = None
@@ -153,7 +157,7 @@ class CrawlApp(App[int]):
         with Horizontal(id="bottom"):
             yield self.errors_panel
             yield self.merges_panel
-        yield Footer(compact=True)
+        yield KeyBar()
 
     @property
     def workers_table(self) -> WorkersTable:
@@ -164,7 +168,7 @@ class CrawlApp(App[int]):
         home = fmt.home_hosts(getattr(config, "roots", ()))
         self.errors_panel.home = self.merges_panel.home = home
         self.workers_table.focus()
-        self._binding_key = self._bindings_state()  # the Footer was just composed with these
+        self._binding_key = self._bindings_state()  # the key bar was just drawn with these
         self._tick()
         # Start the crawl once the first screen is painted: the one-off work of styling
         # and laying out the app (~0.25 s of CPU) then doesn't compete with the crawl.
@@ -194,7 +198,8 @@ class CrawlApp(App[int]):
             self.refresh_now()
         finally:
             if self.is_running and not self._exit:
-                self._timer = self.set_timer(self.refresh_interval, self._tick, name="crawltop-refresh")
+                interval = self.pace.next() if self.pace is not None else self.refresh_interval
+                self._timer = self.set_timer(interval, self._tick, name="crawltop-refresh")
 
     def refresh_now(self) -> Snapshot:
         """Read one snapshot and show it everywhere (also called right after a key)."""
@@ -214,7 +219,7 @@ class CrawlApp(App[int]):
             if self.frames % 4 == 1:  # about once a second: the trap warning line
                 self._show_traps()
         key = self._bindings_state()
-        if key != self._binding_key:  # the Footer recomposes on this: only on a real change
+        if key != self._binding_key:  # the key bar redraws on this: only on a real change
             self._binding_key = key
             self.refresh_bindings()
         return snap

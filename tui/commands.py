@@ -37,7 +37,7 @@ def _action_name(action: str) -> tuple[str, tuple[object, ...]]:
 
 
 class CrawlCommands(Provider):
-    """Offers each action only when it applies (the same check the Footer uses)."""
+    """Offers each action only when it applies (the same check the key bar uses)."""
 
     def _available(self):
         app = self.app

@@ -11,12 +11,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Footer, Input, Static
+from textual.widgets import Button, Input, Static
 
 from ..core.sanitize import clean
 from ..core.stats import ErrorEvent, MergeEvent, Snapshot
 from . import fmt
 from .errors import kind_parts
+from .keybar import KeyBar
 from .line import Line
 from .logtable import LogTable
 from .table import Cell, Col, cell
@@ -170,7 +171,7 @@ class EventListScreen(Screen[None]):
         yield self.heading
         yield Input(placeholder="filter: type to narrow by URL, kind or message", id=f"{self.id}-filter")
         yield table
-        yield Footer(compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one(Input).cursor_blink = False
@@ -271,7 +272,7 @@ class ErrorListScreen(EventListScreen):
 
     def compose(self) -> ComposeResult:
         for widget in super().compose():
-            if isinstance(widget, Footer):
+            if isinstance(widget, KeyBar):
                 self.via_line = Line(id="error-via", classes="via-line")
                 yield self.via_line
             yield widget

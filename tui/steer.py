@@ -17,10 +17,11 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from ..core.queueview import QueueView, Trap, suggest
 from . import fmt
+from .keybar import KeyBar
 from .line import Line
 from .table import Col, DiffTable, cell
 
@@ -121,7 +122,7 @@ class IgnoresScreen(Screen[None]):
             ("dropped", "bold"), (": queued URLs taken off the queue when it was added (each recorded as Ignored). ", "dim"),
             ("stopped", "bold"), (": later links it kept out. Deleting a pattern admits later links again.", "dim"),
         ), id="ignores-note")
-        yield Footer(compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.show()
@@ -192,7 +193,7 @@ class QueueScreen(Screen[None]):
         yield self.traps
         yield self.prefixes
         yield self.next_urls
-        yield Footer(compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.show()

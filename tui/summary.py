@@ -8,12 +8,13 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ..core.sanitize import clean
 from ..core.stats import Snapshot
 from . import fmt
 from .breakdown import status_parts
+from .keybar import KeyBar
 
 
 def summary_content(snap: Snapshot, top_errors: Sequence[tuple[str, int]], *, failure: str | None = None) -> Content:
@@ -70,7 +71,7 @@ class SummaryScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="summary-scroll"):
             yield Static(self._content, id="summary-text")
-        yield Footer(compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#summary-scroll").focus()
