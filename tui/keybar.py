@@ -27,7 +27,8 @@ class KeyBar(Line):
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
-        self._bindings_changed(self.screen)
+        # Not now: check_action may look at widgets of the screen not yet composed.
+        self.call_after_refresh(self._bindings_changed, self.screen)
 
     def on_unmount(self) -> None:
         self.screen.bindings_updated_signal.unsubscribe(self)
