@@ -31,8 +31,11 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("--json", action="store_true", help="one JSON array, for scripts (default: a table)")
     ctl = sub.add_parser("ctl", help="steer a live crawl from a script: exit 0, or 1 with a reason")
     ctl.add_argument("name", metavar="NAME", help="the crawl's name (crawltop ls)")
-    ctl.add_argument("action", metavar="ACTION", help="pause | resume | stop | concurrency N | cancel-worker ID | status")
-    ctl.add_argument("value", nargs="?", metavar="N", help="the number for concurrency and cancel-worker")
+    ctl.add_argument("action", metavar="ACTION",
+                     help="pause | resume | stop | concurrency N | cancel-worker ID | status | "
+                          "ignore add|remove REGEX | ignore list | seed URL | host pause|resume HOST | "
+                          "host delay HOST SECONDS")
+    ctl.add_argument("value", nargs="*", metavar="ARG", help="the action's arguments (see ACTION)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,6 +87,11 @@ def _fail(message: str) -> int:
 
 
 def run_ctl(args: argparse.Namespace) -> int:
+    if args.action in STEER_ACTIONS:
+        return run_steer(args)
+    args.value = args.value[0] if len(args.value) == 1 else (None if not args.value else args.value)
+    if isinstance(args.value, list):
+        return _fail(f"{args.action} takes at most one value")
     if args.action not in ACTIONS:
         return _fail(f"unknown action {args.action!r}: pause, resume, stop, concurrency N, cancel-worker ID, status")
     op, arg = ACTIONS[args.action]
@@ -108,4 +116,62 @@ def run_ctl(args: argparse.Namespace) -> int:
         print(json.dumps(result))
     elif op == "cancel_worker" and not result["result"]:
         return _fail(f"no worker {kwargs['worker_id']} in crawl {args.name!r}")
+    return 0
+
+
+# -- steering (issue 11): ignores, seeds, hosts ---------------------------------------------
+STEER_ACTIONS = ("ignore", "seed", "host")
+STEER_USAGE = {
+    "ignore": "ignore add REGEX | ignore remove REGEX | ignore list",
+    "seed": "seed URL",
+    "host": "host pause HOST | host resume HOST | host delay HOST SECONDS",
+}
+
+
+def _steer_request(action: str, words: list[str]) -> tuple[str, dict[str, Any]] | str:
+    """(protocol op, args) for `ctl NAME ACTION WORDS...`, or the usage line if malformed."""
+    sub, rest = (words[0], words[1:]) if words else ("", [])
+    if action == "ignore":
+        if sub == "list" and not rest:
+            return "ignores", {}
+        if sub in ("add", "remove") and len(rest) == 1:
+            return f"ignore_{sub}", {"pattern": rest[0]}
+    elif action == "seed" and len(words) == 1:
+        return "seed_add", {"url": words[0]}
+    elif action == "host":
+        if sub in ("pause", "resume") and len(rest) == 1:
+            return f"host_{sub}", {"host": rest[0]}
+        if sub == "delay" and len(rest) == 2:
+            try:
+                return "host_delay", {"host": rest[0], "seconds": float(rest[1])}
+            except ValueError:
+                return f"host delay: not a number of seconds: {rest[1]!r}"
+    return f"usage: crawltop ctl NAME {STEER_USAGE[action]}"
+
+
+def run_steer(args: argparse.Namespace) -> int:
+    """Ignores, seeds and hosts: exit 0 and print the outcome, or 1 with the reason."""
+    req = _steer_request(args.action, list(args.value))
+    if isinstance(req, str):
+        return _fail(req)
+    op, kwargs = req
+    try:
+        with Client(resolve(args.name)) as c:
+            result = c.call(op, **kwargs)["result"]
+    except (UsageError, RemoteError, OSError) as exc:
+        return _fail(str(exc))
+    if op == "ignores":
+        for rule in result:
+            print(json.dumps(rule))
+    elif op in ("ignore_add", "seed_add"):
+        if not result["ok"]:
+            return _fail(result["error"])
+        print(f"ignoring {result['pattern']}: {result['dropped']} queued URLs dropped" if op == "ignore_add"
+              else f"added {result['url']}")
+    elif op == "ignore_remove" and not result:
+        return _fail(f"no ignore pattern {kwargs['pattern']!r} in crawl {args.name!r}")
+    elif op == "host_pause" and not result:
+        return _fail(f"host {kwargs['host']!r} is already paused")
+    elif op == "host_resume":
+        print(f"host {kwargs['host']} resumed: {result} URLs back on the queue")
     return 0

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import inspect
 import os
 import socket
 import time
@@ -121,6 +123,10 @@ class ControlServer:
                         greeted = True
                     else:
                         result = self._handle(message)
+                        if isinstance(result, dict) and inspect.isawaitable(result.get("result")):
+                            result["result"] = _plain(await result["result"])  # add_ignore
+                        elif isinstance(result, dict) and "result" in result:
+                            result["result"] = _plain(result["result"])
                     reply = {"id": rid, "ok": True, "result": result}
                 except ProtocolError as exc:
                     errors += 1
@@ -242,3 +248,13 @@ class Listening:
             reason = "ended"
         finally:
             await self.control.close(reason)
+
+
+def _plain(value: Any) -> Any:
+    """Command results as JSON: a dataclass (IgnoreResult, SeedResult) as an object of its
+    fields, a tuple or list of them as a list."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value

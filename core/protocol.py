@@ -71,6 +71,15 @@ COMMANDS: dict[str, Command] = {
     "set_concurrency": Command("set_concurrency", (("n", int),)),
     "cancel_worker": Command("cancel_worker", (("worker_id", int),)),
     "top_error_urls": Command("stats.top_error_urls", (("n", int),), steers=False),
+    # Steering (core/steer.py). add_ignore is a coroutine: the server awaits it. Results
+    # that are dataclasses (IgnoreResult, SeedResult, IgnoreView) travel as objects.
+    "ignore_add": Command("add_ignore", (("pattern", str),)),
+    "ignore_remove": Command("remove_ignore", (("pattern", str),)),
+    "ignores": Command("ignores", steers=False),
+    "seed_add": Command("add_seed", (("url", str),)),
+    "host_pause": Command("pause_host", (("host", str),)),
+    "host_resume": Command("resume_host", (("host", str),)),
+    "host_delay": Command("set_host_delay", (("host", str), ("seconds", float))),
 }
 
 HEADLINE = ("state", "paused", "pages", "records", "queued", "seen", "errors", "rate_now", "rate_avg",
