@@ -13,8 +13,9 @@ queue is not counted until it is re-queued (a scan of it would cost seconds).
 Trap flags (`Trap.reason`):
 - `self-feeding`: a prefix whose pages bring almost no new links outside it while it
   holds a growing share of the queue (at least 20%, growing 10% a minute), or holds
-  half of it without shrinking (an endless calendar, a faceted search): a finite
-  section that dominates the queue shrinks as it is crawled, a trap does not;
+  half of it and has not halved over the window (an endless calendar, a faceted
+  search): a finite section that dominates the queue drains as it is crawled, a trap
+  does not. Judged only for prefixes queued for at least one epoch;
 - `query variants`: one path queued with many different query strings;
 - `deep`: many queued URLs under one prefix with very deep or very long paths;
 - `repeats`: many queued URLs under one prefix whose path repeats a segment (/a/b/a/b/).
@@ -29,6 +30,8 @@ from typing import Callable
 from .ranked import RankedCounter
 
 EPOCH = 30.0  # seconds; growth is measured from the start of the previous epoch (30-60 s)
+# A prefix is judged self-feeding only once it has been queued for an epoch: at first
+# every section of a site grows from nothing, as a trap does.
 TOP = 12
 # Trap thresholds (documented in README "Steering the crawl").
 SHARE_MIN = 0.2  # of the queue, for a prefix growing by GROWTH_MIN of itself a minute
@@ -52,6 +55,8 @@ class PrefixView:
     share: float  # of the whole queue
     pages: int  # pages fetched under it (this run)
     outside: float  # new links per fetched page that lie outside it
+    age: float = 0.0  # seconds since it was first queued (this run)
+    before: int = 0  # its queued count at the start of the growth window
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,28 +130,29 @@ def oddity(path: str) -> str | None:
 class QueueStats:
     """Counters of the queue's contents by prefix; the crawler calls added/taken/fetched."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, epoch: float = EPOCH) -> None:
         self.clock = clock
+        self.epoch = epoch  # tests shorten it
         self.p1: RankedCounter[str] = RankedCounter()
         self.p2: RankedCounter[str] = RankedCounter()
         self.variants: RankedCounter[str] = RankedCounter()  # path -> queued URLs with a query
         self.odd: RankedCounter[tuple[str, str]] = RankedCounter()  # (reason, prefix1) -> queued
-        self._marks: dict[str, tuple[int, int, int]] = {}  # prefix -> (epoch, count at prev, at cur)
+        self._marks: dict[str, tuple[int, int, int, float]] = {}  # prefix -> (epoch, at prev, at cur, born)
         self._pages: dict[str, list[int]] = {}  # prefix1 -> [pages fetched, new links outside]
         self._start = clock()
 
     # -- written by the crawler (hot path: keep it lean) ---------------------------
     def _epoch(self) -> int:
-        return int((self.clock() - self._start) // EPOCH)
+        return int((self.clock() - self._start) // self.epoch)
 
     def _mark(self, prefix: str, count: int, epoch: int) -> None:
         """Remember the count at the start of this epoch and the one before (before a change)."""
         m = self._marks.get(prefix)
         if m is None:
-            self._marks[prefix] = (epoch, 0, count)
+            self._marks[prefix] = (epoch, 0, count, self.clock())
         elif m[0] != epoch:
             prev = m[2] if m[0] == epoch - 1 else count
-            self._marks[prefix] = (epoch, prev, count)
+            self._marks[prefix] = (epoch, prev, count, m[3])
 
     def added(self, url: str) -> str:
         """Count a queued URL; returns its first-level prefix."""
@@ -202,29 +208,32 @@ class QueueStats:
         return split_url(url)[1]
 
     # -- read by the view -------------------------------------------------------------
-    def _growth(self, prefix: str, count: int) -> float:
-        """Queued count change per minute since the start of the previous epoch."""
+    def _growth(self, prefix: str, count: int) -> tuple[float, float, int]:
+        """(queued count change per minute since the start of the previous epoch, age in s,
+        the count then)."""
         m = self._marks.get(prefix)
         now = self.clock() - self._start
-        epoch = int(now // EPOCH)
+        epoch = int(now // self.epoch)
         if m is None:
-            return 0.0
+            return 0.0, 0.0, count
+        age = self.clock() - m[3]
         if m[0] == epoch:
-            base, since = m[1], (epoch - 1) * EPOCH
+            base, since = m[1], (epoch - 1) * self.epoch
         elif m[0] == epoch - 1:
-            base, since = m[2], m[0] * EPOCH
+            base, since = m[2], m[0] * self.epoch
         else:
-            return 0.0  # untouched for a whole epoch: no change
+            return 0.0, age, count  # untouched for a whole epoch: no change
         span = max(1.0, now - max(0.0, since))
-        return (count - base) * 60.0 / span
+        return (count - base) * 60.0 / span, age, base
 
     def prefix_views(self, queued: int, k: int = TOP) -> list[PrefixView]:
         seen: dict[str, PrefixView] = {}
         for counter in (self.p1, self.p2):
             for prefix, n in counter.top(k):
                 pages, outside = self._pages.get(_first_level(prefix), (0, 0))
-                seen[prefix] = PrefixView(prefix, n, self._growth(prefix, n), n / queued if queued else 0.0,
-                                          pages, outside / pages if pages else 0.0)
+                per_min, age, before = self._growth(prefix, n)
+                seen[prefix] = PrefixView(prefix, n, per_min, n / queued if queued else 0.0,
+                                          pages, outside / pages if pages else 0.0, age, before)
         rows = sorted(seen.values(), key=lambda v: (-v.queued, v.prefix))
         return rows[:k]
 
@@ -236,8 +245,9 @@ class QueueStats:
                 if v.prefix.count("/") != 2:  # judge first-level prefixes only
                     continue
                 growing = v.share >= SHARE_MIN and v.per_min >= GROWTH_MIN * v.queued
-                holding = v.share >= SHARE_HOLD and v.per_min >= -0.05 * v.queued
-                if (growing or holding) and v.pages >= PAGES_MIN and v.outside <= OUTSIDE_MAX:
+                holding = v.share >= SHARE_HOLD and 2 * v.queued >= v.before  # not drained by half
+                old = v.age >= self.epoch
+                if old and (growing or holding) and v.pages >= PAGES_MIN and v.outside <= OUTSIDE_MAX:
                     out.append(Trap(v.prefix, "self-feeding",
                                     f"{v.share:.0%} of the queue, {v.per_min:+.0f}/min, "
                                     f"{v.outside:.1f} new links elsewhere per page"))

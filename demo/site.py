@@ -24,7 +24,7 @@ SECTIONS = ("news", "world", "science", "tech", "arts", "sports", "travel", "foo
 ARTICLES = 190  # per section
 PER_PAGE = 19
 INDEX_PAGES = ARTICLES // PER_PAGE  # /news/, /news/?page=2&sort=new, ...
-LATENCY_MS = (40, 480)  # ~2,050 fetches at concurrency 10: about a minute
+LATENCY_MS = (40, 480)  # ~2,550 fetches at concurrency 10: about a minute and a quarter
 SLOW_SECONDS = 2.0
 STALL_SECONDS = 45.0  # longer than the crawler's default 30 s timeout, on purpose
 SLOW = ("/slow/1/", "/slow/2/")
@@ -73,6 +73,14 @@ SPECIALS = (
     *SLOW, STALL, *BROKEN, *FILES, "/intl/latin1/", "/intl/meta/",
     *(f"/private/report-{k}/" for k in range(8)), *(f"/missing/{k}/" for k in range(6)),
 )
+# A calendar trap, as real sites have: every month links the 60 months of the years
+# around it, so the queue fills with /calendar/?month=... query variants and the queue
+# view flags it (`u`). Bounded, so the demo still ends and EXPECTED stays exact: months
+# outside CALENDAR_YEARS are never linked (a real endless calendar is in tests/trapsite.py).
+CALENDAR = "/calendar/"
+CALENDAR_YEARS = (2000, 2039)
+CALENDAR_START = "2026-01"  # linked from the home page
+_MONTH = re.compile(r"(\d{4})-(\d{2})")
 _ARTICLE = re.compile(r"/([a-z]+)/art-(\d+)/")
 _PRIVATE = re.compile(r"/private/report-(\d+)/")
 
@@ -162,12 +170,25 @@ def _index(s: int, page: int) -> Reply:
     return Reply(200, f"{sec.title()}, page {page}", tuple(links))
 
 
+def _calendar(month: str) -> Reply | None:
+    m = _MONTH.fullmatch(month)
+    lo, hi = CALENDAR_YEARS
+    if not m or not lo <= int(m[1]) <= hi or not 1 <= int(m[2]) <= 12:
+        return None
+    y = int(m[1])
+    links = [("/", "Home")]
+    links += [(f"?month={yy:04d}-{mm:02d}", f"{yy}-{mm:02d}")
+              for yy in range(max(lo, y - 2), min(hi, y + 2) + 1) for mm in range(1, 13)]
+    return Reply(200, f"Events, {month}", tuple(links), text="No events this month.")
+
+
 def _page(path: str, query: Mapping[str, str], origin: str) -> Reply | None:
     """The 200 HTML page at path, or None."""
     simple = [*_nav(), ("/about/", "About")]
     if path == "/":
         featured = [(f"{sec}/art-0/", f"Top {sec} story") for sec in SECTIONS]
-        return Reply(200, "crawltop demo", (*_nav(), ("/about/", "About"), ("/contact/", "Contact"), *featured))
+        return Reply(200, "crawltop demo", (*_nav(), ("/about/", "About"), ("/contact/", "Contact"), *featured,
+                                            (f"{CALENDAR}?month={CALENDAR_START}", "Events")))
     if path in ("/about/", "/contact/", "/chain/end", STALL, *SLOW, *ARCHIVE):
         extra = [("mailto:hello@example.invalid", "Mail"), ("tel:+15555550100", "Call")]
         return Reply(200, path.strip("/").title(), (*simple, *extra), text="A page of the demo site.")
@@ -176,6 +197,8 @@ def _page(path: str, query: Mapping[str, str], origin: str) -> Reply | None:
     if path == "/intl/meta/":
         return Reply(200, "Meta charset", tuple(simple), text="“Smart quotes” – and a € sign.",
                      charset=None, meta_charset="windows-1252")
+    if path == CALENDAR and set(query) == {"month"}:
+        return _calendar(query["month"])
     if path == "/search/" and query.get("q") in SECTIONS:
         return Reply(200, f"Search: {query['q']}", tuple((f"/{query['q']}/art-{m * 37}/", "Hit") for m in range(5)))
     if m := _PRIVATE.fullmatch(path):  # robots-disallowed; links one level deeper so a leak shows

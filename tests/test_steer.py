@@ -31,8 +31,10 @@ async def test_trap_is_flagged_then_ignored_and_the_crawl_finishes() -> None:
     try:
         sink = ListSink()
         crawler = Crawler(CrawlConfig(roots=(site.url + "/",), concurrency=4, robots=False), sinks=[sink])
+        crawler.queue_stats.epoch = 1.0  # judge prefixes after a second, not half a minute
         task = start(crawler)
-        await wait_until(lambda: crawler.frontier.size > 250 and crawler.stats.pages > 200, 20)
+        await wait_until(lambda: crawler.frontier.size > 250 and any(
+            t.reason == "self-feeding" for t in crawler.queue_view().traps), 20)
         view = crawler.queue_view()
         assert view.prefixes[0].prefix.endswith("/cal/")
         assert [t.prefix for t in view.traps if t.reason == "self-feeding"] == [view.prefixes[0].prefix]
@@ -270,3 +272,20 @@ def test_cli_refuses_patterns_re2_cannot_run(option: str, pattern: str, why: str
     proc = subprocess.run([sys.executable, "-m", "crawltop.cli", "crawl", "http://127.0.0.1:9/", option, pattern,
                            "--headless"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2 and why in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+async def test_demo_calendar_is_flagged_while_the_demo_crawl_still_ends() -> None:
+    from crawltop.demo.site import EXPECTED, DemoSite
+
+    async with DemoSite(fast=True) as site:
+        sink = ListSink()
+        crawler = Crawler(CrawlConfig(roots=(site.url,), concurrency=10, timeout=5.0, sitemaps=True), sinks=[sink])
+        task = start(crawler)
+        flagged: set[tuple[str, str]] = set()
+        while not task.done():
+            flagged |= {(t.reason, t.prefix.split("/", 1)[1]) for t in crawler.queue_view().traps}
+            await asyncio.sleep(0.02)
+        await task
+    assert ("query variants", "calendar/") in flagged
+    assert all("calendar" in prefix for _, prefix in flagged), flagged  # no false alarm elsewhere
+    assert len(sink.records) == EXPECTED.urls

@@ -32,6 +32,7 @@ async def test_trap_spotted_in_the_queue_view_and_ignored_from_there() -> None:
     site = await start_trap()
     try:
         crawler, sink, app = make(site.url + "/", concurrency=4)
+        crawler.queue_stats.epoch = 1.0  # judge prefixes after a second, not half a minute
         async with app.run_test(size=(100, 30)) as pilot:
             await until(pilot, lambda: any(t.reason == "self-feeding" for t in crawler.queue_view().traps), 30)
             await until(pilot, lambda: app.trap_warning.display and "self-feeding" in app.trap_warning.plain, 5)
@@ -40,8 +41,10 @@ async def test_trap_spotted_in_the_queue_view_and_ignored_from_there() -> None:
             screen = app.screen
             assert screen.prefixes.selected_key() == screen.view.prefixes[0].prefix
             trap = screen.view.prefixes[0].prefix
-            assert trap.endswith("/cal/") and "⚠" in screen.prefixes.line_of(trap)
+            assert trap.endswith("/cal/")
+            await until(pilot, lambda: "⚠" in screen.prefixes.line_of(trap))  # flagged in the view
             crawler.pause()  # hold the queue still while we compare sizes
+            await until(pilot, lambda: crawler.stats.snapshot().busy == 0)  # fetches in flight done
             await pilot.press("i")
             await until(pilot, lambda: isinstance(app.screen, TextPrompt))
             inp = app.screen.query_one(Input)
