@@ -73,7 +73,7 @@ SPECIALS = (
     *SLOW, STALL, *BROKEN, *FILES, "/intl/latin1/", "/intl/meta/",
     *(f"/private/report-{k}/" for k in range(8)), *(f"/missing/{k}/" for k in range(6)),
 )
-# A calendar trap, as real sites have: every month links the 60 months of the years
+# A calendar trap, as real sites have: every month links the 84 months of the years
 # around it, so the queue fills with /calendar/?month=... query variants and the queue
 # view flags it (`u`). Bounded, so the demo still ends and EXPECTED stays exact: months
 # outside CALENDAR_YEARS are never linked (a real endless calendar is in tests/trapsite.py).
@@ -178,7 +178,7 @@ def _calendar(month: str) -> Reply | None:
     y = int(m[1])
     links = [("/", "Home")]
     links += [(f"?month={yy:04d}-{mm:02d}", f"{yy}-{mm:02d}")
-              for yy in range(max(lo, y - 2), min(hi, y + 2) + 1) for mm in range(1, 13)]
+              for yy in range(max(lo, y - 3), min(hi, y + 3) + 1) for mm in range(1, 13)]
     return Reply(200, f"Events, {month}", tuple(links), text="No events this month.")
 
 

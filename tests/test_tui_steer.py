@@ -39,10 +39,9 @@ async def test_trap_spotted_in_the_queue_view_and_ignored_from_there() -> None:
             await pilot.press("u")
             await until(pilot, lambda: isinstance(app.screen, QueueScreen))
             screen = app.screen
-            assert screen.prefixes.selected_key() == screen.view.prefixes[0].prefix
-            trap = screen.view.prefixes[0].prefix
-            assert trap.endswith("/cal/")
-            await until(pilot, lambda: "⚠" in screen.prefixes.line_of(trap))  # flagged in the view
+            trap = screen.selected_target()
+            assert trap == screen.view.prefixes[0].prefix and trap.endswith("/cal/")
+            await until(pilot, lambda: "⚠" in screen.prefixes.line_of("0"))  # flagged in the view
             crawler.pause()  # hold the queue still while we compare sizes
             await until(pilot, lambda: crawler.stats.snapshot().busy == 0)  # fetches in flight done
             await pilot.press("i")

@@ -73,6 +73,32 @@ async def shoot(url: str, out: Path, warmup: float) -> list[Path]:
     return saved
 
 
+async def shoot_queue(url: str, out: Path) -> list[Path]:
+    """The demo's calendar trap spotted: the main screen's warning line and the queue
+    view (`u`) flagging it, mid-crawl. The crawl is stopped after."""
+    from .steer import QueueScreen
+
+    crawler = Crawler(CrawlConfig(roots=(url,), concurrency=10, timeout=5.0))
+    app = CrawlApp(crawler)
+    saved: list[Path] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _until(pilot, lambda: any("calendar" in t.prefix for t in crawler.queue_view().traps), 120,
+                     "the calendar trap")
+        await _until(pilot, lambda: app.trap_warning.display, 10, "the trap warning")
+        await pilot.pause(0.5)
+        for name in ("trap-warning.svg", "queue.svg"):
+            if name == "queue.svg":
+                await pilot.press("u")
+                await _until(pilot, lambda: isinstance(app.screen, QueueScreen), 10, "the queue view")
+                await pilot.pause(1.0)
+            app.save_screenshot(filename=name, path=str(out))
+            saved.append(out / name)
+            print(f"  {(out / name).relative_to(REPO) if (out / name).is_relative_to(REPO) else out / name}",
+                  flush=True)
+        crawler.stop()
+    return saved
+
+
 async def shoot_attached(out: Path, warmup: float) -> list[Path]:
     """`crawltop demo --detach`, then `crawltop ls` (saved as text) and an attached monitor:
     its main screen and the quit question (stop or detach). The crawl is stopped after."""
@@ -116,11 +142,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds of crawl before the first shot")
-    parser.add_argument("--only", choices=("local", "attached"), default=None,
-                        help="only the same-loop shots, or only the attached monitor and `ls` (default: both)")
+    parser.add_argument("--only", choices=("local", "attached", "queue"), default=None,
+                        help="only the same-loop shots, only the attached monitor and `ls`, or only "
+                             "the queue view flagging the demo's calendar trap (default: all)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.only != "local":
+    if args.only not in ("local", "queue"):
         asyncio.run(shoot_attached(args.out.resolve(), min(args.warmup, 5.0)))
         if args.only == "attached":
             return
@@ -130,7 +157,10 @@ def main() -> None:
         if not url.startswith("http"):
             raise SystemExit("screenshots: the demo site did not start")
         print(f"crawling the demo site at {url}", flush=True)
-        asyncio.run(shoot(url, args.out.resolve(), args.warmup))
+        if args.only in (None, "queue"):
+            asyncio.run(shoot_queue(url, args.out.resolve()))
+        if args.only != "queue":
+            asyncio.run(shoot(url, args.out.resolve(), args.warmup))
     finally:
         site.terminate()
         site.wait(timeout=10)

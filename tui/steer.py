@@ -216,8 +216,9 @@ class QueueScreen(Screen[None]):
             self.traps.display = True
         else:
             self.traps.update(Content.styled("no trap suspected", "dim"))
+        # Keyed by rank, not by prefix: the table keeps a key's place, and this list re-sorts.
         self.prefixes.sync(
-            (p.prefix, (
+            (str(k), (
                 cell(("⚠ " if p.prefix in flagged else "") + p.prefix, "bold $warning" if p.prefix in flagged else ""),
                 cell(fmt.count(p.queued), "bold"),
                 cell(f"{p.share:.0%}"),
@@ -225,19 +226,19 @@ class QueueScreen(Screen[None]):
                 cell(fmt.count(p.pages) if p.pages else "", "dim"),
                 cell(f"{p.outside:.1f}" if p.pages else "", "dim"),
             ))
-            for p in view.prefixes
+            for k, p in enumerate(view.prefixes)
         )
         self.next_urls.sync((str(k), (cell(k + 1, "dim"), cell(fmt.display_url(u, self.home))))
                             for k, u in enumerate(view.next_urls))
 
     def selected_target(self) -> str | None:
         """The prefix (host/dir/) or the URL under the cursor of the focused table."""
-        if self.focused is self.next_urls and self.view is not None:
-            key = self.next_urls.selected_key()
-            if key is not None and int(key) < len(self.view.next_urls):
-                return self.view.next_urls[int(key)]
+        if self.view is None:
             return None
-        return self.prefixes.selected_key()
+        table, rows = ((self.next_urls, self.view.next_urls) if self.focused is self.next_urls
+                       else (self.prefixes, [p.prefix for p in self.view.prefixes]))
+        key = table.selected_key()
+        return rows[int(key)] if key is not None and int(key) < len(rows) else None
 
     def action_ignore_selected(self) -> None:
         target = self.selected_target()
