@@ -28,14 +28,15 @@ def make(url: str, **options: object) -> tuple[Crawler, ListSink, CrawlApp]:
     return crawler, sink, CrawlApp(crawler, refresh_hz=10)
 
 
+@pytest.mark.timeout(150)
 async def test_trap_spotted_in_the_queue_view_and_ignored_from_there() -> None:
     site = await start_trap()
     try:
         crawler, sink, app = make(site.url + "/", concurrency=4)
         crawler.queue_stats.epoch = 1.0  # judge prefixes after a second, not half a minute
         async with app.run_test(size=(100, 30)) as pilot:
-            await until(pilot, lambda: any(t.reason == "self-feeding" for t in crawler.queue_view().traps), 30)
-            await until(pilot, lambda: app.trap_warning.display and "self-feeding" in app.trap_warning.plain, 5)
+            await until(pilot, lambda: any(t.reason == "self-feeding" for t in crawler.queue_view().traps), 60)
+            await until(pilot, lambda: app.trap_warning.display and "self-feeding" in app.trap_warning.plain, 20)
             await pilot.press("u")
             await until(pilot, lambda: isinstance(app.screen, QueueScreen))
             screen = app.screen
@@ -55,7 +56,7 @@ async def test_trap_spotted_in_the_queue_view_and_ignored_from_there() -> None:
             assert crawler.frontier.size == before - cal  # at once: every calendar URL left the queue
             await until(pilot, lambda: screen.view.queued == crawler.frontier.size)  # the view shows it
             crawler.resume()
-            await until(pilot, lambda: isinstance(app.screen, SummaryScreen), 30)  # the crawl finished
+            await until(pilot, lambda: isinstance(app.screen, SummaryScreen), 60)  # the crawl finished
         ignored = [r for r in sink.records if r.error_kind == "ignored"]
         assert len(ignored) == cal and all(r.error == f"Ignored: {suggest(trap)}" for r in ignored)
         assert len(sink.records) == len({r.url for r in sink.records}) == crawler.frontier.seen_count
