@@ -1,0 +1,90 @@
+"""A private redis-server: for `crawl --processes N` without `--redis`, and for the tests.
+
+Persistence is off (the crawl is the data, the server lives as long as the crawl), it
+listens only where we say (a Unix socket in a 0700 directory, or a loopback port),
+and it dies with us: we stop it at the end, and `--daemonize no` keeps it our child.
+"""
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from ..errors import UsageError
+
+INSTALL_HINT = "install one (Debian/Ubuntu: apt-get install redis-server) or pass --redis URL"
+
+
+class RedisServer:
+    """A redis-server child process. `url` is what redis-py's from_url() takes."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], url: str, where: Path) -> None:
+        self.proc, self.url, self.where = proc, url, where
+
+    @classmethod
+    def start(cls, directory: Path, *, port: int | None = None, timeout: float = 10.0) -> RedisServer:
+        """Start one in `directory` (its dir and, without `port`, its Unix socket)."""
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise UsageError(f"no redis-server on PATH: {INSTALL_HINT}")
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        args = [binary, "--save", "", "--appendonly", "no", "--dir", str(directory),
+                "--daemonize", "no", "--loglevel", "warning", "--logfile", str(directory / "redis.log")]
+        if port is None:
+            sock = directory / "redis.sock"
+            args += ["--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700"]
+            url, where = f"unix://{sock}", sock
+        else:
+            args += ["--port", str(port), "--bind", "127.0.0.1"]
+            url, where = f"redis://127.0.0.1:{port}/0", directory
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        server = cls(proc, url, where)
+        server._wait_ready(port, timeout)
+        return server
+
+    def _wait_ready(self, port: int | None, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise UsageError(f"redis-server exited at start (see {self.where.parent if port is None else self.where}/redis.log)")
+            try:
+                if port is None:
+                    with socket.socket(socket.AF_UNIX) as s:
+                        s.connect(str(self.where))
+                        s.sendall(b"PING\r\n")
+                        if s.recv(16).startswith(b"+PONG"):
+                            return
+                else:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                        s.sendall(b"PING\r\n")
+                        if s.recv(16).startswith(b"+PONG"):
+                            return
+            except OSError:
+                pass
+            time.sleep(0.02)
+        self.stop()
+        raise UsageError(f"redis-server did not answer within {timeout:g}s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def kill(self) -> None:
+        """As a crash would: the tests take Redis away mid-crawl with this."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
