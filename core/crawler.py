@@ -287,7 +287,9 @@ class Crawler(Steering):
         gate = self._gates.get(netloc)
         if gate is None:
             delay = self._host_delays.get(netloc, max(self.config.delay, min(crawl_delay, self.config.max_wait)))
-            gate = self._gates[netloc] = HostGate(self.config.per_host, delay)
+            shared = getattr(self.frontier, "gate", None)  # a cluster's gate holds for every process
+            gate = self._gates[netloc] = (shared(netloc, self.config.per_host, delay, self.config.timeout * 3 + 10)
+                                          if shared else HostGate(self.config.per_host, delay))
             self.stats.host(netloc).delay = delay
         return gate
 
@@ -319,7 +321,7 @@ class Crawler(Steering):
             sink.response(item.url, resp.status, resp.reason, list(resp.headers.items()),
                           resp.body, list(resp.request_headers.items()), truncated=resp.truncated)
         if resp.status in REDIRECTS:
-            self._redirect(item, resp, record)
+            await self._redirect(item, resp, record)
         elif retryable(resp.status):
             record.fail(errors.HTTPStatusError(f"HTTP {resp.status} after {record.tries} tries"))
         elif self._sitemaps is not None and is_sitemap(item.discovery):
@@ -354,7 +356,7 @@ class Crawler(Steering):
             await asyncio.sleep(wait if wait is not None else backoff(self.config.backoff, attempt, self.config.max_wait))
         return None
 
-    def _redirect(self, item: Item, resp: Response, record: Record) -> None:
+    async def _redirect(self, item: Item, resp: Response, record: Record) -> None:
         self.stats.redirects += 1
         location = resp.headers.get("Location", "").strip()
         target = self.links.join(item.url, location) if location else None
@@ -362,7 +364,8 @@ class Crawler(Steering):
             record.fail(errors.MissingLocation(f"HTTP {resp.status} without a usable Location header"))
             return
         record.next_url = target
-        seen = self.frontier.seen(target)  # once: with --state it may be a SQLite lookup
+        lookup = getattr(self.frontier, "lookup", None)  # a cluster asks Redis: merged anywhere?
+        seen = await lookup(target) if lookup else self.frontier.seen(target)  # once: may be SQLite
         if not seen:
             self.stats.redirect(item.url, target, resp.status)
         if item.redirects_left <= 0:

@@ -121,6 +121,7 @@ class Snapshot:
     resumed_from: int = 0
     recent_redirects: tuple[MergeEvent, ...] = ()
     ignored: int = 0
+    notice: str = ""  # a condition the operator must see, e.g. "REDIS DOWN: retrying"
 
 
 @dataclass
@@ -141,6 +142,7 @@ class Stats:
     truncated: int = 0
     resumed_from: int = 0
     ignored: int = 0  # queued URLs dropped by an ignore pattern (each has its record)
+    notice: str = ""  # set by a cluster member while Redis is away (core/cluster/member.py)
     statuses: Counter[int] = field(default_factory=Counter)
     errors_by_kind: Counter[str] = field(default_factory=Counter)
     error_urls: Counter[str] = field(default_factory=Counter)
@@ -278,4 +280,5 @@ class Stats:
             history_errors=tuple(self._hist_errors),
             resumed_from=self.resumed_from,
             ignored=self.ignored,
+            notice=self.notice,
         )

@@ -20,6 +20,8 @@ def status_parts(snap: Snapshot) -> tuple:
     line1: list = [(f" {state} ", STATE_STYLE.get(state, "bold")), " ", (fmt.duration(snap.elapsed), "bold")]
     if state in ("PAUSED", "STOPPING"):
         line1 += ["  ", (f"{snap.in_flight} in flight", "bold $warning")]
+    if snap.notice:
+        line1 += ["  ", (f" {snap.notice} ", "bold reverse $error")]
     line1 += [
         ("  pages ", label), (fmt.count(snap.pages), "bold"),
         ("  queued ", label), (fmt.count(snap.queued), "bold"),

@@ -1,0 +1,309 @@
+"""RedisFrontier: the `Frontier` of core/frontier.py, shared by every process of a crawl.
+
+Workers don't change. What does:
+- add() is synchronous, so links wait in `_pending` and ride along with the next pop or
+  done (one round trip each), or go on their own a moment later (roots, seeds). A link
+  this process already sent is answered from `_known` without asking Redis.
+- pop() hands out exactly as many items as workers wait for (one script call for all
+  of them): nobody hoards URLs another process could fetch.
+- done() and requeue() are synchronous too: they queue an operation that one sender
+  task sends, all waiting operations in one pipeline.
+- Every call survives Redis going away: it retries with backoff, `down` says so (the
+  monitor shows REDIS DOWN), and the workers simply wait meanwhile.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any, Awaitable, Callable
+
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import BusyLoadingError
+
+from ..frontier import Item
+from ..records import Record
+from . import scripts
+from .gate import RedisGate
+from .keys import Keys, decode_item, encode_item, fingerprint
+
+OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
+LEASE = 15.0  # seconds a popped URL stays ours without a heartbeat
+KNOWN_MAX = 1_000_000  # fingerprints remembered locally before starting over
+MAX_POP = 64
+
+
+class RecordStash:
+    """The frontier's Sink: a Record waits here for its URL's done(), which sends both
+    in one script call, so Redis accepts it only from the lease holder."""
+
+    def __init__(self, frontier: RedisFrontier) -> None:
+        self._frontier = frontier
+
+    def write(self, record: Record) -> None:
+        self._frontier._records[record.url] = record.to_json()
+
+    def close(self) -> None:
+        pass
+
+
+class RedisFrontier:
+    persistent: bool = True  # a stop leaves the queue in Redis: drain() returns nothing
+
+    def __init__(self, client: aioredis.Redis, keys: Keys, proc: str, *, lease: float = LEASE) -> None:
+        self.redis, self.keys, self.proc, self.lease = client, keys, proc, lease
+        self.lease_ms = int(lease * 1000)
+        self.sink = RecordStash(self)
+        self.down = False  # Redis unreachable right now: calls are being retried
+        self.on_down: Callable[[bool], None] | None = None
+        self.round_trips = 0
+        self.finished = asyncio.Event()  # the crawl (not just us) has nothing left
+        self.status = "running"
+        self._size = self._seen = 0
+        self._head: list[Item] = []
+        self._known: set[bytes] = set()
+        self._pending: list[bytes | str] = []  # fp, item, fp, item ...
+        self._records: dict[str, str] = {}
+        self._raw: dict[str, str] = {}  # url -> the exact item string Redis leased us
+        self._back: dict[str, Item] = {}  # requeued: done() gives these back instead
+        self._ops: deque[tuple[str, str, str, str]] = deque()
+        self._waiters: deque[asyncio.Future[Item]] = deque()
+        self._popper: asyncio.Task[None] | None = None
+        self._sender: asyncio.Task[None] | None = None
+        self._add_soon: asyncio.TimerHandle | None = None
+        self._closed = False
+        self._gates: dict[str, RedisGate] = {}
+        self._pop = client.register_script(scripts.POP)
+        self._done = client.register_script(scripts.DONE)
+        self._add = client.register_script(scripts.ADD)
+        self._remove = client.register_script(scripts.REMOVE)
+
+    # -- the Frontier interface ----------------------------------------------------
+    def add(self, item: Item) -> bool:
+        fp = fingerprint(item.url)
+        if fp in self._known:
+            return False
+        if len(self._known) >= KNOWN_MAX:
+            self._known.clear()
+        self._known.add(fp)
+        self._pending += (fp, encode_item(item))
+        if self._add_soon is None:
+            self._add_soon = asyncio.get_running_loop().call_later(0.05, self._flush_adds)
+        return True
+
+    def requeue(self, item: Item) -> None:
+        self._back[item.url] = item
+
+    async def pop(self) -> Item:
+        fut: asyncio.Future[Item] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        if self._popper is None or self._popper.done():
+            self._popper = asyncio.ensure_future(self._pop_loop())
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # handed an item as we were cancelled
+                self.requeue(fut.result())
+                self.done(fut.result())
+            raise
+
+    def done(self, item: Item) -> None:
+        raw = self._raw.pop(item.url, None)
+        if raw is None:
+            return
+        back = self._back.pop(item.url, None)
+        record = "" if back is not None else self._records.pop(item.url, "")
+        self._ops.append((raw, item.url, record, encode_item(back) if back is not None else ""))
+        self._kick_sender()
+
+    def seen(self, url: str) -> bool:
+        return fingerprint(url) in self._known
+
+    async def lookup(self, url: str) -> bool:
+        """Exact, across the cluster (a redirect's target: merge or not)."""
+        fp = fingerprint(url)
+        if fp in self._known:
+            return True
+        return bool(await self._call(lambda: self.redis.sismember(self.keys.seen, fp)))
+
+    def mark_seen(self, url: str) -> bool:
+        return self.add(Item(url, 0, 0)) and False  # never used for a cluster crawl
+
+    async def join(self) -> None:
+        await self.finished.wait()
+
+    def drain(self) -> list[Item]:
+        return []
+
+    async def remove_matching(self, predicate: Callable[[str], bool]) -> list[Item]:
+        """Scan the queue in pages; the REMOVE script takes each match only if it is still
+        queued, and leases it to us: the caller records it and calls done()."""
+        removed: list[Item] = []
+        start, page = 0, 1000
+        while True:
+            raws = await self._call(lambda: self.redis.lrange(self.keys.q, start, start + page - 1))
+            if not raws:
+                return removed
+            match = [r.decode() for r in raws if predicate(decode_item(r).url)]
+            if match:
+                keys = [self.keys.q, self.keys.leases, self.keys.owner, self.keys.held(self.proc)]
+                got = await self._call(lambda: self._remove(keys, [self.proc, self.lease_ms, *match]))
+                for raw in got:
+                    raw = raw.decode()
+                    item = decode_item(raw)
+                    self._raw[item.url] = raw
+                    removed.append(item)
+            start += page - len(match)
+
+    def peek(self, n: int) -> list[Item]:
+        return self._head[:n]
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def seen_count(self) -> int:
+        return self._seen
+
+    def gate(self, netloc: str, per_host: int | None, delay: float, slot_ttl: float) -> RedisGate:
+        gate = self._gates.get(netloc)
+        if gate is None:
+            gate = self._gates[netloc] = RedisGate(self, netloc, per_host, delay, slot_ttl)
+        return gate
+
+    # -- talking to Redis --------------------------------------------------------------
+    async def _call(self, fn: Callable[[], Awaitable[Any]]) -> Any:
+        """One round trip, retried with backoff while Redis is away (nothing is lost:
+        every script is safe to run again after a failure we cannot see the end of)."""
+        wait = 0.05
+        while True:
+            try:
+                result = await fn()
+            except OUTAGE:
+                if self._closed:
+                    raise
+                self._set_down(True)
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, 2.0)
+                continue
+            self.round_trips += 1
+            self._set_down(False)
+            return result
+
+    def _set_down(self, down: bool) -> None:
+        if down != self.down:
+            self.down = down
+            if self.on_down is not None:
+                self.on_down(down)
+
+    def held(self) -> list[str]:
+        """The item strings of every lease this process knows it holds."""
+        return list(self._raw.values())
+
+    def _take_pending(self) -> list[bytes | str]:
+        pending, self._pending = self._pending, []
+        if self._add_soon is not None:
+            self._add_soon.cancel()
+            self._add_soon = None
+        return pending
+
+    def _flush_adds(self) -> None:
+        self._add_soon = None
+        if self._pending:
+            pending = self._take_pending()
+            asyncio.ensure_future(self._send_adds(pending))
+
+    async def _send_adds(self, pending: list[bytes | str]) -> None:
+        res = await self._call(lambda: self._add([self.keys.q, self.keys.seen], ["", "", *pending]))
+        self._totals(res[1], res[2])
+
+    def _totals(self, size: int, seen: int) -> None:
+        self._size, self._seen = int(size), int(seen)
+
+    def _status(self, status: bytes | str | None) -> None:
+        status = status.decode() if isinstance(status, bytes) else (status or "running")
+        self.status = status
+        if status != "running":
+            self.finished.set()
+
+    async def _pop_loop(self) -> None:
+        """While workers wait: one POP for all of them; an empty queue is polled, at most
+        every 200 ms, until the crawl is finished (decided by Redis, not by idleness)."""
+        idle = 0.01
+        keys = [self.keys.q, self.keys.leases, self.keys.owner, self.keys.held(self.proc),
+                self.keys.seen, self.keys.meta]
+        while True:
+            self._waiters = deque(w for w in self._waiters if not w.done())
+            if not self._waiters:
+                return
+            await self._ops_sent()
+            n = min(len(self._waiters), MAX_POP)
+            pending = self._take_pending()
+            args = [self.proc, n, self.lease_ms, self.keys.prefix, *pending]
+            out, status, _new, size, seen = await self._call(lambda: self._pop(keys, args))
+            self._totals(size, seen)
+            for raw in out:
+                raw = raw.decode()
+                item = decode_item(raw)
+                self._raw[item.url] = raw
+                self._hand(item)
+            self._status(status)
+            if out:
+                idle = 0.01
+            else:
+                await asyncio.sleep(idle)
+                idle = min(idle * 2, 0.2)
+
+    def _hand(self, item: Item) -> None:
+        while self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(item)
+                return
+        self.requeue(item)  # every waiter went away meanwhile: give it back
+        self.done(item)
+
+    def _kick_sender(self) -> None:
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.ensure_future(self._send_loop())
+
+    async def _ops_sent(self) -> None:
+        """Before a pop: what we finished is in Redis, so `finished` is never decided on
+        a queue our own links have not reached yet."""
+        while self._ops or (self._sender is not None and not self._sender.done()):
+            if self._sender is None or self._sender.done():
+                self._kick_sender()
+            await asyncio.shield(self._sender)  # type: ignore[arg-type]
+
+    async def _send_loop(self) -> None:
+        while self._ops:
+            ops = [self._ops.popleft() for _ in range(min(len(self._ops), 256))]
+            pending = self._take_pending()
+            await self._call(lambda: self._send_ops(ops, pending))
+
+    async def _send_ops(self, ops: list[tuple[str, str, str, str]], pending: list[bytes | str]) -> None:
+        k = self.keys
+        keys = [k.q, k.leases, k.owner, k.held(self.proc), k.seen, k.meta, k.rec, k.count]
+        pipe = self.redis.pipeline(transaction=False)
+        for i, (raw, url, record, back) in enumerate(ops):
+            links = pending if i == 0 else []
+            await self._done(keys, [self.proc, raw, url, record, back, *links], client=pipe)
+        results = await pipe.execute()
+        for _ok, status, _new, size, seen in results:
+            self._totals(size, seen)
+            self._status(status)
+
+    async def flush(self) -> None:
+        """Everything added and finished so far is in Redis."""
+        if self._pending:
+            await self._send_adds(self._take_pending())
+        await self._ops_sent()
+
+    async def close(self) -> None:
+        await self.flush()
+        self._closed = True
+        for task in (self._popper, self._sender):
+            if task is not None:
+                task.cancel()

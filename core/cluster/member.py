@@ -1,0 +1,110 @@
+"""One process of a shared crawl: its heartbeat, its control, its leaving.
+
+`Member` wraps a Crawler the way core/control.py's Listening does: attribute access goes
+to the crawler, and crawl() also runs the heartbeat. Each beat (one script call):
+renews this process's leases, publishes its ProcessInfo and Stats snapshot for the
+monitors, and reads back the crawl's control and totals. Control is applied when its
+effective value changes, so a key pressed in this process's own TUI is not undone by
+the next beat.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from typing import Any
+
+from ..protocol import encode_snapshot
+from . import scripts
+from .frontier import RedisFrontier
+from .keys import decode_item
+from .procs import ProcessInfo
+
+BEAT = 1.0  # seconds between heartbeats
+SNAP_TTL_MS = 10_000
+
+
+class Member:
+    def __init__(self, crawler: Any, frontier: RedisFrontier) -> None:
+        self.__dict__.update(_crawler=crawler, frontier=frontier, remaining=-1, _control={},
+                             _beat=frontier.redis.register_script(scripts.BEAT),
+                             _leave=frontier.redis.register_script(scripts.LEAVE))
+        frontier.on_down = self._on_down
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._crawler, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._crawler, name, value)
+
+    async def crawl(self) -> None:
+        beat = asyncio.ensure_future(self._beats())
+        try:
+            await self._crawler.crawl()
+        finally:
+            beat.cancel()
+            await asyncio.gather(beat, return_exceptions=True)
+            await self.leave()
+
+    async def leave(self) -> None:
+        """Finish what is queued for Redis, give back any lease still held, deregister."""
+        f, k = self.frontier, self.frontier.keys
+        await f.flush()
+        keys = [k.held(f.proc), k.leases, k.owner, k.q, k.procs, k.beats, k.snap(f.proc), k.ctl_of(f.proc), k.meta]
+        remaining, status = await f._call(lambda: self._leave(keys, [f.proc]))
+        self.__dict__["remaining"] = int(remaining)
+        f._status(status)
+        await f.close()
+
+    def _on_down(self, down: bool) -> None:
+        self._crawler.stats.notice = "REDIS DOWN: retrying" if down else ""
+
+    async def _beats(self) -> None:
+        while True:
+            try:
+                await self.beat()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # never let a monitor feature kill the crawl
+                self._crawler.stats.notice = f"heartbeat: {exc}"
+            await asyncio.sleep(BEAT)
+
+    async def beat(self) -> None:
+        f, k, c = self.frontier, self.frontier.keys, self._crawler
+        snap = c.stats.snapshot()
+        info = ProcessInfo(host=socket.gethostname(), pid=_pid(f.proc), state=snap.state,
+                           workers=snap.concurrency, busy=snap.busy, pages=snap.pages, rate=round(snap.rate_now, 1))
+        keys = [k.held(f.proc), k.leases, k.procs, k.beats, k.snap(f.proc), k.meta, k.ctl, k.ctl_of(f.proc),
+                k.q, k.seen, k.count]
+        args = [f.proc, f.lease_ms, info.to_json(), json.dumps(encode_snapshot(snap), separators=(",", ":")),
+                SNAP_TTL_MS, *f.held()]
+        ctl, mine, status, size, seen, _leased, _records, head = await f._call(lambda: self._beat(keys, args))
+        f._totals(size, seen)
+        f._head = [decode_item(raw) for raw in head]
+        self._apply({**_pairs(ctl), **_pairs(mine)})
+        if status in (b"stopped", "stopped"):
+            c.stop()
+        f._status(status)
+
+    def _apply(self, control: dict[str, str]) -> None:
+        """Act on what changed since the last beat."""
+        last, self.__dict__["_control"] = self._control, control
+        c = self._crawler
+        if control.get("stop") == "1" and last.get("stop") != "1":
+            c.stop()
+        paused = control.get("paused", "0")
+        if paused != last.get("paused", "0"):
+            c.pause() if paused == "1" else c.resume()
+        n = control.get("concurrency")
+        if n is not None and n != last.get("concurrency") and n.isdigit():
+            c.set_concurrency(int(n))
+
+
+def _pairs(flat: list[bytes]) -> dict[str, str]:
+    it = iter(x.decode() for x in flat)
+    return dict(zip(it, it))
+
+
+def _pid(proc: str) -> int:
+    parts = proc.split(":")
+    return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 0

@@ -1,0 +1,156 @@
+"""The Redis frontier against a real redis-server and real aiohttp sites: the same
+crawl as the memory frontier, leases that outlive their process, records accepted only
+from the lease holder, and `finished` decided by Redis."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+import redis.asyncio as aioredis
+
+from crawltop.core import CrawlConfig, Crawler
+from crawltop.core.cluster import open as cluster
+from crawltop.core.errors import UsageError
+from crawltop.core.cluster.frontier import RedisFrontier
+from crawltop.core.cluster.keys import Keys, encode_item, fingerprint
+from crawltop.core.cluster.member import Member
+from crawltop.core.frontier import Item
+from crawltop.core.records import Record
+from crawltop.core.urls import canonical
+
+from conftest import ListSink, crawl, page, redirect
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def tree(n: int = 40) -> dict:
+    """A site of n pages, each linking to the next two and back to the root; one redirect
+    to a page already linked (a merge), one loop of redirects."""
+    routes = {"/": page("/p1", "/p2", "/r/merge", "/loop/a")}
+    for i in range(1, n + 1):
+        routes[f"/p{i}"] = page(*(f"/p{j}" for j in (2 * i, 2 * i + 1) if j <= n), "/")
+    routes["/r/merge"] = redirect("/p1")  # seen on the root page, before the redirect
+    routes["/loop/a"] = redirect("/loop/b")
+    routes["/loop/b"] = redirect("/loop/a")
+    return routes
+
+
+async def shared_crawl(url: str, name: str, root: str, processes: int = 1, **options) -> list[Member]:
+    config = CrawlConfig(roots=(root,), **options)
+    r = cluster.client(url)
+    await cluster.start(r, url, name, config)
+    await r.aclose()
+    members = []
+    for _ in range(processes):
+        f = cluster.frontier(url, name)
+        members.append(Member(Crawler(config, frontier=f, sinks=[f.sink]), f))
+    await asyncio.gather(*(m.crawl() for m in members))
+    return members
+
+
+async def records(url: str, name: str) -> list[dict]:
+    r = aioredis.Redis.from_url(url)
+    entries = await r.xrange(Keys(name).rec)
+    await r.aclose()
+    out = []
+    for _id, fields in entries:
+        rec = json.loads(fields[b"data"])
+        rec["num_new_urls"] = int(fields[b"new"])
+        out.append(rec)
+    return out
+
+
+async def test_same_records_as_the_memory_frontier(serve, redis_url):
+    site = await serve(tree())
+    _, mem = await crawl(site.url)
+    await shared_crawl(redis_url, "same", site.url)
+    shared = await records(redis_url, "same")
+    assert sorted(r["url"] for r in shared) == sorted(r.url for r in mem.records)
+    by_url = {r["url"]: r for r in shared}
+    for rec in mem.records:
+        got = by_url[rec.url]
+        assert (got["status"], got["merged"], got["error_kind"], got["depth"]) == \
+               (rec.status, rec.merged, rec.error_kind, rec.depth), rec.url
+        assert (got["via"] is None) == (rec.via is None) and len(got["discovery"]) == len(rec.discovery)
+    assert by_url[site.url.rstrip("/") + "/r/merge"]["merged"] is True
+    assert sum(r["num_new_urls"] for r in shared) == len(shared) - 1  # every URL but the root was new once
+
+
+async def test_two_processes_one_record_per_url(serve, redis_url):
+    site = await serve(tree(120))
+    members = await shared_crawl(redis_url, "two", site.url, processes=2, concurrency=4)
+    shared = await records(redis_url, "two")
+    urls = [r["url"] for r in shared]
+    assert len(urls) == len(set(urls)) == 124  # root, 120 pages, merge, loop a and b
+    assert {r["proc"] if "proc" in r else None for r in shared} == {None}
+    assert all(m.remaining >= 0 for m in members) and min(m.remaining for m in members) == 0
+    assert all(site.hits.get(p, 0) <= 1 for p in [f"/p{i}" for i in range(1, 121)])
+    pages = [m.frontier.round_trips / max(1, m.stats.pages) for m in members]
+    assert sum(m.stats.records for m in members) == 124
+    # each page: one pop, one done, a share of the heartbeats: well under 3 round trips
+    rt = sum(m.frontier.round_trips for m in members) / 124
+    assert rt <= 3, (rt, pages)
+
+
+async def test_a_dead_process_leases_come_back(serve, redis_url):
+    """A process pops URLs and dies without a word: after its lease they are reaped, and a
+    live process fetches them; the dead one's late done() is refused."""
+    site = await serve(tree(10))
+    config = CrawlConfig(roots=(site.url,))
+    r = cluster.client(redis_url)
+    await cluster.start(r, redis_url, "dead", config)
+    ghost = RedisFrontier(cluster.client(redis_url), Keys("dead"), "ghost:1:0", lease=0.5)
+    root = canonical(site.url)
+    ghost.add(Item(root, 10, 0))
+    taken = await ghost.pop()  # the root, leased to a process that will never finish it
+    assert taken.url == root
+    live = cluster.frontier(redis_url, "dead")
+    crawler = Crawler(config, frontier=live, sinks=[live.sink])
+    await Member(crawler, live).crawl()
+    # the ghost comes back and tries to write its record: refused, nothing twice
+    ghost.sink.write(Record(url=root, status=200))
+    ghost.done(taken)
+    await ghost.flush()
+    shared = await records(redis_url, "dead")
+    urls = [x["url"] for x in shared]
+    assert len(urls) == len(set(urls)) == 14
+    assert next(x for x in shared if x["url"] == root)["tries"] == 2  # the dead process spent one try
+    assert int(await r.hget(Keys("dead").count, "rejected")) == 1
+    await r.aclose()
+    await ghost.close()
+
+
+async def test_settings_and_foreign_data_are_refused(redis_url):
+    r = cluster.client(redis_url)
+    a = CrawlConfig(roots=("http://127.0.0.1:1/",), concurrency=3)
+    assert (await cluster.start(r, redis_url, "s", a))[0] is True
+    assert (await cluster.start(r, redis_url, "s", CrawlConfig(roots=a.roots, concurrency=9)))[0] is False
+    with pytest.raises(UsageError, match="other settings.*max_depth"):
+        await cluster.start(r, redis_url, "s", CrawlConfig(roots=a.roots, max_depth=2))
+    await r.set("crawltop:{f}:q", "someone else's")
+    with pytest.raises(UsageError, match="foreign data"):
+        await cluster.start(r, redis_url, "f", a)
+    await r.set("crawltop:{g}:meta", "a string")
+    with pytest.raises(UsageError, match="foreign data"):
+        await cluster.start(r, redis_url, "g", a)
+    with pytest.raises(UsageError, match="no crawl named"):
+        await cluster.join(r, redis_url, "nobody")
+    config, status = await cluster.join(r, redis_url, "s")
+    assert config.roots == a.roots and status == "running"
+    await r.aclose()
+    dead = cluster.client("redis://127.0.0.1:1/0", timeout=1)
+    with pytest.raises(UsageError, match="cannot reach Redis"):
+        await cluster.check(dead, "redis://127.0.0.1:1/0")
+
+
+async def test_links_batched_fingerprints_compact(serve, redis_url):
+    site = await serve(tree(30))
+    await shared_crawl(redis_url, "fp", site.url)
+    r = aioredis.Redis.from_url(redis_url)
+    members = await r.smembers(Keys("fp").seen)
+    assert len(members) == 34 and all(len(m) == 8 for m in members)
+    assert fingerprint(canonical(site.url)) in members
+    assert await r.llen(Keys("fp").q) == 0 and await r.zcard(Keys("fp").leases) == 0
+    assert (await r.hget(Keys("fp").meta, "status")) == b"finished"
+    await r.aclose()
