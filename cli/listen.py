@@ -29,7 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def listen(crawler: Any, args: argparse.Namespace) -> Listening:
-    host = "demo" if getattr(args, "command", None) == "demo" else urlsplit(crawler.roots[0]).hostname
+    host = getattr(args, "socket_base", None)  # a cluster member: named after its crawl
+    if host is None:
+        host = "demo" if getattr(args, "command", None) == "demo" else urlsplit(crawler.roots[0]).hostname
     name, path, sock = claim(getattr(args, "name", None), host)
     ready = None
     fd = os.environ.pop(DETACH_FD, None)

@@ -11,7 +11,7 @@ from typing import NoReturn, Sequence
 from ..core.crawler import VERSION, Crawler
 from ..core.errors import UsageError
 from ..core.sanitize import clean
-from . import attach, ctl, detach, listen, report, state
+from . import attach, cluster, ctl, detach, listen, report, state
 from .options import Parser, add_crawl_options, config_from
 from .run import run_crawler
 
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     # The demo's stalling page should fail within the crawl's minute or two, not after 4 x 30 s.
     add_crawl_options(demo, timeout=10.0)
     state.add_arguments(sub, crawl, demo)  # --state, --warc, resume, export
+    cluster.add_arguments(sub, crawl, demo)  # --redis, --processes, join
     for name in ("crawl", "demo", "resume"):
         listen.add_arguments(sub.choices[name])  # --name, --detach
     ctl.add_arguments(sub)  # ls, ctl
@@ -60,6 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return detach.spawn(sys.argv[1:] if argv is None else argv)
         if args.command == "report":
             return report.run(args)
+        if args.command == "export" and args.redis:
+            return cluster.export(args)
+        if args.command == "join":
+            return cluster.run(args, None)
+        cluster.check_mix(args)
         if state.wants_state(args):
             return state.run(args, argv)
         if args.command == "demo":
@@ -67,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             roots: Sequence[str] = [url]
         else:
             roots = args.roots
+        if cluster.wants_cluster(args):
+            return cluster.run(args, config_from(args, roots))
         crawler = Crawler(config_from(args, roots), sinks=state.extra_sinks(args))
         return run_crawler(crawler, args)
     except (UsageError, OSError) as exc:  # bad input, unwritable output, failing disk

@@ -37,8 +37,11 @@ def add_arguments(sub: argparse._SubParsersAction, crawl: argparse.ArgumentParse
     resume.add_argument("state", metavar="PATH", help="the --state file of the crawl to continue")
     add_crawl_options(resume)
     _add_warc(resume)
-    export = sub.add_parser("export", help="export the records of a --state file")
-    export.add_argument("state", metavar="PATH", help="the --state file whose records to write")
+    export = sub.add_parser("export", help="export the records of a --state file, or of a crawl in --redis")
+    export.add_argument("state", metavar="PATH|NAME", help="the --state file whose records to write (with --redis: the crawl's name)")
+    export.add_argument("--redis", metavar="URL", default=None, help="export crawl NAME shared through this Redis (default: none)")
+    export.add_argument("--trim", action="store_true",
+                        help="with --redis: then delete the exported records from Redis, bounding its memory (default: keep)")
     export.add_argument("--jsonl", metavar="FILE", help="write one JSON object per record; '-' for stdout (default: none)")
     export.add_argument("--csv", metavar="FILE", help="write one CSV row per record, with a header; '-' for stdout (default: none)")
 

@@ -10,7 +10,7 @@ import csv
 import dataclasses
 import json
 import os
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
 
 from .records import Record
 from .store import iter_records, read_state
@@ -19,8 +19,12 @@ RECORD_FIELDS = [f.name for f in dataclasses.fields(Record)]
 CSV_FIELDS = [*RECORD_FIELDS, "run"]
 
 
-def _records(state_path: str) -> Iterator[dict]:
-    _settings, conn = read_state(state_path)
+def _records(source: str | Iterable[dict]) -> Iterator[dict]:
+    """A state file's records, or records given (a cluster's stream: core/cluster/records.py)."""
+    if not isinstance(source, str):
+        yield from source
+        return
+    _settings, conn = read_state(source)
     try:
         yield from iter_records(conn)
     finally:
@@ -35,7 +39,7 @@ def _open_out(path: str, newline: str | None = None) -> IO[str]:
     return open(path, "w", encoding="utf-8", newline=newline)
 
 
-def export_jsonl(state_path: str, out_path: str) -> int:
+def export_jsonl(state_path: str | Iterable[dict], out_path: str) -> int:
     """Write one JSON object per record; returns how many."""
     n = 0
     with _open_out(out_path) as out:
@@ -45,7 +49,7 @@ def export_jsonl(state_path: str, out_path: str) -> int:
     return n
 
 
-def export_csv(state_path: str, out_path: str) -> int:
+def export_csv(state_path: str | Iterable[dict], out_path: str) -> int:
     """Write a header row and one row per record (empty cell for None); returns how many."""
     n = 0
     with _open_out(out_path, newline="") as out:

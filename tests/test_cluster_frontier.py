@@ -43,7 +43,7 @@ async def shared_crawl(url: str, name: str, root: str, processes: int = 1, **opt
     await r.aclose()
     members = []
     for _ in range(processes):
-        f = cluster.frontier(url, name)
+        f = cluster.frontier(url, name, config)
         members.append(Member(Crawler(config, frontier=f, sinks=[f.sink]), f))
     await asyncio.gather(*(m.crawl() for m in members))
     return members
@@ -105,7 +105,7 @@ async def test_a_dead_process_leases_come_back(serve, redis_url):
     ghost.add(Item(root, 10, 0))
     taken = await ghost.pop()  # the root, leased to a process that will never finish it
     assert taken.url == root
-    live = cluster.frontier(redis_url, "dead")
+    live = cluster.frontier(redis_url, "dead", config)
     crawler = Crawler(config, frontier=live, sinks=[live.sink])
     await Member(crawler, live).crawl()
     # the ghost comes back and tries to write its record: refused, nothing twice

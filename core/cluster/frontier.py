@@ -51,8 +51,10 @@ class RecordStash:
 class RedisFrontier:
     persistent: bool = True  # a stop leaves the queue in Redis: drain() returns nothing
 
-    def __init__(self, client: aioredis.Redis, keys: Keys, proc: str, *, lease: float = LEASE) -> None:
+    def __init__(self, client: aioredis.Redis, keys: Keys, proc: str, *, lease: float = LEASE,
+                 max_pages: int | None = None) -> None:
         self.redis, self.keys, self.proc, self.lease = client, keys, proc, lease
+        self.max_pages = max_pages or 0  # enforced by Redis: seen never passes it, cluster-wide
         self.lease_ms = int(lease * 1000)
         self.sink = RecordStash(self)
         self.down = False  # Redis unreachable right now: calls are being retried
@@ -216,7 +218,7 @@ class RedisFrontier:
             asyncio.ensure_future(self._send_adds(pending))
 
     async def _send_adds(self, pending: list[bytes | str]) -> None:
-        res = await self._call(lambda: self._add([self.keys.q, self.keys.seen], ["", "", *pending]))
+        res = await self._call(lambda: self._add([self.keys.q, self.keys.seen], [self.max_pages, *pending]))
         self._totals(res[1], res[2])
 
     def _totals(self, size: int, seen: int) -> None:
@@ -241,7 +243,7 @@ class RedisFrontier:
             await self._ops_sent()
             n = min(len(self._waiters), MAX_POP)
             pending = self._take_pending()
-            args = [self.proc, n, self.lease_ms, self.keys.prefix, *pending]
+            args = [self.proc, n, self.lease_ms, self.keys.prefix, self.max_pages, *pending]
             out, status, _new, size, seen = await self._call(lambda: self._pop(keys, args))
             self._totals(size, seen)
             for raw in out:
@@ -289,7 +291,7 @@ class RedisFrontier:
         pipe = self.redis.pipeline(transaction=False)
         for i, (raw, url, record, back) in enumerate(ops):
             links = pending if i == 0 else []
-            await self._done(keys, [self.proc, raw, url, record, back, *links], client=pipe)
+            await self._done(keys, [self.proc, raw, url, record, back, self.max_pages, *links], client=pipe)
         results = await pipe.execute()
         for _ok, status, _new, size, seen in results:
             self._totals(size, seen)

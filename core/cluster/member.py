@@ -51,7 +51,7 @@ class Member:
         f, k = self.frontier, self.frontier.keys
         await f.flush()
         keys = [k.held(f.proc), k.leases, k.owner, k.q, k.procs, k.beats, k.snap(f.proc), k.ctl_of(f.proc), k.meta]
-        remaining, status = await f._call(lambda: self._leave(keys, [f.proc]))
+        remaining, status = await f._call(lambda: self._leave(keys, [f.proc, f.lease_ms]))
         self.__dict__["remaining"] = int(remaining)
         f._status(status)
         await f.close()

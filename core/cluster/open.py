@@ -8,6 +8,7 @@ foreign data, joining a crawl that does not exist.
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -111,8 +112,11 @@ async def _running(r: aioredis.Redis, keys: Keys, meta: dict[str, str]) -> str:
     return status
 
 
-def frontier(url: str, name: str, *, lease: float | None = None) -> RedisFrontier:
-    """A RedisFrontier on a fresh client (made in the loop that will use it)."""
+def frontier(url: str, name: str, config: CrawlConfig, *, lease: float | None = None) -> RedisFrontier:
+    """A RedisFrontier on a fresh client (made in the loop that will use it). The lease
+    (how long a dead process's URLs wait before they are fetched again) defaults to
+    15 s; CRAWLTOP_LEASE=SECONDS changes it (the tests kill processes)."""
+    lease = lease or float(os.environ.get("CRAWLTOP_LEASE") or 0) or None
     kwargs = {} if lease is None else {"lease": lease}
-    return RedisFrontier(client(url), Keys(name), process_id(), **kwargs)
+    return RedisFrontier(client(url), Keys(name), process_id(), max_pages=config.max_pages, **kwargs)
 

@@ -12,8 +12,10 @@ _PRELUDE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function add_links(seen, q, first)
-  local new = 0
-  for i = first, #ARGV, 2 do
+  -- ARGV[first] is --max-pages (0: none), then pairs of fingerprint, item
+  local new, cap = 0, tonumber(ARGV[first])
+  for i = first + 1, #ARGV, 2 do
+    if cap > 0 and redis.call('SCARD', seen) >= cap then break end
     if redis.call('SADD', seen, ARGV[i]) == 1 then
       redis.call('RPUSH', q, ARGV[i + 1])
       new = new + 1
@@ -30,7 +32,7 @@ local function finish_if_done(q, leases, meta)
 end
 """
 
-# KEYS: q leases owner held seen meta   ARGV: proc n lease_ms prefix (fp item)...
+# KEYS: q leases owner held seen meta   ARGV: proc n lease_ms prefix max_pages (fp item)...
 POP = _PRELUDE + """
 local q, leases, owner, held, seen, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local proc, n, lease_ms, prefix = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
@@ -61,7 +63,7 @@ local status = finish_if_done(q, leases, meta)
 return {out, status, new, redis.call('LLEN', q), redis.call('SCARD', seen)}
 """
 
-# KEYS: q leases owner held seen meta rec count   ARGV: proc raw url record maxlen (fp item)...
+# KEYS: q leases owner held seen meta rec count   ARGV: proc raw url record back max_pages (fp item)...
 # record == '' means: give the URL back to the queue (a cancelled worker) as the item in
 # ARGV[5] instead of recording it. A process whose lease was taken writes nothing.
 DONE = _PRELUDE + """
@@ -85,9 +87,9 @@ local status = finish_if_done(q, leases, meta)
 return {ok and 1 or 0, status, new, redis.call('LLEN', q), redis.call('SCARD', seen)}
 """
 
-# KEYS: q seen   ARGV: - - (fp item)...   (links found outside a page: roots, seeds, sitemaps)
+# KEYS: q seen   ARGV: max_pages (fp item)...   (links found outside a page: roots, seeds, sitemaps)
 ADD = _PRELUDE + """
-local new = add_links(KEYS[2], KEYS[1], 3)
+local new = add_links(KEYS[2], KEYS[1], 1)
 return {new, redis.call('LLEN', KEYS[1]), redis.call('SCARD', KEYS[2])}
 """
 
@@ -128,9 +130,10 @@ return {redis.call('HGETALL', KEYS[7]), redis.call('HGETALL', KEYS[8]), redis.ca
         redis.call('HGET', KEYS[11], 'records') or 0, redis.call('LRANGE', KEYS[9], 0, 9)}
 """
 
-# KEYS: held leases owner q procs beats snap ctlproc meta   ARGV: proc
+# KEYS: held leases owner q procs beats snap ctlproc meta   ARGV: proc lease_ms
 # A process leaving: whatever it still holds goes back to the head of the queue, its
-# rows go; returns how many processes remain (the last one writes the final report).
+# rows go; returns how many live processes remain (a heartbeat within a lease: the last
+# one out writes the final report) and the crawl's status.
 LEAVE = _PRELUDE + """
 for _, raw in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   if redis.call('ZREM', KEYS[2], raw) == 1 then
@@ -141,7 +144,12 @@ end
 redis.call('DEL', KEYS[1], KEYS[7], KEYS[8])
 redis.call('HDEL', KEYS[5], ARGV[1])
 redis.call('HDEL', KEYS[6], ARGV[1])
-return {redis.call('HLEN', KEYS[5]), redis.call('HGET', KEYS[9], 'status')}
+local live = 0
+local beats = redis.call('HGETALL', KEYS[6])
+for i = 2, #beats, 2 do
+  if tonumber(beats[i]) >= now - tonumber(ARGV[2]) then live = live + 1 end
+end
+return {live, redis.call('HGET', KEYS[9], 'status')}
 """
 
 # KEYS: gate slots   ARGV: token per_host delay_ms slot_ttl_ms

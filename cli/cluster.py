@@ -1,0 +1,216 @@
+"""`crawl --redis URL`, `join NAME --redis URL`, `crawl --processes N`, `export --redis`.
+
+One crawl, its state in Redis (core/cluster/), any number of engine processes. The
+first command creates the crawl NAME (or continues it with the same settings); `join`
+adds a process with the crawl's own settings and its own -c, -o. `--processes N` starts
+N engine processes here, each a `join` child, against `--redis` or a private
+redis-server on a Unix socket in the state directory, stopped at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+from urllib.parse import urlsplit
+
+import redis
+
+from ..core.cluster import open as cluster
+from ..core.cluster.keys import Keys
+from ..core.cluster.member import Member
+from ..core.cluster.records import StreamRecords
+from ..core.cluster.server import RedisServer
+from ..core.config import CrawlConfig
+from ..core.crawler import Crawler
+from ..core.errors import UsageError
+from ..core.export import export_csv, export_jsonl
+from ..core.runtime import check_name, default_base, state_dir
+from ..core.sanitize import clean
+from .options import positive
+from .run import run_crawler
+from .state import extra_sinks
+
+PROGRESS_EVERY = 2.0
+
+
+def add_arguments(sub: argparse._SubParsersAction, *parsers: argparse.ArgumentParser) -> None:
+    for p in parsers:
+        p.add_argument("--redis", metavar="URL", default=None,
+                       help="share the crawl through Redis (redis://HOST:PORT/DB or unix:///PATH): "
+                            "other processes `join` it (default: this process only)")
+        p.add_argument("--processes", type=positive(int), default=1, metavar="N",
+                       help="engine processes on this machine; without --redis a private redis-server "
+                            "is started (default 1)")
+    join = sub.add_parser("join", help="add this process to a crawl shared through Redis")
+    join.add_argument("name", metavar="NAME", help="the crawl's name (its --name)")
+    join.add_argument("--redis", metavar="URL", required=True, help="the crawl's Redis (as given to crawl --redis)")
+    join.add_argument("-c", "--concurrency", type=positive(int), default=None, metavar="N",
+                      help="worker tasks in this process (default: the crawl's)")
+    join.add_argument("--output", "-o", default=None, metavar="FILE.jsonl",
+                      help="also write the records this process fetches to this file (default: none)")
+    join.add_argument("--headless", action="store_true", help="no TUI (default when stdout is not a TTY)")
+    join.add_argument("--exit-on-finish", action="store_true", help="TUI: close when the crawl ends")
+    join.add_argument("--detach", action="store_true", help="run in the background (default: off)")
+
+
+def wants_cluster(args: argparse.Namespace) -> bool:
+    return args.command == "join" or bool(getattr(args, "redis", None)) or getattr(args, "processes", 1) > 1
+
+
+def check_mix(args: argparse.Namespace) -> None:
+    """Options that cannot go with a shared crawl: a one-line refusal, not a silent ignore."""
+    if not wants_cluster(args) or args.command in ("join", "export"):
+        return
+    if getattr(args, "state", None):
+        raise UsageError("--state and --redis/--processes don't mix: a shared crawl keeps its state in Redis")
+    if args.processes > 1 and getattr(args, "warc", None):
+        raise UsageError("--warc needs one process: with --processes, keep -o per process instead")
+
+
+def name_of(args: argparse.Namespace, roots: Sequence[str]) -> str:
+    if getattr(args, "name", None):
+        return check_name(args.name)
+    return "demo" if args.command == "demo" else default_base(urlsplit(roots[0]).hostname)
+
+
+def run(args: argparse.Namespace, config: CrawlConfig | None) -> int:
+    """`crawl`/`demo` with --redis or --processes (config given), or `join` (None)."""
+    if args.command == "join":
+        name = check_name(args.name)
+        config, status = asyncio.run(_join(args.redis, name))
+        if status == "finished":
+            print(f"crawl {name!r} has already finished: export it with "
+                  f"crawltop export --redis {args.redis} {name} --jsonl FILE", file=sys.stderr)
+            return 0
+        overrides = {"output": args.output, **({"concurrency": args.concurrency} if args.concurrency else {})}
+        return _engine(args, args.redis, name, dataclasses.replace(config, **overrides))
+    assert config is not None
+    name = name_of(args, config.roots)
+    if args.processes > 1:
+        return _processes(args, name, config)
+    asyncio.run(_start(args.redis, name, config))
+    return _engine(args, args.redis, name, config)
+
+
+async def _start(url: str, name: str, config: CrawlConfig) -> str:
+    r = cluster.client(url)
+    try:
+        return (await cluster.start(r, url, name, config))[1]
+    finally:
+        await r.aclose()
+
+
+async def _join(url: str, name: str) -> tuple[CrawlConfig, str]:
+    r = cluster.client(url)
+    try:
+        return await cluster.join(r, url, name)
+    finally:
+        await r.aclose()
+
+
+def _engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) -> int:
+    """This process as one engine of crawl NAME, with its TUI or headless."""
+    frontier = cluster.frontier(url, name, config)
+    crawler = Crawler(config, frontier=frontier, sinks=[frontier.sink, *extra_sinks(args)])
+    member = Member(crawler, frontier)
+    args.socket_base, args.name = name, None  # sockets NAME, NAME-2, ...: one per process here
+    code = run_crawler(member, args)  # type: ignore[arg-type]
+    if member.remaining == 0 and frontier.status == "finished":
+        print(f"crawl {name!r} finished; this was its last process. Records: "
+              f"crawltop export --redis {url} {name} --jsonl FILE", file=sys.stderr)
+    return code
+
+
+def _processes(args: argparse.Namespace, name: str, config: CrawlConfig) -> int:
+    """N `join` children and this process watching them; a private Redis if none given."""
+    server = None
+    url = args.redis
+    if url is None:
+        server = RedisServer.start(state_dir() / "redis" / name)
+        url = server.url
+    try:
+        asyncio.run(_start(url, name, config))
+        logs = state_dir() / "log"
+        logs.mkdir(mode=0o700, parents=True, exist_ok=True)
+        children = [_child(url, name, config.concurrency, logs / f"{name}.p{i}.log", args.output, i)
+                    for i in range(1, args.processes + 1)]
+        return _watch(url, name, children)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _child(url: str, name: str, concurrency: int, log: Path, output: str | None, i: int) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "crawltop.cli", "join", name, "--redis", url, "--headless", "-c", str(concurrency)]
+    if output:
+        cmd += ["-o", f"{output}.p{i}"]
+    with open(log, "ab") as fh:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh, start_new_session=True)
+
+
+def _watch(url: str, name: str, children: list[subprocess.Popen[bytes]]) -> int:
+    """Progress of the whole crawl on stderr until every child is gone; Ctrl-C stops the
+    whole crawl (through Redis), and the children finish cleanly."""
+    keys = Keys(name)
+    r = redis.Redis.from_url(url, socket_timeout=5)
+    stopping = False
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    started, sent, shown = time.monotonic(), False, 0.0
+    try:
+        while any(c.poll() is None for c in children):
+            if stopping and not sent:
+                r.hset(keys.ctl, "stop", "1")
+                r.hset(keys.meta, "status", "stopped")
+                sent = True
+            time.sleep(0.1)
+            if time.monotonic() - shown < PROGRESS_EVERY:
+                continue
+            shown = time.monotonic()
+            try:
+                records = int(r.hget(keys.count, "records") or 0)
+                print(f"[{time.monotonic() - started:7.1f}s] {name}: records {records} queued {r.llen(keys.q)} "
+                      f"in flight {r.zcard(keys.leases)} processes {r.hlen(keys.procs)}", file=sys.stderr, flush=True)
+            except redis.RedisError as exc:
+                print(f"crawltop: Redis: {clean(exc)}", file=sys.stderr, flush=True)
+        status = (r.hget(keys.meta, "status") or b"?").decode()
+        records = int(r.hget(keys.count, "records") or 0)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        r.close()
+    codes = [c.wait() for c in children]
+    print(f"crawl {name!r} {status}: {records} records from {len(children)} processes "
+          f"(exit codes {', '.join(map(str, codes))})", file=sys.stdout)
+    return 0 if all(c == 0 for c in codes) else 1
+
+
+def export(args: argparse.Namespace) -> int:
+    """`crawltop export --redis URL NAME --jsonl F|--csv F [--trim]`."""
+    name = check_name(args.state)
+    r = redis.Redis.from_url(args.redis, socket_timeout=30)
+    try:
+        asyncio.run(_join(args.redis, name))  # reachable, ours, exists: or a one-line error
+        streams = []
+        for out, fn, kind in ((args.jsonl, export_jsonl, "JSONL"), (args.csv, export_csv, "CSV")):
+            if out:
+                streams.append(StreamRecords(r, name))
+                n = fn(streams[-1], out)
+                print(f"exported {n} records of {name!r} to {out} ({kind})", file=sys.stderr)
+        if args.trim and streams:  # up to what every file has (the first read the fewest)
+            print(f"trimmed {streams[0].trim()} exported records from Redis", file=sys.stderr)
+        return 0
+    except redis.RedisError as exc:
+        raise UsageError(f"Redis at {args.redis}: {exc}") from None
+    finally:
+        r.close()

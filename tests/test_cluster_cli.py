@@ -1,0 +1,115 @@
+"""The shared crawl as operators run it: real crawltop processes, a real redis-server, a
+real site in its own process; one killed with SIGKILL mid-crawl loses nothing."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from crawltop.core.cluster.keys import Keys
+
+from ctl_helpers import SITE, rundir  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.timeout(120)
+CLI = [sys.executable, "-m", "crawltop.cli"]
+
+
+@pytest.fixture
+def slow_site():
+    """300 pages, 40 ms each: long enough to kill a process in the middle."""
+    proc = subprocess.Popen([sys.executable, "-c", SITE, "300", "0.04"], stdout=subprocess.PIPE, text=True)
+    url = proc.stdout.readline().strip()  # type: ignore[union-attr]
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def start(*args: str, env: dict | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_kill_one_process_nothing_lost_nothing_twice(slow_site, redis_url, rundir, tmp_path):  # noqa: F811
+    env = {"CRAWLTOP_LEASE": "2"}
+    first = start("crawl", slow_site, "--redis", redis_url, "--name", "k", "--headless", "-c", "3", "--no-sitemaps", env=env)
+    r = redis.Redis.from_url(redis_url)
+    deadline = time.monotonic() + 30
+    while int(r.hget(Keys("k").count, "records") or 0) < 20 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = start("join", "k", "--redis", redis_url, "--headless", "-c", "3", env=env)
+    while int(r.hget(Keys("k").count, "records") or 0) < 80 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    held = r.scard(next(iter(r.scan_iter(match="crawltop:{k}:held:*"))))
+    first.send_signal(signal.SIGKILL)  # no goodbye: its leases must run out and come back
+    first.wait()
+    out, err = second.communicate(timeout=90)
+    assert second.returncode == 0, err
+    assert "last process" in err
+    assert r.hget(Keys("k").meta, "status") == b"finished"
+    assert int(r.hget(Keys("k").meta, "reaped") or 0) >= 1 and held >= 0
+    done = run("export", "--redis", redis_url, "k", "--jsonl", str(tmp_path / "k.jsonl"))
+    assert done.returncode == 0, done.stderr
+    urls = [json.loads(line)["url"] for line in (tmp_path / "k.jsonl").read_text().splitlines()]
+    assert len(urls) == len(set(urls)) == 300
+    assert all(json.loads(line)["status"] == 200 for line in (tmp_path / "k.jsonl").read_text().splitlines())
+
+
+def test_export_trim_bounds_redis(slow_site, redis_url, rundir, tmp_path):  # noqa: F811
+    crawl = run("crawl", slow_site, "--redis", redis_url, "--name", "t", "--headless", "-c", "8", "--no-sitemaps",
+                "--max-pages", "40")
+    assert crawl.returncode == 0, crawl.stderr
+    a = run("export", "--redis", redis_url, "t", "--jsonl", str(tmp_path / "a.jsonl"), "--trim")
+    assert a.returncode == 0 and "trimmed 40" in a.stderr, a.stderr
+    b = run("export", "--redis", redis_url, "t", "--csv", str(tmp_path / "b.csv"))
+    assert b.returncode == 0 and "exported 0 records" in b.stderr
+    assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 40
+
+
+def test_processes_with_a_private_redis(slow_site, rundir, tmp_path):  # noqa: F811
+    done = subprocess.run([*CLI, "crawl", slow_site, "--processes", "2", "--headless", "-c", "4", "--name", "pp", "--no-sitemaps"],
+                          capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stderr
+    assert "crawl 'pp' finished: 300 records from 2 processes (exit codes 0, 0)" in done.stdout
+    assert not list((rundir.parent / "state" / "crawltop" / "redis" / "pp").glob("*.sock"))  # stopped, cleaned
+
+
+@pytest.mark.parametrize("case", ["unreachable", "password", "settings", "foreign", "state-mix", "no-redis-server"])
+def test_bad_input_one_line_exit_2(case, redis_server, tmp_path, rundir):  # noqa: F811
+    url = redis_server.url
+    env = None
+    args = ["crawl", "http://127.0.0.1:9/", "--redis", url, "--name", "b", "--headless"]
+    if case == "unreachable":
+        args[3] = "redis://127.0.0.1:9/0"
+    elif case == "password":
+        redis.Redis.from_url(url).config_set("requirepass", "sesame")
+        args[3] = url.replace("redis://", "redis://:wrong@")
+    elif case == "settings":
+        assert run(*args, "--max-pages", "1").returncode == 0
+        args += ["--max-depth", "3"]
+    elif case == "foreign":
+        redis.Redis.from_url(url).rpush("crawltop:{b}:q", "not ours")
+    elif case == "state-mix":
+        args += ["--state", str(tmp_path / "s.db")]
+    elif case == "no-redis-server":
+        args = ["crawl", "http://127.0.0.1:9/", "--processes", "2", "--headless"]
+        env = {"PATH": str(tmp_path)}  # no redis-server on it
+    proc = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crawltop: error: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    expect = {"unreachable": "cannot reach Redis", "password": "password", "settings": "other settings",
+              "foreign": "foreign data", "state-mix": "don't mix", "no-redis-server": "apt-get install redis-server"}
+    assert expect[case] in lines[0]
