@@ -113,3 +113,18 @@ def test_bad_input_one_line_exit_2(case, redis_server, tmp_path, rundir):  # noq
     expect = {"unreachable": "cannot reach Redis", "password": "password", "settings": "other settings",
               "foreign": "foreign data", "state-mix": "don't mix", "no-redis-server": "apt-get install redis-server"}
     assert expect[case] in lines[0]
+
+
+def test_redis_refusing_mid_crawl_is_one_line_not_a_hang(slow_site, redis_url, rundir):  # noqa: F811
+    """A password set while the crawl runs: the process stops with one line, exit 2."""
+    proc = start("crawl", slow_site, "--redis", redis_url, "--name", "pw", "--headless", "-c", "2", "--no-sitemaps")
+    r = redis.Redis.from_url(redis_url)
+    deadline = time.monotonic() + 30
+    while int(r.hget(Keys("pw").count, "records") or 0) < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    r.config_set("requirepass", "sesame")
+    r.client_kill_filter(_type="normal", skipme=True)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, (out, err)
+    assert "Traceback" not in err
+    assert [line for line in err.splitlines() if line.startswith("crawltop: error: Redis refused")], err

@@ -20,8 +20,9 @@ from typing import Any, Awaitable, Callable
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.exceptions import BusyLoadingError
+from redis.exceptions import AuthenticationError, BusyLoadingError, RedisError
 
+from ..errors import UsageError
 from ..frontier import Item
 from ..records import Record
 from . import scripts
@@ -59,6 +60,9 @@ class RedisFrontier:
         self.sink = RecordStash(self)
         self.down = False  # Redis unreachable right now: calls are being retried
         self.on_down: Callable[[bool], None] | None = None
+        # The crawler sets this (as for the SQLite store): Redis refusing us for good (a
+        # changed password, a script error) stops the crawl with that error, never a hang.
+        self.on_error: Callable[[BaseException], None] | None = None
         self.round_trips = 0
         self.finished = asyncio.Event()  # the crawl (not just us) has nothing left
         self.status = "running"
@@ -178,11 +182,14 @@ class RedisFrontier:
     # -- talking to Redis --------------------------------------------------------------
     async def _call(self, fn: Callable[[], Awaitable[Any]]) -> Any:
         """One round trip, retried with backoff while Redis is away (nothing is lost:
-        every script is safe to run again after a failure we cannot see the end of)."""
+        every script is safe to run again after a failure we cannot see the end of).
+        Any other Redis error is fatal: on_error stops the crawl with it."""
         wait = 0.05
         while True:
             try:
                 result = await fn()
+            except AuthenticationError as exc:  # a ConnectionError to redis-py, but no outage
+                raise self._fatal(exc) from None
             except OUTAGE:
                 if self._closed:
                     raise
@@ -190,9 +197,17 @@ class RedisFrontier:
                 await asyncio.sleep(wait)
                 wait = min(wait * 2, 2.0)
                 continue
+            except RedisError as exc:
+                raise self._fatal(exc) from None
             self.round_trips += 1
             self._set_down(False)
             return result
+
+    def _fatal(self, exc: Exception) -> UsageError:
+        fatal = UsageError(f"Redis refused a request: {exc}")
+        if self.on_error is not None:
+            self.on_error(fatal)
+        return fatal
 
     def _set_down(self, down: bool) -> None:
         if down != self.down:
@@ -244,7 +259,13 @@ class RedisFrontier:
             n = min(len(self._waiters), MAX_POP)
             pending = self._take_pending()
             args = [self.proc, n, self.lease_ms, self.keys.prefix, self.max_pages, *pending]
-            out, status, _new, size, seen = await self._call(lambda: self._pop(keys, args))
+            try:
+                out, status, _new, size, seen = await self._call(lambda: self._pop(keys, args))
+            except UsageError as exc:  # fatal (on_error has stopped the crawl): no worker waits on
+                for w in self._waiters:
+                    if not w.done():
+                        w.set_exception(exc)
+                return
             self._totals(size, seen)
             for raw in out:
                 raw = raw.decode()
@@ -304,8 +325,9 @@ class RedisFrontier:
         await self._ops_sent()
 
     async def close(self) -> None:
-        await self.flush()
+        """Stop talking to Redis (after flush(), or giving up on it)."""
         self._closed = True
         for task in (self._popper, self._sender):
             if task is not None:
                 task.cancel()
+        await self.redis.aclose()

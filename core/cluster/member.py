@@ -14,6 +14,7 @@ import json
 import socket
 from typing import Any
 
+from ..errors import UsageError
 from ..protocol import encode_snapshot
 from . import scripts
 from .frontier import RedisFrontier
@@ -21,12 +22,13 @@ from .keys import decode_item
 from .procs import ProcessInfo
 
 BEAT = 1.0  # seconds between heartbeats
+LEAVE_TIMEOUT = 10.0  # Redis gone at exit: don't hang; our leases run out and are reaped
 SNAP_TTL_MS = 10_000
 
 
 class Member:
     def __init__(self, crawler: Any, frontier: RedisFrontier) -> None:
-        self.__dict__.update(_crawler=crawler, frontier=frontier, remaining=-1, _control={},
+        self.__dict__.update(_crawler=crawler, frontier=frontier, remaining=-1, _control={}, left=False,
                              _beat=frontier.redis.register_script(scripts.BEAT),
                              _leave=frontier.redis.register_script(scripts.LEAVE))
         frontier.on_down = self._on_down
@@ -44,7 +46,10 @@ class Member:
         finally:
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
-            await self.leave()
+            try:
+                await asyncio.wait_for(self.leave(), LEAVE_TIMEOUT)
+            except (TimeoutError, UsageError):  # told by `left` == False; the leases expire
+                await self.frontier.close()
 
     async def leave(self) -> None:
         """Finish what is queued for Redis, give back any lease still held, deregister."""
@@ -53,6 +58,7 @@ class Member:
         keys = [k.held(f.proc), k.leases, k.owner, k.q, k.procs, k.beats, k.snap(f.proc), k.ctl_of(f.proc), k.meta]
         remaining, status = await f._call(lambda: self._leave(keys, [f.proc, f.lease_ms]))
         self.__dict__["remaining"] = int(remaining)
+        self.__dict__["left"] = True
         f._status(status)
         await f.close()
 
