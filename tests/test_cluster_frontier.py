@@ -154,3 +154,42 @@ async def test_links_batched_fingerprints_compact(serve, redis_url):
     assert await r.llen(Keys("fp").q) == 0 and await r.zcard(Keys("fp").leases) == 0
     assert (await r.hget(Keys("fp").meta, "status")) == b"finished"
     await r.aclose()
+
+
+async def test_an_ignore_holds_for_the_whole_crawl(serve, redis_url):
+    """Added in one process, the pattern reaches the other at its next beat; every URL
+    still ends in exactly one record, the ignored ones as `ignored`."""
+    async def slow(request):
+        await asyncio.sleep(0.03)
+        return await routes[request.path](request)
+
+    routes = tree(150)
+    site = await serve({p: slow for p in routes})
+    config = CrawlConfig(roots=(site.url,), concurrency=2)
+    r = cluster.client(redis_url)
+    await cluster.start(r, redis_url, "ign", config)
+    members = []
+    for _ in range(2):
+        f = cluster.frontier(redis_url, "ign", config)
+        members.append(Member(Crawler(config, frontier=f, sinks=[f.sink]), f))
+    run = asyncio.gather(*(m.crawl() for m in members))
+    while int(await r.hget(Keys("ign").count, "records") or 0) < 10:
+        await asyncio.sleep(0.02)
+    result = await members[0].add_ignore(r"/p1[0-9][0-9]$")
+    assert result.ok
+    for _ in range(100):
+        if r"/p1[0-9][0-9]$" in members[1].ignore_rules:
+            break
+        await asyncio.sleep(0.05)
+    assert r"/p1[0-9][0-9]$" in members[1].ignore_rules
+    await run
+    shared = await records(redis_url, "ign")
+    urls = [x["url"] for x in shared]
+    # links matching the pattern after it was in place are never queued: every URL that
+    # was queued (the seen set) has exactly one record, and nothing else has one
+    assert len(urls) == len(set(urls)) == await r.scard(Keys("ign").seen)
+    assert len(urls) < 154
+    ignored = [x for x in shared if x["error_kind"] == "ignored"]
+    assert ignored and all(x["url"].rsplit("/p", 1)[1].startswith("1") for x in ignored)
+    assert await r.hkeys(Keys("ign").ignores) == [rb"/p1[0-9][0-9]$"]
+    await r.aclose()

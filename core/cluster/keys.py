@@ -16,6 +16,7 @@ hash tag: all keys of one crawl land on one shard, so the scripts may touch them
   count         HASH   records, pages, rejected (records refused: lease lost)
   ctl           HASH   whole-crawl control: paused (0|1), stop (0|1), concurrency
   ctl:PROC      HASH   the same for one process; overrides the whole-crawl fields
+  ignores       HASH   live ignore patterns of the whole crawl (pattern -> who added it)
   gate:HOST     HASH   next (ms, earliest start of the next request to HOST)
   slots:HOST    ZSET   token -> expiry (ms): requests to HOST in progress, for --per-host
 
@@ -43,7 +44,7 @@ class Keys:
         p = self.prefix
         self.meta, self.q, self.seen, self.leases = p + "meta", p + "q", p + "seen", p + "leases"
         self.owner, self.procs, self.rec, self.count = p + "owner", p + "procs", p + "rec", p + "count"
-        self.ctl, self.beats = p + "ctl", p + "beats"
+        self.ctl, self.beats, self.ignores = p + "ctl", p + "beats", p + "ignores"
 
     def held(self, proc: str) -> str:
         return f"{self.prefix}held:{proc}"

@@ -29,6 +29,7 @@ SNAP_TTL_MS = 10_000
 class Member:
     def __init__(self, crawler: Any, frontier: RedisFrontier) -> None:
         self.__dict__.update(_crawler=crawler, frontier=frontier, remaining=-1, _control={}, left=False,
+                             _ignores=set(),
                              _beat=frontier.redis.register_script(scripts.BEAT),
                              _leave=frontier.redis.register_script(scripts.LEAVE))
         frontier.on_down = self._on_down
@@ -81,16 +82,45 @@ class Member:
         info = ProcessInfo(host=socket.gethostname(), pid=_pid(f.proc), state=snap.state,
                            workers=snap.concurrency, busy=snap.busy, pages=snap.pages, rate=round(snap.rate_now, 1))
         keys = [k.held(f.proc), k.leases, k.procs, k.beats, k.snap(f.proc), k.meta, k.ctl, k.ctl_of(f.proc),
-                k.q, k.seen, k.count]
+                k.q, k.seen, k.count, k.ignores]
         args = [f.proc, f.lease_ms, info.to_json(), json.dumps(encode_snapshot(snap), separators=(",", ":")),
                 SNAP_TTL_MS, *f.held()]
-        ctl, mine, status, size, seen, _leased, _records, head = await f._call(lambda: self._beat(keys, args))
+        ctl, mine, status, size, seen, _leased, _records, head, ignores = await f._call(lambda: self._beat(keys, args))
         f._totals(size, seen)
         f._head = [decode_item(raw) for raw in head]
         self._apply({**_pairs(ctl), **_pairs(mine)})
+        await self._sync_ignores({p.decode() for p in ignores})
         if status in (b"stopped", "stopped"):
             c.stop()
         f._status(status)
+
+    # -- ignores: one set for the whole crawl ----------------------------------------
+    async def add_ignore(self, pattern: str) -> Any:
+        """Here at once; in every other process at its next beat (each takes the matches
+        it finds on the shared queue: REMOVE gives each item to one process only)."""
+        result = await self._crawler.add_ignore(pattern)
+        if result.ok:  # in Redis first: a beat in between must not see it as removed
+            f = self.frontier
+            await f._call(lambda: f.redis.hset(f.keys.ignores, pattern, f.proc))
+            self._ignores.add(pattern)
+        return result
+
+    def remove_ignore(self, pattern: str) -> bool:
+        ok = self._crawler.remove_ignore(pattern)
+        if ok:  # kept in _ignores until a beat sees it gone from Redis, or it comes back
+            f = self.frontier
+            asyncio.ensure_future(f._call(lambda: f.redis.hdel(f.keys.ignores, pattern)))
+        return ok
+
+    async def _sync_ignores(self, shared: set[str]) -> None:
+        """Act on what changed in Redis since the last beat, as for control."""
+        added, removed = shared - self._ignores, self._ignores - shared
+        self.__dict__["_ignores"] = shared
+        for pattern in sorted(added):
+            if pattern not in self._crawler.ignore_rules:
+                await self._crawler.add_ignore(pattern)
+        for pattern in removed:
+            self._crawler.remove_ignore(pattern)
 
     def _apply(self, control: dict[str, str]) -> None:
         """Act on what changed since the last beat."""

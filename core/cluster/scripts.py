@@ -111,7 +111,7 @@ end
 return out
 """
 
-# KEYS: held leases procs beats snap meta ctl ctlproc q seen count
+# KEYS: held leases procs beats snap meta ctl ctlproc q seen count ignores
 # ARGV: proc lease_ms info snapshot snap_ttl_ms raw...
 # Renew exactly the leases this process knows it holds (XX: a reaped one is not revived;
 # one a lost reply leased to us unknowingly runs out and is reaped), say who we are, and
@@ -127,7 +127,8 @@ redis.call('HSET', KEYS[4], ARGV[1], now)
 if ARGV[4] ~= '' then redis.call('SET', KEYS[5], ARGV[4], 'PX', tonumber(ARGV[5])) end
 return {redis.call('HGETALL', KEYS[7]), redis.call('HGETALL', KEYS[8]), redis.call('HGET', KEYS[6], 'status'),
         redis.call('LLEN', KEYS[9]), redis.call('SCARD', KEYS[10]), redis.call('ZCARD', leases),
-        redis.call('HGET', KEYS[11], 'records') or 0, redis.call('LRANGE', KEYS[9], 0, 9)}
+        redis.call('HGET', KEYS[11], 'records') or 0, redis.call('LRANGE', KEYS[9], 0, 9),
+        redis.call('HKEYS', KEYS[12])}
 """
 
 # KEYS: held leases owner q procs beats snap ctlproc meta   ARGV: proc lease_ms
