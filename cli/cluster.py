@@ -121,6 +121,9 @@ def _engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) 
     member = Member(crawler, frontier)
     args.socket_base, args.name = name, None  # sockets NAME, NAME-2, ...: one per process here
     code = run_crawler(member, args)  # type: ignore[arg-type]
+    records = crawler.stats.records
+    print(f"  redis: {frontier.round_trips} round trips for {records} records "
+          f"({frontier.round_trips / max(1, records):.2f} per record, heartbeats included)", file=sys.stdout)
     if not member.left:
         print(f"crawltop: Redis unreachable at exit: the URLs this process held go back on the "
               f"queue when their leases run out ({frontier.lease:g} s)", file=sys.stderr)

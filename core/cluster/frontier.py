@@ -74,6 +74,7 @@ class RedisFrontier:
         self._raw: dict[str, str] = {}  # url -> the exact item string Redis leased us
         self._back: dict[str, Item] = {}  # requeued: done() gives these back instead
         self._ops: deque[tuple[str, str, str, str]] = deque()
+        self._slots: list[tuple[str, str]] = []  # (slots key, token) to give back
         self._waiters: deque[asyncio.Future[Item]] = deque()
         self._popper: asyncio.Task[None] | None = None
         self._sender: asyncio.Task[None] | None = None
@@ -122,6 +123,12 @@ class RedisFrontier:
         record = "" if back is not None else self._records.pop(item.url, "")
         self._ops.append((raw, item.url, record, encode_item(back) if back is not None else ""))
         self._kick_sender()
+
+    def release_slot(self, key: str, token: str) -> None:
+        """A per-host slot (core/cluster/gate.py) goes back in the next pipeline: the
+        worker's done() follows at once, so this costs no round trip of its own."""
+        self._slots.append((key, token))
+        asyncio.get_running_loop().call_soon(self._kick_sender)
 
     def seen(self, url: str) -> bool:
         return fingerprint(url) in self._known
@@ -295,25 +302,29 @@ class RedisFrontier:
     async def _ops_sent(self) -> None:
         """Before a pop: what we finished is in Redis, so `finished` is never decided on
         a queue our own links have not reached yet."""
-        while self._ops or (self._sender is not None and not self._sender.done()):
+        while self._ops or self._slots or (self._sender is not None and not self._sender.done()):
             if self._sender is None or self._sender.done():
                 self._kick_sender()
             await asyncio.shield(self._sender)  # type: ignore[arg-type]
 
     async def _send_loop(self) -> None:
-        while self._ops:
+        while self._ops or self._slots:
             ops = [self._ops.popleft() for _ in range(min(len(self._ops), 256))]
-            pending = self._take_pending()
-            await self._call(lambda: self._send_ops(ops, pending))
+            pending = self._take_pending() if ops else []  # links ride on the first DONE
+            slots, self._slots = self._slots, []
+            await self._call(lambda: self._send_ops(ops, pending, slots))
 
-    async def _send_ops(self, ops: list[tuple[str, str, str, str]], pending: list[bytes | str]) -> None:
+    async def _send_ops(self, ops: list[tuple[str, str, str, str]], pending: list[bytes | str],
+                        slots: list[tuple[str, str]]) -> None:
         k = self.keys
         keys = [k.q, k.leases, k.owner, k.held(self.proc), k.seen, k.meta, k.rec, k.count]
         pipe = self.redis.pipeline(transaction=False)
+        for key, token in slots:
+            pipe.zrem(key, token)
         for i, (raw, url, record, back) in enumerate(ops):
             links = pending if i == 0 else []
             await self._done(keys, [self.proc, raw, url, record, back, self.max_pages, *links], client=pipe)
-        results = await pipe.execute()
+        results = (await pipe.execute())[len(slots):]
         for _ok, status, _new, size, seen in results:
             self._totals(size, seen)
             self._status(status)

@@ -27,29 +27,35 @@ class RedisGate:
         self.delay = delay
         self._ttl_ms = int(slot_ttl * 1000)
         self._script = frontier.redis.register_script(scripts.GATE)
+        # The cap holds here first, for free: only contention between processes costs polls.
+        self._local = asyncio.Semaphore(self.per_host) if self.per_host else None
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         if not self.per_host and self.delay <= 0:
             yield
             return
+        if self._local is not None:
+            await self._local.acquire()
+        try:
+            token = await self._acquire()
+            yield
+        finally:
+            if self._local is not None:
+                self._local.release()
+        if self.per_host:  # the slot goes back with the next batch of finished URLs
+            self._frontier.release_slot(self._keys[1], token)
+
+    async def _acquire(self) -> str:
         token = os.urandom(8).hex()
         args = [token, self.per_host, int(self.delay * 1000), self._ttl_ms]
+        retry = 0.01
         while True:
             res = await self._frontier._call(lambda: self._script(self._keys, args))
             if int(res[0]) >= 0:
                 break
-            await asyncio.sleep(int(res[1]) / 1000)
+            await asyncio.sleep(retry)  # other processes hold every slot of this host
+            retry = min(retry * 2, 0.2)
         if int(res[0]) > 0:
             await asyncio.sleep(int(res[0]) / 1000)
-        try:
-            yield
-        finally:
-            if self.per_host:  # give the slot back; never block the worker for it
-                asyncio.ensure_future(self._release(token))
-
-    async def _release(self, token: str) -> None:
-        try:
-            await self._frontier._call(lambda: self._frontier.redis.zrem(self._keys[1], token))
-        except Exception:  # closing: the slot's expiry frees it
-            pass
+        return token
