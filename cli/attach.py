@@ -26,12 +26,18 @@ NICE = 5
 def add_arguments(sub: argparse._SubParsersAction) -> None:
     attach = sub.add_parser("attach", help="open the monitor on a live crawl (d detaches)")
     attach.add_argument("name", nargs="?", metavar="NAME", help="the crawl's name (default: the only live one)")
+    attach.add_argument("--redis", metavar="URL", default=None,
+                        help="watch crawl NAME shared through this Redis, all processes at once, from any machine")
     web = sub.add_parser("web", help="serve the monitor of a live crawl to a browser, on 127.0.0.1 only")
     web.add_argument("name", nargs="?", metavar="NAME", help="the crawl's name (default: the only live one)")
     web.add_argument("--port", type=int, default=8000, metavar="P", help="port on 127.0.0.1 (default 8000)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "redis", None):
+        from .cluster import monitor
+
+        return monitor(args.redis, args.name)
     try:
         path = resolve(args.name)
     except (UsageError, OSError) as exc:

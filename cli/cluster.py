@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import json
 import signal
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from ..core.cluster.keys import Keys
 from ..core.cluster.member import Member
 from ..core.cluster.records import StreamRecords
 from ..core.cluster.server import RedisServer
+from ..core.cluster.view import ClusterView
 from ..core.config import CrawlConfig
 from ..core.crawler import Crawler
 from ..core.errors import UsageError
@@ -106,21 +108,24 @@ async def _start(url: str, name: str, config: CrawlConfig) -> str:
         await r.aclose()
 
 
-async def _join(url: str, name: str) -> tuple[CrawlConfig, str]:
+async def _join(url: str, name: str, *, resume: bool = True) -> tuple[CrawlConfig, str]:
     r = cluster.client(url)
     try:
-        return await cluster.join(r, url, name)
+        return await cluster.join(r, url, name, resume=resume)
     finally:
         await r.aclose()
 
 
 def _engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) -> int:
-    """This process as one engine of crawl NAME, with its TUI or headless."""
+    """This process as one engine of crawl NAME, with its TUI (the whole crawl's numbers,
+    its processes panel) or headless."""
     frontier = cluster.frontier(url, name, config)
     crawler = Crawler(config, frontier=frontier, sinks=[frontier.sink, *extra_sinks(args)])
     member = Member(crawler, frontier)
     args.socket_base, args.name = name, None  # sockets NAME, NAME-2, ...: one per process here
-    code = run_crawler(member, args)  # type: ignore[arg-type]
+    shown = member if args.headless or not sys.stdout.isatty() else \
+        ClusterView(frontier.redis, name, list(crawler.roots), local=member, lease=frontier.lease)
+    code = run_crawler(shown, args)  # type: ignore[arg-type]
     records = crawler.stats.records
     print(f"  redis: {frontier.round_trips} round trips for {records} records "
           f"({frontier.round_trips / max(1, records):.2f} per record, heartbeats included)", file=sys.stdout)
@@ -146,6 +151,8 @@ def _processes(args: argparse.Namespace, name: str, config: CrawlConfig) -> int:
         logs.mkdir(mode=0o700, parents=True, exist_ok=True)
         children = [_child(url, name, config.concurrency, logs / f"{name}.p{i}.log", args.output, i)
                     for i in range(1, args.processes + 1)]
+        if not args.headless and sys.stdout.isatty():
+            _monitor(url, name, exit_on_finish=args.exit_on_finish)  # q stops the crawl; d leaves it to us
         return _watch(url, name, children)
     finally:
         if server is not None:
@@ -201,12 +208,40 @@ def _watch(url: str, name: str, children: list[subprocess.Popen[bytes]]) -> int:
     return 0 if all(c == 0 for c in codes) else 1
 
 
+def monitor(url: str, name: str | None) -> int:
+    """`crawltop attach NAME --redis URL`: the whole crawl, from any machine."""
+    if not name:
+        raise UsageError("attach --redis needs the crawl's NAME")
+    name = check_name(name)
+    _config, status = asyncio.run(_join(url, name, resume=False))
+    code = _monitor(url, name)
+    print(f"crawltop: left the monitor of {name!r} (status: {status})", file=sys.stderr)
+    return code
+
+
+def _monitor(url: str, name: str, *, exit_on_finish: bool = False) -> int:
+    from ..tui.app import CrawlApp
+
+    async def run() -> int:
+        r = cluster.client(url)
+        roots = json.loads(await r.hget(Keys(name).meta, "roots") or b"[]")
+        view = ClusterView(r, name, roots)
+        app = CrawlApp(view, exit_on_finish=exit_on_finish)
+        try:
+            await app.run_async()
+        finally:
+            await r.aclose()
+        return app.return_code or 0
+
+    return asyncio.run(run())
+
+
 def export(args: argparse.Namespace) -> int:
     """`crawltop export --redis URL NAME --jsonl F|--csv F [--trim]`."""
     name = check_name(args.state)
     r = redis.Redis.from_url(args.redis, socket_timeout=30)
     try:
-        asyncio.run(_join(args.redis, name))  # reachable, ours, exists: or a one-line error
+        asyncio.run(_join(args.redis, name, resume=False))  # reachable, ours, exists: or a one-line error
         streams = []
         for out, fn, kind in ((args.jsonl, export_jsonl, "JSONL"), (args.csv, export_csv, "CSV")):
             if out:

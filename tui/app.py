@@ -46,6 +46,7 @@ from .summary import SummaryScreen, summary_content
 from .workers import WorkersPanel, WorkersTable
 from .keybar import KeyBar
 from .pace import Pace
+from .processes import ProcessesPanel
 
 MAX_CONCURRENCY = 10_000
 CONC = Binding.Group("conc", compact=False)
@@ -107,6 +108,13 @@ class CrawlApp(App[int]):
         Binding("a", "add_seed", "Add URL", id="add-seed", show=False, tooltip="Add a URL to the crawl (a new seed)"),
         Binding("h", "toggle_host", "Pause host", id="host-pause", show=False, tooltip="In the hosts panel: pause / resume the selected host"),
         Binding("t", "host_delay", "Host delay", id="host-delay", show=False, tooltip="In the hosts panel: set the selected host's delay"),
+        # A shared crawl (core/cluster/view.py): the selected row of the processes panel.
+        Binding("P", "process('pause')", "Pause process", id="process-pause", show=False, key_display="P",
+                tooltip="In the processes panel: pause the selected process"),
+        Binding("R", "process('resume')", "Resume process", id="process-resume", show=False, key_display="R",
+                tooltip="In the processes panel: resume the selected process"),
+        Binding("K", "process('stop')", "Stop process", id="process-stop", show=False, key_display="K",
+                tooltip="In the processes panel: stop the selected process (its URLs go back)"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit; asks first while the crawl runs"),
         Binding("d", "detach", "Detach", id="detach", tooltip="Close this monitor; the crawl goes on (attached monitors only)"),
         # Aliases, hidden from the key bar: listed in the help screen.
@@ -154,6 +162,9 @@ class CrawlApp(App[int]):
             yield self.sparks
             yield self.breakdown
         yield self.workers_panel
+        self.processes_panel = ProcessesPanel(id="processes") if self.cluster else None
+        if self.processes_panel is not None:
+            yield self.processes_panel
         with Horizontal(id="bottom"):
             yield self.errors_panel
             yield self.merges_panel
@@ -213,6 +224,8 @@ class CrawlApp(App[int]):
             self.workers_panel.show(snap)
             self.errors_panel.show(snap)
             self.merges_panel.show(snap)
+            if self.processes_panel is not None:
+                self.processes_panel.show(self.crawler.processes())  # type: ignore[attr-defined]
             screen = self.screen
             if isinstance(screen, (EventListScreen, IgnoresScreen, QueueScreen)) and screen.is_mounted:
                 screen.show(snap)
@@ -323,7 +336,24 @@ class CrawlApp(App[int]):
             return self._finished and not isinstance(screen, SummaryScreen)
         if action == "detach":
             return self.can_detach and not self._finished
+        if action == "process":
+            panel = self.processes_panel
+            return live and main and panel is not None and self.screen_stack[0].focused is panel.table
         return True
+
+    @property
+    def cluster(self) -> bool:
+        """A crawl shared through Redis: the processes panel and its keys."""
+        return callable(getattr(self.crawler, "processes", None))
+
+    def action_process(self, op: str) -> None:
+        panel = self.processes_panel
+        proc = panel.table.selected_key() if panel is not None else None
+        if proc is None:
+            self.notify("No process selected", severity="warning", timeout=2)
+            return
+        getattr(self.crawler, f"{op}_process")(proc)
+        self.notify(f"{op.capitalize()} sent to {proc}", timeout=3, markup=False)
 
     @property
     def can_detach(self) -> bool:
@@ -510,7 +540,8 @@ class CrawlApp(App[int]):
         seen: set[str] = set()
         for b in self.BINDINGS:
             assert isinstance(b, Binding)
-            if (not b.show and not b.id) or b.id in seen or (b.id == "detach" and not self.can_detach):
+            if (not b.show and not b.id) or b.id in seen or (b.id == "detach" and not self.can_detach) \
+                    or ((b.id or "").startswith("process-") and not self.cluster):
                 continue
             seen.add(b.id or b.action)
             tip = b.tooltip or b.description

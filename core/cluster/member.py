@@ -10,12 +10,13 @@ the next beat.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import socket
 from typing import Any
 
 from ..errors import UsageError
-from ..protocol import encode_snapshot
+from ..protocol import encode_snapshot, rings
 from . import scripts
 from .frontier import RedisFrontier
 from .keys import decode_item
@@ -24,6 +25,7 @@ from .procs import ProcessInfo
 BEAT = 1.0  # seconds between heartbeats
 LEAVE_TIMEOUT = 10.0  # Redis gone at exit: don't hang; our leases run out and are reaped
 SNAP_TTL_MS = 10_000
+PUBLISHED_EVENTS = 50  # newest events of each ring in the published snapshot: a beat stays small
 
 
 class Member:
@@ -79,11 +81,12 @@ class Member:
     async def beat(self) -> None:
         f, k, c = self.frontier, self.frontier.keys, self._crawler
         snap = c.stats.snapshot()
+        published = dataclasses.replace(snap, **{ring: getattr(snap, ring)[-PUBLISHED_EVENTS:] for ring in rings()})
         info = ProcessInfo(host=socket.gethostname(), pid=_pid(f.proc), state=snap.state,
                            workers=snap.concurrency, busy=snap.busy, pages=snap.pages, rate=round(snap.rate_now, 1))
         keys = [k.held(f.proc), k.leases, k.procs, k.beats, k.snap(f.proc), k.meta, k.ctl, k.ctl_of(f.proc),
                 k.q, k.seen, k.count, k.ignores]
-        args = [f.proc, f.lease_ms, info.to_json(), json.dumps(encode_snapshot(snap), separators=(",", ":")),
+        args = [f.proc, f.lease_ms, info.to_json(), json.dumps(encode_snapshot(published), separators=(",", ":")),
                 SNAP_TTL_MS, *f.held()]
         ctl, mine, status, size, seen, _leased, _records, head, ignores = await f._call(lambda: self._beat(keys, args))
         f._totals(size, seen)

@@ -91,8 +91,9 @@ async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig) -> 
     return False, await _running(r, keys, meta)
 
 
-async def join(r: aioredis.Redis, url: str, name: str) -> tuple[CrawlConfig, str]:
-    """The settings of existing crawl NAME, and its status before we joined."""
+async def join(r: aioredis.Redis, url: str, name: str, *, resume: bool = True) -> tuple[CrawlConfig, str]:
+    """The settings of existing crawl NAME, and its status before we joined (a stopped
+    crawl runs again, unless `resume` is False: export and the monitor only look)."""
     await check(r, url)
     keys = Keys(name)
     meta = await _meta(r, keys)
@@ -100,7 +101,8 @@ async def join(r: aioredis.Redis, url: str, name: str) -> tuple[CrawlConfig, str
         raise UsageError(f"no crawl named {name!r} in Redis at {url}")
     raw = json.loads(meta["config"])
     raw["roots"] = json.loads(meta["roots"])
-    return config_from_json(json.dumps(raw)), await _running(r, keys, meta)
+    config = config_from_json(json.dumps(raw))
+    return config, (await _running(r, keys, meta) if resume else meta.get("status", "running"))
 
 
 async def _running(r: aioredis.Redis, keys: Keys, meta: dict[str, str]) -> str:

@@ -1,0 +1,81 @@
+"""Many processes' Stats snapshots as one: what the monitor of a shared crawl shows.
+
+Counters and rates add up; histories add up aligned at the newest second; hosts merge
+by name; workers are listed together, each process's ids moved into its own thousand
+(process 0's stay as they are, so the same-loop TUI can still cancel its own); the
+recent-event rings interleave by time. Queue depth, seen and in flight are not summed:
+the caller takes them from Redis, where they are exact.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import Sequence
+
+from ..stats import RING, HostView, Snapshot, WorkerView
+
+WORKER_BLOCK = 1000  # worker id = process ordinal * 1000 + its own id
+
+
+def _sum_history(histories: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    width = max((len(h) for h in histories), default=0)
+    out = [0] * width
+    for h in histories:
+        for i, v in enumerate(h):
+            out[width - len(h) + i] += v
+    return tuple(out)
+
+
+def _hosts(snaps: Sequence[Snapshot]) -> tuple[HostView, ...]:
+    merged: dict[str, HostView] = {}
+    for s in snaps:
+        for h in s.hosts:
+            m = merged.get(h.host)
+            if m is None:
+                merged[h.host] = h
+                continue
+            done = m.done + h.done
+            avg = (m.avg_ms * m.done + h.avg_ms * h.done) / done if done else 0.0
+            merged[h.host] = HostView(h.host, m.in_flight + h.in_flight, done, m.errors + h.errors, avg,
+                                      max(m.delay, h.delay), m.paused or h.paused, m.parked + h.parked)
+    return tuple(sorted(merged.values(), key=lambda h: (-h.in_flight, -h.done, h.host)))
+
+
+def _ring(snaps: Sequence[Snapshot], name: str) -> tuple:
+    events = sorted((e for s in snaps for e in getattr(s, name)), key=lambda e: e.at)[-RING:]
+    return tuple(dataclasses.replace(e, seq=i) for i, e in enumerate(events))
+
+
+def _workers(snaps: Sequence[Snapshot]) -> tuple[WorkerView, ...]:
+    return tuple(dataclasses.replace(w, id=i * WORKER_BLOCK + w.id) for i, s in enumerate(snaps) for w in s.workers)
+
+
+def merge(snaps: Sequence[Snapshot], *, state: str, queued: int, seen: int, in_flight: int,
+          notice: str = "") -> Snapshot:
+    """One Snapshot for the whole crawl; `snaps[0]` is this process's own, if it has one."""
+    statuses: Counter[int] = Counter()
+    kinds: Counter[str] = Counter()
+    for s in snaps:
+        statuses.update(s.statuses)
+        kinds.update(s.errors_by_kind)
+
+    def total(field: str) -> int:
+        return sum(getattr(s, field) for s in snaps)
+
+    return Snapshot(
+        state=state, elapsed=max((s.elapsed for s in snaps), default=0.0),
+        records=total("records"), pages=total("pages"), bytes=total("bytes"),
+        queued=queued, seen=seen, in_flight=in_flight,
+        concurrency=total("concurrency"), busy=total("busy"), idle=total("idle"),
+        errors=total("errors"), retries=total("retries"), redirects=total("redirects"), merges=total("merges"),
+        robots_blocked=total("robots_blocked"), truncated=total("truncated"),
+        rate_now=sum(s.rate_now for s in snaps), rate_avg=sum(s.rate_avg for s in snaps),
+        statuses=dict(statuses), errors_by_kind=dict(kinds),
+        workers=_workers(snaps), hosts=_hosts(snaps),
+        recent_errors=_ring(snaps, "recent_errors"), recent_merges=_ring(snaps, "recent_merges"),
+        history_pages=_sum_history([s.history_pages for s in snaps]),
+        history_queue=_sum_history([s.history_queue for s in snaps[:1]]),  # the queue is shared: one view of it
+        history_errors=_sum_history([s.history_errors for s in snaps]),
+        resumed_from=0, recent_redirects=_ring(snaps, "recent_redirects"), ignored=total("ignored"),
+        notice=notice,
+    )

@@ -1,0 +1,240 @@
+"""ClusterView: a whole shared crawl seen from Redis, with the surface the TUI drives.
+
+The TUI cannot tell it from a local Crawler or a RemoteCrawler (core/remote.py). It
+reads the crawl with one pipelined round trip twice a second (never two at once):
+every process's row and Stats snapshot, the queue, the seen set and the leases; then
+merges them (core/cluster/merge.py). Keys act on the whole crawl through Redis
+(core/cluster/commands.py); `pause_process` and friends on one process.
+
+With `local` (the Member of this process: the same-loop TUI of `crawl --redis`), its
+own snapshot is taken live, its workers keep their ids (so `x` cancels one), steering
+keys go to it (and through it to the whole crawl), and crawl() is its crawl.
+Without, it is `attach NAME --redis URL`, from any machine: crawl() watches until the
+crawl is over and no process is left, or until the monitor detaches.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import types
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from ..protocol import SnapshotDecoder
+from ..stats import Snapshot
+from . import commands
+from .frontier import LEASE, OUTAGE
+from .keys import Keys
+from .merge import WORKER_BLOCK, merge
+from .procs import ProcessInfo, ProcessRow
+
+POLL = 0.5  # seconds between reads of the crawl
+
+
+class ClusterStats:
+    """The `stats` of a ClusterView: the merged snapshot of the last read."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self._view = view
+        self.snap = merge([], state="STARTING", queued=0, seen=0, in_flight=0)
+
+    @property
+    def state(self) -> str:
+        return self.snap.state
+
+    @property
+    def pages(self) -> int:
+        return self.snap.pages
+
+    @property
+    def errors(self) -> int:
+        return self.snap.errors
+
+    def snapshot(self) -> Snapshot:
+        local = self._view.local
+        if local is not None:  # our own numbers live, the others' as of the last read
+            self.snap = self._view.merged(local.stats.snapshot())
+        return self.snap
+
+    def top_error_urls(self, n: int = 10) -> list[tuple[str, int]]:
+        local = self._view.local
+        return local.stats.top_error_urls(n) if local is not None else []
+
+
+class ClusterView:
+    def __init__(self, client: aioredis.Redis, name: str, roots: list[str], *, local: Any = None,
+                 lease: float = LEASE) -> None:
+        self.redis, self.keys, self.name, self.local = client, Keys(name), name, local
+        self.roots = roots
+        self.config = types.SimpleNamespace(roots=tuple(roots))
+        self.lease = lease
+        self.stats = ClusterStats(self)
+        self.rows: list[ProcessRow] = []
+        self.status = "running"
+        self.down = False
+        self._decoders: dict[str, SnapshotDecoder] = {}
+        self._others: list[Snapshot] = []
+        self._totals = (0, 0, 0)  # queued, seen, in flight
+        self._detached = asyncio.Event()
+        self._paused = False
+        self._concurrency = 0
+        if local is None:  # only a monitor in its own process can leave the crawl running: `d`
+            self.detach = self._detach
+
+    # -- what the app reads ---------------------------------------------------------
+    @property
+    def paused(self) -> bool:
+        return self.local.paused if self.local is not None else self._paused
+
+    @property
+    def concurrency(self) -> int:
+        return self.local.concurrency if self.local is not None else max(1, self._concurrency)
+
+    def processes(self) -> list[ProcessRow]:
+        return self.rows
+
+    def merged(self, own: Snapshot | None) -> Snapshot:
+        snaps = ([own] if own is not None else []) + self._others
+        queued, seen, in_flight = self._totals
+        return merge(snaps, state=self._state(snaps), queued=queued, seen=seen, in_flight=in_flight,
+                     notice="REDIS DOWN: retrying" if self.down else (own.notice if own is not None else ""))
+
+    def _state(self, snaps: list[Snapshot]) -> str:
+        if self.local is not None:
+            return self.local.stats.state
+        if self.status == "finished":
+            return "DONE"
+        if self.status == "stopped":
+            return "STOPPING" if self.rows else "DONE"
+        live = [r.info.state for r in self.rows if not r.lost]
+        if live and all(s == "PAUSED" for s in live):
+            return "PAUSED"
+        return "RUNNING"
+
+    def __getattr__(self, name: str) -> Any:
+        """Steering (ignores, seeds, hosts, the queue view) goes to this process's engine."""
+        if name.startswith("_") or self.__dict__.get("local") is None:
+            raise AttributeError(name)
+        return getattr(self.local, name)
+
+    # -- commands: the whole crawl --------------------------------------------------------
+    def pause(self) -> None:
+        self._paused = True
+        self._command("pause")
+        if self.local is not None:
+            self.local.pause()
+
+    def resume(self) -> None:
+        self._paused = False
+        self._command("resume")
+        if self.local is not None:
+            self.local.resume()
+
+    def set_concurrency(self, n: int) -> None:
+        """Workers per process, for every process."""
+        self._concurrency = n
+        self._command("concurrency", n)
+        if self.local is not None:
+            self.local.set_concurrency(n)
+
+    def cancel_worker(self, worker_id: int) -> bool:
+        if self.local is not None and worker_id < WORKER_BLOCK:
+            return bool(self.local.cancel_worker(worker_id))
+        return False  # another process's worker: pause or stop that process instead
+
+    def stop(self) -> None:
+        if self.local is not None:
+            self.local.stop()  # the same-loop TUI's q: this process (the others go on)
+        else:
+            self._command("stop")
+
+    def pause_process(self, proc: str) -> None:
+        self._command("pause", proc=proc)
+
+    def resume_process(self, proc: str) -> None:
+        self._command("resume", proc=proc)
+
+    def stop_process(self, proc: str) -> None:
+        self._command("stop", proc=proc)
+
+    def _detach(self) -> None:
+        self._detached.set()
+
+    def _command(self, op: str, arg: int | None = None, proc: str | None = None) -> None:
+        asyncio.ensure_future(self._send(op, arg, proc))
+
+    async def _send(self, op: str, arg: int | None, proc: str | None) -> None:
+        with contextlib.suppress(*OUTAGE, RedisError):
+            await commands.command(self.redis, self.keys, op, arg, proc)
+            await self.read()
+
+    # -- the crawl -------------------------------------------------------------------------
+    async def crawl(self) -> None:
+        """The local engine's crawl, or watching until the crawl is over."""
+        poll = asyncio.ensure_future(self._poll())
+        try:
+            if self.local is not None:
+                await self.local.crawl()
+                return
+            detach = asyncio.ensure_future(self._detached.wait())
+            await asyncio.wait((poll, detach), return_when=asyncio.FIRST_COMPLETED)
+            detach.cancel()
+        finally:
+            poll.cancel()
+            with contextlib.suppress(BaseException):
+                await poll
+
+    async def _poll(self) -> None:
+        wait = POLL
+        while True:
+            try:
+                await self.read()
+                wait = POLL
+            except (*OUTAGE, RedisError):
+                self.down = True
+                self.stats.snap = self.merged(None)
+                wait = min(wait * 2, 5.0)
+            if self.local is None and self.status != "running" and not any(not r.lost for r in self.rows):
+                return
+            await asyncio.sleep(wait)
+
+    async def read(self) -> None:
+        """One pipelined read of the whole crawl (and one more for the leases of lost
+        processes, usually none)."""
+        k = self.keys
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.time().hget(k.meta, "status").hgetall(k.procs).hgetall(k.beats)
+        pipe.llen(k.q).scard(k.seen).zcard(k.leases)
+        now_t, status, procs, beats, queued, seen, leased = await pipe.execute()
+        now = now_t[0] * 1000 + now_t[1] // 1000
+        own = self.local.frontier.proc if self.local is not None else None
+        ids = sorted(p.decode() for p in procs)
+        pipe = self.redis.pipeline(transaction=False)
+        for proc in ids:
+            pipe.get(k.snap(proc)).smembers(k.held(proc))
+        got = await pipe.execute() if ids else []
+        rows, others = [], []
+        for i, proc in enumerate(ids):
+            raw_snap, held = got[2 * i], got[2 * i + 1]
+            age = (now - int(beats.get(proc.encode(), 0) or 0)) / 1000
+            lost = age > self.lease
+            left = None
+            if held and lost:  # a live process renews its leases; a lost one's run out
+                scores = [s for s in await self.redis.zmscore(k.leases, list(held)) if s is not None]
+                left = (min(scores) - now) / 1000 if scores else None
+            rows.append(ProcessRow(proc, ProcessInfo.from_json(procs[proc.encode()]), age, lost, len(held), left))
+            if raw_snap is not None and proc != own and not lost:
+                decoder = self._decoders.setdefault(proc, SnapshotDecoder())
+                others.append(decoder.decode(json.loads(raw_snap)))
+        self.rows, self._others = rows, others
+        self.status = status.decode() if status else "running"
+        self._totals = (int(queued), int(seen), int(leased))
+        if self.local is None:
+            live = [r for r in rows if not r.lost]
+            self._paused = bool(live) and all(r.info.state == "PAUSED" for r in live)
+            self._concurrency = max((r.info.workers for r in live), default=self._concurrency)
+        self.down = False
+        self.stats.snap = self.merged(self.local.stats.snapshot() if self.local is not None else None)

@@ -1,0 +1,116 @@
+"""The monitor of a shared crawl: two real engines on one real redis-server, watched by a
+ClusterView in the real app (Pilot): a processes panel with both, merged totals equal
+to what Redis holds, whole-crawl and per-process control through Redis."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from crawltop.core import CrawlConfig, Crawler
+from crawltop.core.cluster import open as cluster
+from crawltop.core.cluster.keys import Keys
+from crawltop.core.cluster.member import Member
+from crawltop.core.cluster.merge import merge
+from crawltop.core.cluster.view import ClusterView
+from crawltop.tui.app import CrawlApp
+
+from conftest import crawl, until
+from test_cluster_frontier import tree
+
+pytestmark = pytest.mark.timeout(90)
+
+
+async def test_merge_adds_up_real_snapshots(serve):
+    site = await serve(tree(20))
+    a, _ = await crawl(site.url)
+    b, _ = await crawl(site.url, max_depth=1)
+    sa, sb = a.stats.snapshot(), b.stats.snapshot()
+    m = merge([sa, sb], state="RUNNING", queued=7, seen=9, in_flight=1)
+    assert m.pages == sa.pages + sb.pages and m.records == sa.records + sb.records
+    assert m.statuses[200] == sa.statuses[200] + sb.statuses[200]
+    assert (m.queued, m.seen, m.in_flight) == (7, 9, 1)
+    host = m.hosts[0]
+    assert host.done == sum(h.done for h in sa.hosts) + sum(h.done for h in sb.hosts)
+    assert len(m.recent_merges) == len(sa.recent_merges) + len(sb.recent_merges)
+    assert [e.seq for e in m.recent_merges] == list(range(len(m.recent_merges)))
+
+
+async def test_monitor_shows_both_processes_and_steers_them(serve, redis_url):
+    async def slow(request):
+        await asyncio.sleep(0.05)
+        return await routes[request.path](request)
+
+    routes = tree(200)
+    site = await serve({p: slow for p in routes})
+    config = CrawlConfig(roots=(site.url,), concurrency=2)
+    r = cluster.client(redis_url)
+    await cluster.start(r, redis_url, "mon", config)
+    members = []
+    for _ in range(2):
+        f = cluster.frontier(redis_url, "mon", config)
+        members.append(Member(Crawler(config, frontier=f, sinks=[f.sink]), f))
+    engines = asyncio.gather(*(m.crawl() for m in members))
+    view = ClusterView(r, "mon", [site.url])
+    app = CrawlApp(view, refresh_hz=8)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: len(app.processes_panel.table.row_keys()) == 2, 15)
+        procs = {m.frontier.proc for m in members}
+        assert set(app.processes_panel.table.row_keys()) == procs
+        for proc in procs:
+            cells = app.processes_panel.table.cells_of(proc)
+            assert cells[1][0] == proc.split(":")[1] and cells[2][0] in ("RUNNING", "PAUSED")
+        # whole-crawl pause, through Redis, reaches both engines
+        await pilot.press("p")
+        await until(pilot, lambda: all(m.paused for m in members), 10)
+        await until(pilot, lambda: app.crawler.stats.state == "PAUSED", 10)
+        await pilot.press("p")
+        await until(pilot, lambda: not any(m.paused for m in members), 10)
+        # one process: select its row, P pauses only it
+        app.processes_panel.table.focus()
+        await pilot.pause()
+        target = app.processes_panel.table.selected_key()
+        await pilot.press("P")
+        one = next(m for m in members if m.frontier.proc == target)
+        other = next(m for m in members if m.frontier.proc != target)
+        await until(pilot, lambda: one.paused, 10)
+        assert not other.paused
+        await pilot.press("R")
+        await until(pilot, lambda: not one.paused, 10)
+        await asyncio.wait_for(asyncio.shield(engines), 60)
+        await until(pilot, lambda: app.crawler.stats.state == "DONE", 10)
+        records = int(await r.hget(Keys("mon").count, "records"))
+        assert records == len(routes)
+        assert app.crawler.stats.snapshot().queued == 0
+        assert app.processes_panel.table.row_keys() == []  # both left: no row, none lost
+    await r.aclose()
+
+
+async def test_a_silent_process_is_shown_lost_with_its_leases_running_out(redis_url):
+    from crawltop.core.cluster.frontier import RedisFrontier
+    from crawltop.core.frontier import Item
+
+    config = CrawlConfig(roots=("http://127.0.0.1:9/",))
+    r = cluster.client(redis_url)
+    await cluster.start(r, redis_url, "lost", config)
+    ghost = RedisFrontier(cluster.client(redis_url), Keys("lost"), "ghost:4242:0", lease=4)
+    member = Member(Crawler(config, frontier=ghost), ghost)
+    ghost.add(Item("http://127.0.0.1:9/", 10, 0))
+    await ghost.pop()
+    await member.beat()  # one heartbeat, then silence: as a kill -9 would leave it
+    view = ClusterView(r, "lost", list(config.roots), lease=1.0)
+    await view.read()
+    assert [row.lost for row in view.processes()] == [False]
+    await asyncio.sleep(1.3)
+    await view.read()
+    (row,) = view.processes()
+    assert row.lost and row.leases == 1 and row.info.pid == 4242
+    assert 1.0 < row.lease_left < 3.0  # counting down toward the reap
+    app = CrawlApp(view)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.processes_panel.table.row_keys() == ["ghost:4242:0"], 5)
+        cells = app.processes_panel.table.cells_of("ghost:4242:0")
+        assert cells[2][0] == "LOST" and cells[7][0].startswith("1 back in")
+        view.detach()
+    await ghost.close()
+    await r.aclose()
