@@ -26,7 +26,7 @@ from ..core.cluster import open as cluster
 from ..core.cluster.keys import Keys
 from ..core.cluster.member import Member
 from ..core.cluster.records import StreamRecords
-from ..core.cluster.server import RedisServer
+from ..core.cluster.server import RedisServer, die_with_parent
 from ..core.cluster.view import ClusterView
 from ..core.config import CrawlConfig
 from ..core.crawler import Crawler
@@ -87,17 +87,22 @@ def run(args: argparse.Namespace, config: CrawlConfig | None) -> int:
         name = check_name(args.name)
         config, status = asyncio.run(_join(args.redis, name))
         if status == "finished":
-            print(f"crawl {name!r} has already finished: export it with "
-                  f"crawltop export --redis {args.redis} {name} --jsonl FILE", file=sys.stderr)
-            return 0
+            return _finished(args.redis, name)
         overrides = {"output": args.output, **({"concurrency": args.concurrency} if args.concurrency else {})}
         return _engine(args, args.redis, name, dataclasses.replace(config, **overrides))
     assert config is not None
     name = name_of(args, config.roots)
     if args.processes > 1:
         return _processes(args, name, config)
-    asyncio.run(_start(args.redis, name, config))
+    if asyncio.run(_start(args.redis, name, config)) == "finished":
+        return _finished(args.redis, name)
     return _engine(args, args.redis, name, config)
+
+
+def _finished(url: str, name: str) -> int:
+    print(f"crawl {name!r} has already finished: export it with "
+          f"crawltop export --redis {url} {name} --jsonl FILE", file=sys.stderr)
+    return 0
 
 
 async def _start(url: str, name: str, config: CrawlConfig) -> str:
@@ -164,7 +169,8 @@ def _child(url: str, name: str, concurrency: int, log: Path, output: str | None,
     if output:
         cmd += ["-o", f"{output}.p{i}"]
     with open(log, "ab") as fh:
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh, start_new_session=True)
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh, start_new_session=True,
+                                preexec_fn=die_with_parent)
 
 
 def _watch(url: str, name: str, children: list[subprocess.Popen[bytes]]) -> int:
@@ -178,7 +184,7 @@ def _watch(url: str, name: str, children: list[subprocess.Popen[bytes]]) -> int:
         nonlocal stopping
         stopping = True
 
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     started, sent, shown = time.monotonic(), False, 0.0
     try:
         while any(c.poll() is None for c in children):

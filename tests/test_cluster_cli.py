@@ -128,3 +128,25 @@ def test_redis_refusing_mid_crawl_is_one_line_not_a_hang(slow_site, redis_url, r
     assert proc.returncode == 2, (out, err)
     assert "Traceback" not in err
     assert [line for line in err.splitlines() if line.startswith("crawltop: error: Redis refused")], err
+
+
+def test_a_killed_processes_parent_leaves_nothing_behind(slow_site, rundir):  # noqa: F811
+    """SIGKILL to `crawl --processes 2`: its engines and its redis-server go too."""
+    parent = start("crawl", slow_site, "--processes", "2", "--headless", "-c", "2", "--name", "orph")
+    deadline = time.monotonic() + 30
+    children: list[int] = []
+    while len(children) < 3 and time.monotonic() < deadline:  # two engines and redis-server
+        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(parent.pid)], capture_output=True, text=True)
+        children = [int(p) for p in out.stdout.split()]
+        time.sleep(0.1)
+    assert len(children) == 3
+    time.sleep(1.0)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 20
+    alive = children
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in children if Path(f"/proc/{p}").exists() and
+                 "Z" not in Path(f"/proc/{p}/stat").read_text().split(")")[-1].split()[0]]
+        time.sleep(0.1)
+    assert alive == []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from crawltop.tui.app import CrawlApp
-from crawltop.tui.frozen import FrozenCrawler
+from crawltop.tui.frozen import FrozenCluster, FrozenCrawler
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -78,3 +78,13 @@ class TestSteering:
         """i in the queue view pre-fills the prompt from the selected prefix."""
         assert snap_compare(CrawlApp(FrozenCrawler(traps=True)), press=["u", "i"], terminal_size=(80, 24),
                             run_before=settle)
+
+
+class TestCluster:
+    """A crawl shared through Redis: the processes panel, one process lost."""
+
+    def test_processes_120x40(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCluster()), terminal_size=(120, 40), run_before=settle)
+
+    def test_processes_80x24(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCluster()), terminal_size=(80, 24), run_before=settle)

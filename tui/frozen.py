@@ -11,6 +11,7 @@ import dataclasses
 import math
 import types
 
+from ..core.cluster.procs import ProcessInfo, ProcessRow
 from ..core.ignores import IgnoreResult, Ignores, IgnoreView
 from ..core.queueview import PrefixView, QueueView, Trap
 from ..core.stats import ErrorEvent, HostView, MergeEvent, Snapshot, WorkerView
@@ -204,3 +205,27 @@ class FrozenCrawler:
     def stop(self) -> None:
         self.stats.state = "STOPPING"
         self._stop.set()
+
+
+def sample_processes() -> list[ProcessRow]:
+    """Three engines of a shared crawl: two live on two machines, one lost (kill -9)."""
+    def row(proc: str, state: str, busy: int, pages: int, rate: float, age: float, lost: bool = False,
+            leases: int = 10, left: float | None = None) -> ProcessRow:
+        host, pid, _ = proc.split(":")
+        return ProcessRow(proc, ProcessInfo(host, int(pid), state, 10, busy, pages, rate), age, lost, leases, left)
+
+    return [
+        row("crawler-a:4101:9f2e", "RUNNING", 10, 61_240, 412.0, 0.3),
+        row("crawler-b:2250:11c0", "PAUSED", 0, 48_902, 0.0, 0.8, leases=0),
+        row("crawler-c:3307:7a1d", "RUNNING", 7, 12_004, 0.0, 21.4, lost=True, leases=7, left=3.6),
+    ]
+
+
+class FrozenCluster(FrozenCrawler):
+    """A shared crawl's monitor (core/cluster/view.py) with fixed rows."""
+
+    def processes(self) -> list[ProcessRow]:
+        return sample_processes()
+
+    def pause_process(self, proc: str) -> None:
+        self.cancelled.append(hash(proc))

@@ -36,14 +36,14 @@ def process_cells(row: ProcessRow) -> tuple[Cell, ...]:
 
 class ProcessesTable(DiffTable):
     COLUMNS = (
-        Col("host", "host", None, 8),
-        Col("pid", "pid", 7, justify="right"),
+        Col("host", "host", None, 10),
+        Col("pid", "pid", 6, justify="right"),
         Col("state", "state", 8),
-        Col("workers", "busy/w", 7, justify="right"),
-        Col("rate", "pages/s", 9, justify="right"),
-        Col("pages", "pages", 8, justify="right", min_table=70),
-        Col("beat", "heartbeat", 10, justify="right"),
-        Col("leases", "leases", 16, min_table=80),
+        Col("workers", "busy/w", 6, justify="right"),
+        Col("rate", "pages/s", 8, justify="right"),
+        Col("pages", "pages", 8, justify="right", min_table=100),
+        Col("beat", "heartbeat", 9, justify="right"),
+        Col("leases", "leases", 13),
     )
 
     def show(self, rows: list[ProcessRow]) -> None:

@@ -6,7 +6,9 @@ and it dies with us: we stop it at the end, and `--daemonize no` keeps it our ch
 """
 from __future__ import annotations
 
+import ctypes
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 
+PR_SET_PDEATHSIG = 1
 INSTALL_HINT = "install one (Debian/Ubuntu: apt-get install redis-server) or pass --redis URL"
 
 
@@ -40,7 +43,7 @@ class RedisServer:
             args += ["--port", str(port), "--bind", "127.0.0.1"]
             url, where = f"redis://127.0.0.1:{port}/0", directory
         proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+                                stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
         server = cls(proc, url, where)
         server._wait_ready(port, timeout)
         return server
@@ -82,6 +85,16 @@ class RedisServer:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def die_with_parent() -> None:
+    """In a child, before exec: SIGTERM when our parent dies, even by SIGKILL (Linux), so
+    a killed `--processes` leaves neither engines nor its redis-server behind."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: the parent's own cleanup still runs
+        pass
 
 
 def free_port() -> int:

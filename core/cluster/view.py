@@ -23,6 +23,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from ..ignores import IgnoreResult, Ignores
 from ..protocol import SnapshotDecoder
 from ..stats import Snapshot
 from . import commands
@@ -150,6 +151,23 @@ class ClusterView:
             self.local.stop()  # the same-loop TUI's q: this process (the others go on)
         else:
             self._command("stop")
+
+    # -- ignores from a monitor with no engine: straight to the crawl's shared set ---------
+    async def add_ignore(self, pattern: str) -> IgnoreResult:
+        if self.local is not None:
+            return await self.local.add_ignore(pattern)
+        reason = Ignores.check(pattern)
+        if reason is not None:
+            return IgnoreResult(False, pattern, reason)
+        if await self.redis.hsetnx(self.keys.ignores, pattern, "monitor") == 0:
+            return IgnoreResult(False, pattern, f"already an ignore pattern: {pattern}")
+        return IgnoreResult(True, pattern)  # each process drops its matches at its next beat
+
+    def remove_ignore(self, pattern: str) -> bool:
+        if self.local is not None:
+            return bool(self.local.remove_ignore(pattern))
+        asyncio.ensure_future(self.redis.hdel(self.keys.ignores, pattern))
+        return True
 
     def pause_process(self, proc: str) -> None:
         self._command("pause", proc=proc)
