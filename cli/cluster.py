@@ -46,9 +46,9 @@ def add_arguments(sub: argparse._SubParsersAction, *parsers: argparse.ArgumentPa
         p.add_argument("--redis", metavar="URL", default=None,
                        help="share the crawl through Redis (redis://HOST:PORT/DB or unix:///PATH): "
                             "other processes `join` it (default: this process only)")
-        p.add_argument("--processes", type=positive(int), default=1, metavar="N",
-                       help="engine processes on this machine; without --redis a private redis-server "
-                            "is started (default 1)")
+        p.add_argument("--processes", type=positive(int), default=None, metavar="N",
+                       help="N engine processes on this machine and one monitor; without --redis a private redis-server "
+                            "is started (default: this process is the engine)")
     join = sub.add_parser("join", help="add this process to a crawl shared through Redis")
     join.add_argument("name", metavar="NAME", help="the crawl's name (its --name)")
     join.add_argument("--redis", metavar="URL", required=True, help="the crawl's Redis (as given to crawl --redis)")
@@ -62,7 +62,7 @@ def add_arguments(sub: argparse._SubParsersAction, *parsers: argparse.ArgumentPa
 
 
 def wants_cluster(args: argparse.Namespace) -> bool:
-    return args.command == "join" or bool(getattr(args, "redis", None)) or getattr(args, "processes", 1) > 1
+    return args.command == "join" or bool(getattr(args, "redis", None)) or bool(getattr(args, "processes", None))
 
 
 def check_mix(args: argparse.Namespace) -> None:
@@ -71,7 +71,7 @@ def check_mix(args: argparse.Namespace) -> None:
         return
     if getattr(args, "state", None):
         raise UsageError("--state and --redis/--processes don't mix: a shared crawl keeps its state in Redis")
-    if args.processes > 1 and getattr(args, "warc", None):
+    if args.processes and getattr(args, "warc", None):
         raise UsageError("--warc needs one process: with --processes, keep -o per process instead")
 
 
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace, config: CrawlConfig | None) -> int:
         return _engine(args, args.redis, name, dataclasses.replace(config, **overrides))
     assert config is not None
     name = name_of(args, config.roots)
-    if args.processes > 1:
+    if args.processes:
         return _processes(args, name, config)
     if asyncio.run(_start(args.redis, name, config)) == "finished":
         return _finished(args.redis, name)

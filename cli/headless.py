@@ -17,7 +17,7 @@ def progress_line(s: Snapshot) -> str:
     return (
         f"[{s.elapsed:7.1f}s] {s.state.lower():8} pages {s.pages} ({s.rate_now:.0f}/s now, "
         f"{s.rate_avg:.0f}/s avg) queue {s.queued} seen {s.seen} busy {s.busy}/{s.concurrency} "
-        f"errors {s.errors} merges {s.merges}"
+        f"errors {s.errors} merges {s.merges}" + (f"  [{s.notice}]" if s.notice else "")
     )
 
 

@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.exceptions import AuthenticationError, BusyLoadingError, RedisError
+from redis.exceptions import AuthenticationError, BusyLoadingError, NoScriptError, RedisError
 
 from ..errors import UsageError
 from ..frontier import Item
@@ -33,6 +33,10 @@ OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
 LEASE = 15.0  # seconds a popped URL stays ours without a heartbeat
 KNOWN_MAX = 1_000_000  # fingerprints remembered locally before starting over
 MAX_POP = 64
+
+
+class _Again(Exception):
+    """Run this batch once more (its script had to be loaded first)."""
 
 
 class RecordStash:
@@ -262,7 +266,6 @@ class RedisFrontier:
             self._waiters = deque(w for w in self._waiters if not w.done())
             if not self._waiters:
                 return
-            await self._ops_sent()
             n = min(len(self._waiters), MAX_POP)
             pending = self._take_pending()
             args = [self.proc, n, self.lease_ms, self.keys.prefix, self.max_pages, *pending]
@@ -312,7 +315,12 @@ class RedisFrontier:
             ops = [self._ops.popleft() for _ in range(min(len(self._ops), 256))]
             pending = self._take_pending() if ops else []  # links ride on the first DONE
             slots, self._slots = self._slots, []
-            await self._call(lambda: self._send_ops(ops, pending, slots))
+            while True:
+                try:
+                    await self._call(lambda: self._send_ops(ops, pending, slots))
+                    break
+                except _Again:
+                    continue
 
     async def _send_ops(self, ops: list[tuple[str, str, str, str]], pending: list[bytes | str],
                         slots: list[tuple[str, str]]) -> None:
@@ -323,8 +331,14 @@ class RedisFrontier:
             pipe.zrem(key, token)
         for i, (raw, url, record, back) in enumerate(ops):
             links = pending if i == 0 else []
-            await self._done(keys, [self.proc, raw, url, record, back, self.max_pages, *links], client=pipe)
-        results = (await pipe.execute())[len(slots):]
+            # EVALSHA by hand: a pipeline given Script objects asks SCRIPT EXISTS first,
+            # a second round trip for every batch
+            pipe.evalsha(self._done.sha, len(keys), *keys, self.proc, raw, url, record, back, self.max_pages, *links)
+        try:
+            results = (await pipe.execute())[len(slots):]
+        except NoScriptError:  # a restarted Redis forgot it: load, then run the batch again
+            await self.redis.script_load(scripts.DONE)
+            raise _Again() from None
         for _ok, status, _new, size, seen in results:
             self._totals(size, seen)
             self._status(status)

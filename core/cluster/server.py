@@ -27,13 +27,17 @@ class RedisServer:
         self.proc, self.url, self.where = proc, url, where
 
     @classmethod
-    def start(cls, directory: Path, *, port: int | None = None, timeout: float = 10.0) -> RedisServer:
-        """Start one in `directory` (its dir and, without `port`, its Unix socket)."""
+    def start(cls, directory: Path, *, port: int | None = None, timeout: float = 10.0,
+              persist: bool = False) -> RedisServer:
+        """Start one in `directory` (its dir and, without `port`, its Unix socket).
+        `persist`: an append-only file fsynced at every write (the tests restart Redis
+        mid-crawl and expect it back with its data)."""
         binary = shutil.which("redis-server")
         if binary is None:
             raise UsageError(f"no redis-server on PATH: {INSTALL_HINT}")
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        args = [binary, "--save", "", "--appendonly", "no", "--dir", str(directory),
+        aof = ["--appendonly", "yes", "--appendfsync", "always"] if persist else ["--appendonly", "no"]
+        args = [binary, "--save", "", *aof, "--dir", str(directory),
                 "--daemonize", "no", "--loglevel", "warning", "--logfile", str(directory / "redis.log")]
         if port is None:
             sock = directory / "redis.sock"
