@@ -35,6 +35,7 @@ from ..core.export import export_csv, export_jsonl
 from ..core.runtime import check_name, default_base, state_dir
 from ..core.sanitize import clean
 from .options import positive
+from .listen import listen
 from .run import run_crawler
 from .state import extra_sinks
 
@@ -128,9 +129,16 @@ def _engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) 
     crawler = Crawler(config, frontier=frontier, sinks=[frontier.sink, *extra_sinks(args)])
     member = Member(crawler, frontier)
     args.socket_base, args.name = name, None  # sockets NAME, NAME-2, ...: one per process here
-    shown = member if args.headless or not sys.stdout.isatty() else \
-        ClusterView(frontier.redis, name, list(crawler.roots), local=member, lease=frontier.lease)
-    code = run_crawler(shown, args)  # type: ignore[arg-type]
+    if args.headless or not sys.stdout.isatty():
+        code = run_crawler(member, args)  # type: ignore[arg-type]
+    else:  # the TUI shows the whole crawl; the socket (ctl, attach) stays this process's own
+        from ..tui.app import run_tui
+        from .headless import report
+
+        local = listen(member, args)
+        code = run_tui(ClusterView(frontier.redis, name, list(crawler.roots), local=local, lease=frontier.lease),
+                       exit_on_finish=args.exit_on_finish)
+        report(member, sys.stdout)  # type: ignore[arg-type]
     records = crawler.stats.records
     print(f"  redis: {frontier.round_trips} round trips for {records} records "
           f"({frontier.round_trips / max(1, records):.2f} per record, heartbeats included)", file=sys.stdout)

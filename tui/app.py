@@ -575,7 +575,8 @@ class CrawlApp(App[int]):
             elif yes:
                 self.stop_crawl()
 
-        self.push_screen(ConfirmQuit(snap.in_flight, snap.queued, can_detach=self.can_detach), answer)
+        self.push_screen(ConfirmQuit(snap.in_flight, snap.queued, can_detach=self.can_detach, shared=self.cluster),
+                         answer)
 
 
 async def run_tui_async(

@@ -32,11 +32,12 @@ class ConfirmQuit(ModalScreen[bool | str]):
         Binding("d", "detach", "Detach", id="confirm-detach", priority=True),
     ]
 
-    def __init__(self, in_flight: int, queued: int, *, can_detach: bool = False) -> None:
+    def __init__(self, in_flight: int, queued: int, *, can_detach: bool = False, shared: bool = False) -> None:
         super().__init__(id="confirm-quit")
         self.in_flight = in_flight
         self.queued = queued
         self.can_detach = can_detach
+        self.shared = shared  # a crawl on Redis: what is queued stays there
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -44,7 +45,9 @@ class ConfirmQuit(ModalScreen[bool | str]):
             yield Static(
                 Content(
                     f"Stop it and quit? The {self.in_flight} fetches in flight are cancelled and put back, "
-                    f"the {fmt.count(self.queued)} queued URLs are not fetched, and every record is flushed."
+                    + (f"the {fmt.count(self.queued)} queued URLs stay in Redis (for the other processes, or a later join), "
+                       if self.shared else f"the {fmt.count(self.queued)} queued URLs are not fetched, ")
+                    + "and every record is flushed."
                 ),
                 classes="dialog-body",
             )

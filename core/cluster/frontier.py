@@ -110,7 +110,7 @@ class RedisFrontier:
         fut: asyncio.Future[Item] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
         if self._popper is None or self._popper.done():
-            self._popper = asyncio.ensure_future(self._pop_loop())
+            self._popper = self.background(self._pop_loop())
         try:
             return await fut
         except asyncio.CancelledError:
@@ -125,6 +125,8 @@ class RedisFrontier:
             return
         back = self._back.pop(item.url, None)
         record = "" if back is not None else self._records.pop(item.url, "")
+        if not record and back is None:  # no record written for it: never drop it, put it back
+            back = item
         self._ops.append((raw, item.url, record, encode_item(back) if back is not None else ""))
         self._kick_sender()
 
@@ -145,7 +147,12 @@ class RedisFrontier:
         return bool(await self._call(lambda: self.redis.sismember(self.keys.seen, fp)))
 
     def mark_seen(self, url: str) -> bool:
-        return self.add(Item(url, 0, 0)) and False  # never used for a cluster crawl
+        fp = fingerprint(url)
+        if fp in self._known:
+            return False
+        self._known.add(fp)
+        self.background(self._call(lambda: self.redis.sadd(self.keys.seen, fp)))
+        return True
 
     async def join(self) -> None:
         await self.finished.wait()
@@ -191,6 +198,17 @@ class RedisFrontier:
         return gate
 
     # -- talking to Redis --------------------------------------------------------------
+    def background(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
+        """A task talking to Redis on its own. A fatal error has already stopped the crawl
+        (on_error); what the task held comes back when its leases run out."""
+        async def run() -> Any:
+            try:
+                return await coro
+            except (UsageError, *OUTAGE):
+                return None
+
+        return asyncio.ensure_future(run())
+
     async def _call(self, fn: Callable[[], Awaitable[Any]]) -> Any:
         """One round trip, retried with backoff while Redis is away (nothing is lost:
         every script is safe to run again after a failure we cannot see the end of).
@@ -241,7 +259,7 @@ class RedisFrontier:
         self._add_soon = None
         if self._pending:
             pending = self._take_pending()
-            asyncio.ensure_future(self._send_adds(pending))
+            self.background(self._send_adds(pending))
 
     async def _send_adds(self, pending: list[bytes | str]) -> None:
         res = await self._call(lambda: self._add([self.keys.q, self.keys.seen], [self.max_pages, *pending]))
@@ -271,10 +289,7 @@ class RedisFrontier:
             args = [self.proc, n, self.lease_ms, self.keys.prefix, self.max_pages, *pending]
             try:
                 out, status, _new, size, seen = await self._call(lambda: self._pop(keys, args))
-            except UsageError as exc:  # fatal (on_error has stopped the crawl): no worker waits on
-                for w in self._waiters:
-                    if not w.done():
-                        w.set_exception(exc)
+            except UsageError:  # fatal: on_error has stopped the crawl, which cancels the waiters
                 return
             self._totals(size, seen)
             for raw in out:
@@ -300,7 +315,7 @@ class RedisFrontier:
 
     def _kick_sender(self) -> None:
         if self._sender is None or self._sender.done():
-            self._sender = asyncio.ensure_future(self._send_loop())
+            self._sender = self.background(self._send_loop())
 
     async def _ops_sent(self) -> None:
         """Before a pop: what we finished is in Redis, so `finished` is never decided on

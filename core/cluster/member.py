@@ -112,7 +112,7 @@ class Member:
         ok = self._crawler.remove_ignore(pattern)
         if ok:  # kept in _ignores until a beat sees it gone from Redis, or it comes back
             f = self.frontier
-            asyncio.ensure_future(f._call(lambda: f.redis.hdel(f.keys.ignores, pattern)))
+            f.background(f._call(lambda: f.redis.hdel(f.keys.ignores, pattern)))
         return ok
 
     async def _sync_ignores(self, shared: set[str]) -> None:

@@ -166,7 +166,7 @@ class ClusterView:
     def remove_ignore(self, pattern: str) -> bool:
         if self.local is not None:
             return bool(self.local.remove_ignore(pattern))
-        asyncio.ensure_future(self.redis.hdel(self.keys.ignores, pattern))
+        asyncio.ensure_future(self._quietly(self.redis.hdel(self.keys.ignores, pattern)))
         return True
 
     def pause_process(self, proc: str) -> None:
@@ -183,6 +183,10 @@ class ClusterView:
 
     def _command(self, op: str, arg: int | None = None, proc: str | None = None) -> None:
         asyncio.ensure_future(self._send(op, arg, proc))
+
+    async def _quietly(self, coro: Any) -> None:
+        with contextlib.suppress(*OUTAGE, RedisError):
+            await coro
 
     async def _send(self, op: str, arg: int | None, proc: str | None) -> None:
         with contextlib.suppress(*OUTAGE, RedisError):
