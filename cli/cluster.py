@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import redis
 
+from ..core.cluster import commands
 from ..core.cluster import open as cluster
 from ..core.cluster.keys import Keys
 from ..core.cluster.member import Member
@@ -246,6 +247,40 @@ def _monitor(url: str, name: str, *, exit_on_finish: bool = False) -> int:
         finally:
             await r.aclose()
         return app.return_code or 0
+
+    return asyncio.run(run())
+
+
+def ctl(args: argparse.Namespace) -> int:
+    """`crawltop ctl NAME --redis URL ACTION [--process PROC]`: exit 0, or 1 with a reason."""
+    name = check_name(args.name)
+    op = {"pause": "pause", "resume": "resume", "stop": "stop", "concurrency": "concurrency"}.get(args.action)
+    if op is None and args.action != "status":
+        raise UsageError(f"with --redis, ACTION is pause, resume, stop, concurrency N or status, not {args.action!r}")
+    if op == "concurrency" and (len(args.value) != 1 or not args.value[0].isdigit()):
+        raise UsageError("concurrency needs one number: crawltop ctl NAME --redis URL concurrency N")
+
+    async def run() -> int:
+        r = cluster.client(args.redis)
+        try:
+            await cluster.join(r, args.redis, name, resume=False)
+            view = ClusterView(r, name, [])
+            if args.process and args.process not in {p.decode() for p in await r.hkeys(Keys(name).procs)}:
+                print(f"crawltop: no process {args.process!r} in crawl {name!r}", file=sys.stderr)
+                return 1
+            if op is not None:
+                await commands.command(r, Keys(name), op, int(args.value[0]) if op == "concurrency" else None,
+                                       args.process)
+            await view.read()
+            snap = view.stats.snap
+            print(json.dumps({"name": name, "status": view.status, "state": snap.state, "records": snap.records,
+                              "pages": snap.pages, "queued": snap.queued, "seen": snap.seen,
+                              "in_flight": snap.in_flight, "processes": [
+                                  {"proc": p.proc, **dataclasses.asdict(p.info), "lost": p.lost, "leases": p.leases,
+                                   "heartbeat_age": round(p.beat_age, 1)} for p in view.processes()]}))
+            return 0
+        finally:
+            await r.aclose()
 
     return asyncio.run(run())
 

@@ -36,9 +36,18 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
                           "ignore add|remove REGEX | ignore list | seed URL | host pause|resume HOST | "
                           "host delay HOST SECONDS")
     ctl.add_argument("value", nargs="*", metavar="ARG", help="the action's arguments (see ACTION)")
+    ctl.add_argument("--redis", metavar="URL", default=None,
+                     help="a crawl shared through Redis: pause | resume | stop | concurrency N | status for the "
+                          "whole crawl (default: the crawl's own socket on this machine)")
+    ctl.add_argument("--process", metavar="PROC", default=None,
+                     help="with --redis: only this process (host:pid:id, as `status` lists them)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.command == "ctl" and args.redis:
+        from .cluster import ctl
+
+        return ctl(args)
     return run_ls(args) if args.command == "ls" else run_ctl(args)
 
 

@@ -150,3 +150,37 @@ def test_a_killed_processes_parent_leaves_nothing_behind(slow_site, rundir):  # 
                  "Z" not in Path(f"/proc/{p}/stat").read_text().split(")")[-1].split()[0]]
         time.sleep(0.1)
     assert alive == []
+
+
+def test_ctl_steers_the_whole_crawl_or_one_process(slow_site, redis_url, rundir):  # noqa: F811
+    def ctl(*args: str) -> dict:
+        done = run("ctl", "c", "--redis", redis_url, *args)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    a = start("crawl", slow_site, "--redis", redis_url, "--name", "c", "--headless", "-c", "2", "--no-sitemaps")
+    r = redis.Redis.from_url(redis_url)
+    deadline = time.monotonic() + 30
+    while r.hlen(Keys("c").procs) < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    b = start("join", "c", "--redis", redis_url, "--headless", "-c", "2")
+    while r.hlen(Keys("c").procs) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ctl("pause")
+    while {p["state"] for p in ctl("status")["processes"]} != {"PAUSED"} and time.monotonic() < deadline:
+        time.sleep(0.2)
+    status = ctl("status")
+    assert [p["state"] for p in status["processes"]] == ["PAUSED", "PAUSED"]
+    one = status["processes"][0]["proc"]
+    ctl("resume", "--process", one)
+    while {p["proc"]: p["state"] for p in ctl("status")["processes"]}[one] != "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    states = {p["proc"]: p["state"] for p in ctl("status")["processes"]}
+    assert states[one] == "RUNNING" and [s for p, s in states.items() if p != one] == ["PAUSED"]
+    bad = run("ctl", "c", "--redis", redis_url, "pause", "--process", "nobody:1:0")
+    assert bad.returncode == 1 and "no process" in bad.stderr
+    assert ctl("stop")["status"] == "stopped"
+    for p in (a, b):
+        assert p.wait(timeout=60) == 0
+    assert r.hget(Keys("c").meta, "status") == b"stopped" and r.hlen(Keys("c").procs) == 0
+    assert r.llen(Keys("c").q) > 0 and r.zcard(Keys("c").leases) == 0  # the rest waits in Redis

@@ -1,9 +1,10 @@
 """RedisFrontier: the `Frontier` of core/frontier.py, shared by every process of a crawl.
 
 Workers don't change. What does:
-- add() is synchronous, so links wait in `_pending` and ride along with the next pop or
-  done (one round trip each), or go on their own a moment later (roots, seeds). A link
-  this process already sent is answered from `_known` without asking Redis.
+- add() is synchronous, so links wait in `_pending` and ride along with the done of the
+  page that found them, or with the next pop, or go on their own a moment later (roots,
+  seeds). A link this process already sent is answered from `_known` without asking
+  Redis.
 - pop() hands out exactly as many items as workers wait for (one script call for all
   of them): nobody hoards URLs another process could fetch.
 - done() and requeue() are synchronous too: they queue an operation that one sender
@@ -33,6 +34,9 @@ OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
 LEASE = 15.0  # seconds a popped URL stays ours without a heartbeat
 KNOWN_MAX = 1_000_000  # fingerprints remembered locally before starting over
 MAX_POP = 64
+
+
+Op = tuple[str, str, str, str, list]  # item as leased, url, record JSON ('' = give back), back, links
 
 
 class _Again(Exception):
@@ -77,7 +81,7 @@ class RedisFrontier:
         self._records: dict[str, str] = {}
         self._raw: dict[str, str] = {}  # url -> the exact item string Redis leased us
         self._back: dict[str, Item] = {}  # requeued: done() gives these back instead
-        self._ops: deque[tuple[str, str, str, str]] = deque()
+        self._ops: deque[Op] = deque()
         self._slots: list[tuple[str, str]] = []  # (slots key, token) to give back
         self._waiters: deque[asyncio.Future[Item]] = deque()
         self._popper: asyncio.Task[None] | None = None
@@ -127,7 +131,9 @@ class RedisFrontier:
         record = "" if back is not None else self._records.pop(item.url, "")
         if not record and back is None:  # no record written for it: never drop it, put it back
             back = item
-        self._ops.append((raw, item.url, record, encode_item(back) if back is not None else ""))
+        # the links found so far (this page's, at least: parse, emit and done run without a
+        # pause) go with this URL's DONE, so Redis counts them as its record's new links
+        self._ops.append((raw, item.url, record, encode_item(back) if back is not None else "", self._take_pending()))
         self._kick_sender()
 
     def release_slot(self, key: str, token: str) -> None:
@@ -328,24 +334,21 @@ class RedisFrontier:
     async def _send_loop(self) -> None:
         while self._ops or self._slots:
             ops = [self._ops.popleft() for _ in range(min(len(self._ops), 256))]
-            pending = self._take_pending() if ops else []  # links ride on the first DONE
             slots, self._slots = self._slots, []
             while True:
                 try:
-                    await self._call(lambda: self._send_ops(ops, pending, slots))
+                    await self._call(lambda: self._send_ops(ops, slots))
                     break
                 except _Again:
                     continue
 
-    async def _send_ops(self, ops: list[tuple[str, str, str, str]], pending: list[bytes | str],
-                        slots: list[tuple[str, str]]) -> None:
+    async def _send_ops(self, ops: list[Op], slots: list[tuple[str, str]]) -> None:
         k = self.keys
         keys = [k.q, k.leases, k.owner, k.held(self.proc), k.seen, k.meta, k.rec, k.count]
         pipe = self.redis.pipeline(transaction=False)
         for key, token in slots:
             pipe.zrem(key, token)
-        for i, (raw, url, record, back) in enumerate(ops):
-            links = pending if i == 0 else []
+        for raw, url, record, back, links in ops:
             # EVALSHA by hand: a pipeline given Script objects asks SCRIPT EXISTS first,
             # a second round trip for every batch
             pipe.evalsha(self._done.sha, len(keys), *keys, self.proc, raw, url, record, back, self.max_pages, *links)
