@@ -46,7 +46,8 @@ def test_redis_restarted_mid_crawl_nothing_lost(site, tmp_path, rundir):  # noqa
         time.sleep(0.05)
     second = subprocess.Popen([*CLI, "join", "o", *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env=env)
-    while int(r.hget(Keys("o").count, "records") or 0) < 60 and time.monotonic() < deadline:
+    while (r.hlen(Keys("o").procs) < 2 or int(r.hget(Keys("o").count, "records") or 0) < 60) \
+            and time.monotonic() < deadline:  # both engines at work
         time.sleep(0.05)
     before = int(r.hget(Keys("o").count, "records"))
     r.close()

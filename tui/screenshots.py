@@ -6,7 +6,8 @@ The demo site runs in a child process with its realistic latency, the crawl runs
 the real engine, and the app is driven headlessly with the same keys a person presses:
 the live screen mid-crawl (120x40 and 80x24), `p` (paused), `e` (the error list), then
 `]` to finish sooner, and the summary the app shows when the crawl is done. Then (or alone,
-with `--only attached`) a detached demo crawl: `crawltop ls` and an attached monitor.
+with `--only attached`) a detached demo crawl: `crawltop ls` and an attached monitor; and
+(`--only cluster`) two processes sharing the demo crawl on Redis, watched from Redis.
 """
 from __future__ import annotations
 
@@ -138,15 +139,67 @@ async def shoot_attached(out: Path, warmup: float) -> list[Path]:
     return saved
 
 
+async def shoot_cluster(out: Path, warmup: float) -> list[Path]:
+    """A demo crawl shared through a private redis-server by two engine processes
+    (`demo --redis`, then `join`), watched with `attach NAME --redis`: the processes panel
+    and the merged panels. The crawl is stopped after (`ctl --redis ... stop`)."""
+    import os
+    import tempfile
+
+    from ..core.cluster import open as cluster
+    from ..core.cluster.server import RedisServer
+    from ..core.cluster.view import ClusterView
+
+    tmp = Path(tempfile.mkdtemp(prefix="crawltop-shots-"))
+    env = dict(os.environ, CRAWLTOP_RUN_DIR=str(tmp / "run"), XDG_STATE_HOME=str(tmp / "state"))
+    server = RedisServer.start(tmp / "redis")
+    cli = [sys.executable, "-m", "crawltop.cli"]
+    engines = [subprocess.Popen([*cli, "demo", "--redis", server.url, "--name", "demo", "--headless", "-c", "6",
+                                 "--timeout", "5"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    saved: list[Path] = []
+    try:
+        r = cluster.client(server.url)
+        view = ClusterView(r, "demo", [])
+        app = CrawlApp(view)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, lambda: view.stats.snap.pages > 20, 60, "the first pages")
+            engines.append(subprocess.Popen([*cli, "join", "demo", "--redis", server.url, "--headless", "-c", "6"],
+                                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            await _until(pilot, lambda: len(view.processes()) == 2, 30, "the second process")
+            await pilot.pause(warmup)
+            app.processes_panel.table.focus()
+            await pilot.pause(0.5)
+            app.save_screenshot(filename="cluster.svg", path=str(out))
+            saved.append(out / "cluster.svg")
+            view.detach()
+        await r.aclose()
+    finally:
+        subprocess.run([*cli, "ctl", "demo", "--redis", server.url, "stop"], capture_output=True, env=env)
+        for engine in engines:
+            try:
+                engine.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                engine.kill()
+        server.stop()
+    for path in saved:
+        print(f"  {path.relative_to(REPO) if path.is_relative_to(REPO) else path}", flush=True)
+    return saved
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds of crawl before the first shot")
-    parser.add_argument("--only", choices=("local", "attached", "queue"), default=None,
-                        help="only the same-loop shots, only the attached monitor and `ls`, or only "
-                             "the queue view flagging the demo's calendar trap (default: all)")
+    parser.add_argument("--only", choices=("local", "attached", "queue", "cluster"), default=None,
+                        help="only the same-loop shots, only the attached monitor and `ls`, only "
+                             "the queue view flagging the demo's calendar trap, or only two processes "
+                             "sharing the demo crawl on Redis (default: all)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.only in (None, "cluster"):
+        asyncio.run(shoot_cluster(args.out.resolve(), min(args.warmup, 8.0)))
+        if args.only == "cluster":
+            return
     if args.only not in ("local", "queue"):
         asyncio.run(shoot_attached(args.out.resolve(), min(args.warmup, 5.0)))
         if args.only == "attached":

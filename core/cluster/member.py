@@ -89,6 +89,8 @@ class Member:
         args = [f.proc, f.lease_ms, info.to_json(), json.dumps(encode_snapshot(published), separators=(",", ":")),
                 SNAP_TTL_MS, *f.held()]
         ctl, mine, status, size, seen, _leased, _records, head, ignores = await f._call(lambda: self._beat(keys, args))
+        if c.stats.notice.startswith("heartbeat:"):  # the last beat failed; this one did not
+            c.stats.notice = ""
         f._totals(size, seen)
         f._head = [decode_item(raw) for raw in head]
         self._apply({**_pairs(ctl), **_pairs(mine)})
