@@ -31,12 +31,15 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
     web = sub.add_parser("web", help="serve the monitor of a live crawl to a browser, on 127.0.0.1 only")
     web.add_argument("name", nargs="?", metavar="NAME", help="the crawl's name (default: the only live one)")
     web.add_argument("--port", type=int, default=8000, metavar="P", help="port on 127.0.0.1 (default 8000)")
+    web.add_argument("--redis", metavar="URL", default=None, help="serve the monitor of crawl NAME shared through this Redis")
 
 
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "redis", None):
-        from .cluster import monitor
+        from .cluster import check_crawl, monitor
 
+        if args.command == "web":
+            return serve_web(check_crawl(args.redis, args.name), args.port, redis=args.redis)
         return monitor(args.redis, args.name)
     try:
         path = resolve(args.name)
@@ -73,9 +76,9 @@ async def attach(path, *, headless: bool = False) -> int:
     return app.return_code or 0
 
 
-def serve_web(name: str, port: int) -> int:
+def serve_web(name: str, port: int, *, redis: str | None = None) -> int:
     from textual_serve.server import Server
 
-    command = shlex.join([sys.executable, "-m", "crawltop.cli", "attach", name])
+    command = shlex.join([sys.executable, "-m", "crawltop.cli", "attach", name, *(["--redis", redis] if redis else [])])
     Server(command, host="127.0.0.1", port=port, title=f"crawltop {name}").serve()
     return 0

@@ -223,13 +223,23 @@ def _watch(url: str, name: str, children: list[subprocess.Popen[bytes]]) -> int:
     return 0 if all(c == 0 for c in codes) else 1
 
 
+def check_crawl(url: str, name: str | None) -> str:
+    """NAME, once Redis is reachable and holds that crawl; else a one-line UsageError."""
+    if not name:
+        raise UsageError("with --redis, name the crawl: NAME")
+    name = check_name(name)
+    asyncio.run(_join(url, name, resume=False))
+    return name
+
+
 def monitor(url: str, name: str | None) -> int:
     """`crawltop attach NAME --redis URL`: the whole crawl, from any machine."""
-    if not name:
-        raise UsageError("attach --redis needs the crawl's NAME")
-    name = check_name(name)
-    _config, status = asyncio.run(_join(url, name, resume=False))
+    name = check_crawl(url, name)
     code = _monitor(url, name)
+    try:
+        status = (redis.Redis.from_url(url, socket_timeout=5).hget(Keys(name).meta, "status") or b"?").decode()
+    except redis.RedisError:
+        status = "Redis unreachable"
     print(f"crawltop: left the monitor of {name!r} (status: {status})", file=sys.stderr)
     return code
 

@@ -15,7 +15,7 @@ import redis
 
 from crawltop.core.cluster.keys import Keys
 
-from ctl_helpers import SITE, rundir  # noqa: F401  (fixture)
+from ctl_helpers import SITE, rundir, site  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.timeout(120)
 CLI = [sys.executable, "-m", "crawltop.cli"]
@@ -152,13 +152,13 @@ def test_a_killed_processes_parent_leaves_nothing_behind(slow_site, rundir):  # 
     assert alive == []
 
 
-def test_ctl_steers_the_whole_crawl_or_one_process(slow_site, redis_url, rundir):  # noqa: F811
+def test_ctl_steers_the_whole_crawl_or_one_process(site, redis_url, rundir):  # noqa: F811
     def ctl(*args: str) -> dict:
         done = run("ctl", "c", "--redis", redis_url, *args)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
-    a = start("crawl", slow_site, "--redis", redis_url, "--name", "c", "--headless", "-c", "2", "--no-sitemaps")
+    a = start("crawl", site, "--redis", redis_url, "--name", "c", "--headless", "-c", "2", "--no-sitemaps")
     r = redis.Redis.from_url(redis_url)
     deadline = time.monotonic() + 30
     while r.hlen(Keys("c").procs) < 1 and time.monotonic() < deadline:

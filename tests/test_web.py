@@ -87,3 +87,38 @@ async def test_web_monitor_in_headless_chromium(site: str, rundir: Path) -> None
     assert s2["state"] == "PAUSED" and s2["pages"] >= s["pages"]
     assert (await cli("ctl", "webcrawl", "stop"))[0] == 0
     await wait_gone(pid)
+
+
+async def test_web_monitor_of_a_crawl_on_redis(site: str, rundir: Path, redis_url: str) -> None:
+    """`web NAME --redis URL`: the whole shared crawl in the browser, processes panel included."""
+    rc, out, err = await cli("crawl", site, "--redis", redis_url, "--name", "webshared", "--detach", "-c", "2",
+                             "--no-robots", "--no-sitemaps")
+    assert rc == 0, err
+    bad = subprocess.run([sys.executable, "-m", "crawltop.cli", "web", "nobody", "--redis", redis_url],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "no crawl named 'nobody'" in bad.stderr
+    port = free_port()
+    web = subprocess.Popen([sys.executable, "-m", "crawltop.cli", "web", "webshared", "--redis", redis_url,
+                            "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and web.poll() is None, web.stdout.read()  # type: ignore[union-attr]
+                await asyncio.sleep(0.2)
+        async with open_page(f"http://127.0.0.1:{port}/") as page:
+            text = ""
+            deadline = time.monotonic() + 60
+            while not ("RUNNING" in text and "Processes 1 live" in text):
+                assert time.monotonic() < deadline, f"the page never showed the shared crawl:\n{text}"
+                await asyncio.sleep(0.5)
+                text = await page.screen()
+    finally:
+        web.terminate()
+        web.wait(timeout=15)
+        done = subprocess.run([sys.executable, "-m", "crawltop.cli", "ctl", "webshared", "--redis", redis_url, "stop"],
+                              capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
