@@ -2,8 +2,8 @@
 
 attach opens the usual app on a RemoteCrawler. `d` detaches, `q` asks stop-or-detach,
 a crawl that ends shows its summary. If the crawl's process dies, the monitor closes
-and says so in one line, exit 1. web serves `crawltop attach NAME` through
-textual-serve, bound to 127.0.0.1 only (reach it from afar with `ssh -L`).
+and says so in one line, exit 1. web (cli/web.py) serves `crawltop attach NAME` through
+textual-serve, on 127.0.0.1 only and behind a token.
 """
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import shlex
 import sys
 
 from ..core.errors import UsageError
@@ -39,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
         from .cluster import check_crawl, monitor
 
         if args.command == "web":
+            from .web import serve_web
+
             return serve_web(check_crawl(args.redis, args.name), args.port, redis=args.redis)
         return monitor(args.redis, args.name)
     try:
@@ -47,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
         return 1
     if args.command == "web":
+        from .web import serve_web  # aiohttp + textual-serve, only for this command
+
         return serve_web(path.name, args.port)
     return asyncio.run(attach(path))
 
@@ -74,11 +77,3 @@ async def attach(path, *, headless: bool = False) -> int:
     if remote.detached and remote.ended is None:
         print(f"crawltop: detached from {remote.name!r}; it goes on (crawltop attach {remote.name})")
     return app.return_code or 0
-
-
-def serve_web(name: str, port: int, *, redis: str | None = None) -> int:
-    from textual_serve.server import Server
-
-    command = shlex.join([sys.executable, "-m", "crawltop.cli", "attach", name, *(["--redis", redis] if redis else [])])
-    Server(command, host="127.0.0.1", port=port, title=f"crawltop {name}").serve()
-    return 0

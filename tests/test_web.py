@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from browser import chromium, open_page
@@ -37,6 +38,14 @@ def listeners(port: int) -> list[str]:
     return out
 
 
+def printed_url(web: subprocess.Popen[str]) -> tuple[str, str]:
+    """The URL `crawltop web` prints first, and its token."""
+    first = web.stdout.readline()  # type: ignore[union-attr]
+    m = re.search(r"http://127\.0\.0\.1:\d+/\?token=([\w-]+)", first)
+    assert m, first
+    return m.group(0), m.group(1)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -51,6 +60,7 @@ async def test_web_monitor_in_headless_chromium(site: str, rundir: Path) -> None
     web = subprocess.Popen([sys.executable, "-m", "crawltop.cli", "web", "webcrawl", "--port", str(port)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
+        url, token = printed_url(web)
         deadline = time.monotonic() + 30
         while True:  # bound to loopback only
             try:
@@ -60,8 +70,13 @@ async def test_web_monitor_in_headless_chromium(site: str, rundir: Path) -> None
                 assert time.monotonic() < deadline and web.poll() is None, web.stdout.read()  # type: ignore[union-attr]
                 await asyncio.sleep(0.2)
         assert listeners(port) == ["0100007F"]  # 127.0.0.1, and nothing else (no 0.0.0.0, no ::)
+        # Without the token (or with a wrong one of the same length) nothing is served.
+        async with aiohttp.ClientSession() as http:
+            for path in ("/", "/ws", "/static/js/textual.js", "/?token=" + "x" * len(token)):
+                async with http.get(f"http://127.0.0.1:{port}{path}") as resp:
+                    assert resp.status == 403, path
 
-        async with open_page(f"http://127.0.0.1:{port}/") as page:
+        async with open_page(url) as page:
             text = ""
             deadline = time.monotonic() + 60
             while "RUNNING" not in text:
@@ -101,6 +116,7 @@ async def test_web_monitor_of_a_crawl_on_redis(site: str, rundir: Path, redis_ur
     web = subprocess.Popen([sys.executable, "-m", "crawltop.cli", "web", "webshared", "--redis", redis_url,
                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
+        url, _token = printed_url(web)
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -109,7 +125,7 @@ async def test_web_monitor_of_a_crawl_on_redis(site: str, rundir: Path, redis_ur
             except OSError:
                 assert time.monotonic() < deadline and web.poll() is None, web.stdout.read()  # type: ignore[union-attr]
                 await asyncio.sleep(0.2)
-        async with open_page(f"http://127.0.0.1:{port}/") as page:
+        async with open_page(url) as page:
             text = ""
             deadline = time.monotonic() + 60
             while not ("RUNNING" in text and "Processes 1 live" in text):

@@ -1,0 +1,54 @@
+"""`crawltop web [NAME]`: the monitor in a browser, through textual-serve.
+
+textual-serve runs `crawltop attach NAME` per browser tab and relays its screen over a
+websocket. It listens on TCP, which every local user can reach, so it is bound to
+127.0.0.1 only and guarded like any TCP door to a crawl: a random token, given once in
+the URL printed here, then kept in an HttpOnly same-site cookie, and compared in constant
+time on every request (the page, its static files, the websocket). From another machine:
+`ssh -L 8000:127.0.0.1:8000 HOST crawltop web NAME` and open the printed URL locally.
+"""
+from __future__ import annotations
+
+import hmac
+import secrets
+import shlex
+import sys
+
+from aiohttp import web
+from textual_serve.server import Server
+
+COOKIE = "crawltop_token"
+
+
+class TokenServer(Server):
+    """textual-serve's server with a token check in front of every route."""
+
+    def __init__(self, command: str, *, token: str, **kwargs: object) -> None:
+        super().__init__(command, **kwargs)  # type: ignore[arg-type]
+        self.token = token
+
+    async def _make_app(self) -> web.Application:
+        app = await super()._make_app()
+        token = self.token.encode()
+
+        @web.middleware
+        async def check(request: web.Request, handler):  # type: ignore[no-untyped-def]
+            given = request.query.get("token") or request.cookies.get(COOKIE, "")
+            if not hmac.compare_digest(given.encode(), token):
+                raise web.HTTPForbidden(text="crawltop web: open the URL printed by `crawltop web`, with its token\n")
+            response = await handler(request)
+            if "token" in request.query and not response.prepared:
+                response.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict")
+            return response
+
+        app.middlewares.append(check)
+        return app
+
+
+def serve_web(name: str, port: int, *, redis: str | None = None) -> int:
+    """Serve `crawltop attach NAME [--redis URL]`; prints the URL with its token first."""
+    token = secrets.token_urlsafe(24)
+    command = shlex.join([sys.executable, "-m", "crawltop.cli", "attach", name, *(["--redis", redis] if redis else [])])
+    print(f"crawltop web: the monitor of {name!r} at http://127.0.0.1:{port}/?token={token}", flush=True)
+    TokenServer(command, token=token, host="127.0.0.1", port=port, title=f"crawltop {name}").serve()
+    return 0
