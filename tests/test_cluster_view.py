@@ -118,3 +118,21 @@ async def test_a_silent_process_is_shown_lost_with_its_leases_running_out(redis_
         view.detach()
     await ghost.close()
     await r.aclose()
+
+
+async def test_merged_rings_keep_their_seqs_from_frame_to_frame(serve):
+    """A panel appends events newer than its last seq: merged events must keep theirs."""
+    from crawltop.core.cluster.merge import Rings
+
+    site = await serve(tree(20))
+    a, _ = await crawl(site.url)
+    b, _ = await crawl(site.url)
+    rings = Rings()
+    rings.absorb("a", a.stats.snapshot())
+    first = rings.current()["recent_merges"]
+    rings.absorb("b", b.stats.snapshot())
+    rings.absorb("a", a.stats.snapshot())  # nothing new from a: nothing added
+    second = rings.current()["recent_merges"]
+    assert second[:len(first)] == first
+    assert len(second) == len(a.stats.snapshot().recent_merges) + len(b.stats.snapshot().recent_merges)
+    assert [e.seq for e in second] == sorted({e.seq for e in second})

@@ -158,8 +158,13 @@ async def shoot_cluster(out: Path, warmup: float) -> list[Path]:
                                  "--timeout", "5"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     saved: list[Path] = []
     try:
+        import json
+
         r = cluster.client(server.url)
-        view = ClusterView(r, "demo", [])
+        deadline = time.monotonic() + 30
+        while not await r.hexists("crawltop:{demo}:meta", "roots") and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        view = ClusterView(r, "demo", json.loads(await r.hget("crawltop:{demo}:meta", "roots") or b"[]"))
         app = CrawlApp(view)
         async with app.run_test(size=(120, 40)) as pilot:
             await _until(pilot, lambda: view.stats.snap.pages > 20, 60, "the first pages")

@@ -9,7 +9,7 @@ the caller takes them from Redis, where they are exact.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
+from collections import Counter, deque
 from typing import Sequence
 
 from ..stats import RING, HostView, Snapshot, WorkerView
@@ -51,8 +51,11 @@ def _workers(snaps: Sequence[Snapshot]) -> tuple[WorkerView, ...]:
 
 
 def merge(snaps: Sequence[Snapshot], *, state: str, queued: int, seen: int, in_flight: int,
-          notice: str = "") -> Snapshot:
-    """One Snapshot for the whole crawl; `snaps[0]` is this process's own, if it has one."""
+          notice: str = "", rings: dict[str, tuple] | None = None) -> Snapshot:
+    """One Snapshot for the whole crawl; `snaps[0]` is this process's own, if it has one.
+    `rings`: the recent-event rings as a monitor keeps them (class Rings), with seqs that
+    stay put from frame to frame; without, each call numbers the events afresh."""
+    rings = rings or {name: _ring(snaps, name) for name in ("recent_errors", "recent_merges", "recent_redirects")}
     statuses: Counter[int] = Counter()
     kinds: Counter[str] = Counter()
     for s in snaps:
@@ -72,10 +75,36 @@ def merge(snaps: Sequence[Snapshot], *, state: str, queued: int, seen: int, in_f
         rate_now=sum(s.rate_now for s in snaps), rate_avg=sum(s.rate_avg for s in snaps),
         statuses=dict(statuses), errors_by_kind=dict(kinds),
         workers=_workers(snaps), hosts=_hosts(snaps),
-        recent_errors=_ring(snaps, "recent_errors"), recent_merges=_ring(snaps, "recent_merges"),
+        recent_errors=rings["recent_errors"], recent_merges=rings["recent_merges"],
         history_pages=_sum_history([s.history_pages for s in snaps]),
         history_queue=_sum_history([s.history_queue for s in snaps[:1]]),  # the queue is shared: one view of it
         history_errors=_sum_history([s.history_errors for s in snaps]),
-        resumed_from=0, recent_redirects=_ring(snaps, "recent_redirects"), ignored=total("ignored"),
+        resumed_from=0, recent_redirects=rings["recent_redirects"], ignored=total("ignored"),
         notice=notice,
     )
+
+
+class Rings:
+    """The merged recent-event rings of a live monitor. Each process's new events (seq
+    past the last one taken from it) are appended under a seq of the monitor's own, so a
+    panel that appends what is newer than its last seq never shows an event twice."""
+
+    NAMES = ("recent_errors", "recent_merges", "recent_redirects")
+
+    def __init__(self) -> None:
+        self._rings: dict[str, deque] = {name: deque(maxlen=RING) for name in self.NAMES}
+        self._last: dict[tuple[str, str], int] = {}
+        self._seq = 0
+
+    def absorb(self, proc: str, snap: Snapshot) -> None:
+        for name in self.NAMES:
+            last = self._last.get((proc, name), -1)
+            new = [e for e in getattr(snap, name) if e.seq > last]
+            if new:
+                self._last[(proc, name)] = new[-1].seq
+                for e in new:
+                    self._seq += 1
+                    self._rings[name].append(dataclasses.replace(e, seq=self._seq))
+
+    def current(self) -> dict[str, tuple]:
+        return {name: tuple(ring) for name, ring in self._rings.items()}

@@ -29,7 +29,7 @@ from ..stats import Snapshot
 from . import commands
 from .frontier import LEASE, OUTAGE
 from .keys import Keys
-from .merge import WORKER_BLOCK, merge
+from .merge import WORKER_BLOCK, Rings, merge
 from .procs import ProcessInfo, ProcessRow
 
 POLL = 0.5  # seconds between reads of the crawl
@@ -77,6 +77,7 @@ class ClusterView:
         self.status = "running"
         self.down = False
         self._decoders: dict[str, SnapshotDecoder] = {}
+        self._rings = Rings()
         self._others: list[Snapshot] = []
         self._totals = (0, 0, 0)  # queued, seen, in flight
         self._detached = asyncio.Event()
@@ -99,9 +100,12 @@ class ClusterView:
 
     def merged(self, own: Snapshot | None) -> Snapshot:
         snaps = ([own] if own is not None else []) + self._others
+        if own is not None:
+            self._rings.absorb("", own)
         queued, seen, in_flight = self._totals
         return merge(snaps, state=self._state(snaps), queued=queued, seen=seen, in_flight=in_flight,
-                     notice="REDIS DOWN: retrying" if self.down else (own.notice if own is not None else ""))
+                     notice="REDIS DOWN: retrying" if self.down else (own.notice if own is not None else ""),
+                     rings=self._rings.current())
 
     def _state(self, snaps: list[Snapshot]) -> str:
         if self.local is not None:
@@ -251,6 +255,7 @@ class ClusterView:
             if raw_snap is not None and proc != own and not lost:
                 decoder = self._decoders.setdefault(proc, SnapshotDecoder())
                 others.append(decoder.decode(json.loads(raw_snap)))
+                self._rings.absorb(proc, others[-1])
         self.rows, self._others = rows, others
         self.status = status.decode() if status else "running"
         self._totals = (int(queued), int(seen), int(leased))
