@@ -147,9 +147,22 @@ def _engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) 
         print(f"crawltop: Redis unreachable at exit: the URLs this process held go back on the "
               f"queue when their leases run out ({frontier.lease:g} s)", file=sys.stderr)
     if member.remaining == 0 and frontier.status == "finished":
-        print(f"crawl {name!r} finished; this was its last process. Records: "
-              f"crawltop export --redis {url} {name} --jsonl FILE", file=sys.stderr)
+        print(f"crawl {name!r} finished; this was its last process: the whole crawl's report follows. "
+              f"Records: crawltop export --redis {url} {name} --jsonl FILE", file=sys.stderr)
+        _final_report(url, name)
     return code
+
+
+def _final_report(url: str, name: str) -> None:
+    """The last process out writes the report of the whole crawl (`crawltop report`'s)."""
+    from ..core.report import analyse
+    from ..core.report_format import FORMATS
+    from .report import shared_records
+
+    try:
+        sys.stdout.write(FORMATS["text"](analyse(shared_records(url, name), source=f"crawl {name} on Redis")))
+    except Exception as exc:  # the crawl is done and its records are safe in Redis: say why, no traceback
+        print(f"crawltop: the final report could not be written: {clean(exc)}", file=sys.stderr)
 
 
 def _processes(args: argparse.Namespace, name: str, config: CrawlConfig) -> int:
@@ -220,6 +233,8 @@ def _watch(url: str, name: str, children: list[subprocess.Popen[bytes]]) -> int:
     codes = [c.wait() for c in children]
     print(f"crawl {name!r} {status}: {records} records from {len(children)} processes "
           f"(exit codes {', '.join(map(str, codes))})", file=sys.stdout)
+    if status == "finished":
+        _final_report(url, name)
     return 0 if all(c == 0 for c in codes) else 1
 
 

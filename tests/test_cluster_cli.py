@@ -56,6 +56,7 @@ def test_kill_one_process_nothing_lost_nothing_twice(slow_site, redis_url, rundi
     out, err = second.communicate(timeout=90)
     assert second.returncode == 0, err
     assert "last process" in err
+    assert "crawltop report: crawl k on Redis\n300 records, 0 broken on 0 pages" in out  # the whole crawl's
     assert r.hget(Keys("k").meta, "status") == b"finished"
     assert int(r.hget(Keys("k").meta, "reaped") or 0) >= 1 and held >= 0
     done = run("export", "--redis", redis_url, "k", "--jsonl", str(tmp_path / "k.jsonl"))
@@ -69,6 +70,9 @@ def test_export_trim_bounds_redis(slow_site, redis_url, rundir, tmp_path):  # no
     crawl = run("crawl", slow_site, "--redis", redis_url, "--name", "t", "--headless", "-c", "8", "--no-sitemaps",
                 "--max-pages", "40")
     assert crawl.returncode == 0, crawl.stderr
+    rep = run("report", "--redis", redis_url, "t", "--format", "json")
+    assert rep.returncode == 0 and json.loads(rep.stdout)["records"] == 40, rep.stderr
+    assert run("report", "--redis", redis_url, "nobody").returncode == 2
     a = run("export", "--redis", redis_url, "t", "--jsonl", str(tmp_path / "a.jsonl"), "--trim")
     assert a.returncode == 0 and "trimmed 40" in a.stderr, a.stderr
     b = run("export", "--redis", redis_url, "t", "--csv", str(tmp_path / "b.csv"))
@@ -81,6 +85,7 @@ def test_processes_with_a_private_redis(slow_site, rundir, tmp_path):  # noqa: F
                           capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr
     assert "crawl 'pp' finished: 300 records from 2 processes (exit codes 0, 0)" in done.stdout
+    assert "crawltop report: crawl pp on Redis\n300 records, 0 broken on 0 pages" in done.stdout
     assert not list((rundir.parent / "state" / "crawltop" / "redis" / "pp").glob("*.sock"))  # stopped, cleaned
 
 
