@@ -298,7 +298,7 @@ def ctl(args: argparse.Namespace) -> int:
                                        args.process)
             await view.read()
             snap = view.stats.snap
-            print(json.dumps({"name": name, "status": view.status, "state": snap.state, "records": snap.records,
+            print(json.dumps({"name": name, "status": view.status, "state": snap.state, "records": view.records,
                               "pages": snap.pages, "queued": snap.queued, "seen": snap.seen,
                               "in_flight": snap.in_flight, "processes": [
                                   {"proc": p.proc, **dataclasses.asdict(p.info), "lost": p.lost, "leases": p.leases,

@@ -74,6 +74,7 @@ class ClusterView:
         self.lease = lease
         self.stats = ClusterStats(self)
         self.rows: list[ProcessRow] = []
+        self.records = 0
         self.status = "running"
         self.down = False
         self._decoders: dict[str, SnapshotDecoder] = {}
@@ -233,8 +234,9 @@ class ClusterView:
         k = self.keys
         pipe = self.redis.pipeline(transaction=False)
         pipe.time().hget(k.meta, "status").hgetall(k.procs).hgetall(k.beats)
-        pipe.llen(k.q).scard(k.seen).zcard(k.leases)
-        now_t, status, procs, beats, queued, seen, leased = await pipe.execute()
+        pipe.llen(k.q).scard(k.seen).zcard(k.leases).hget(k.count, "records")
+        now_t, status, procs, beats, queued, seen, leased, records = await pipe.execute()
+        self.records = int(records or 0)  # every record of the crawl in Redis, from all processes
         now = now_t[0] * 1000 + now_t[1] // 1000
         own = self.local.frontier.proc if self.local is not None else None
         ids = sorted(p.decode() for p in procs)
