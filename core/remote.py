@@ -34,13 +34,11 @@ class RemoteError(Exception):
     """The crawl answered a request with an error, or could not be reached."""
 
 
-class RemoteStats:
-    """The `stats` of a RemoteCrawler: the last snapshot, and the next one asked for."""
+class HeldStats:
+    """The `stats` of a crawl seen from outside its process: the last snapshot it gave,
+    read as a local Crawler's Stats would be (state, pages, errors)."""
 
-    def __init__(self, remote: RemoteCrawler, snap: Snapshot) -> None:
-        self._remote = remote
-        self.snap = snap
-        self.top: list[tuple[str, int]] = []
+    snap: Snapshot
 
     @property
     def state(self) -> str:
@@ -53,6 +51,15 @@ class RemoteStats:
     @property
     def errors(self) -> int:
         return self.snap.errors
+
+
+class RemoteStats(HeldStats):
+    """The `stats` of a RemoteCrawler: the last snapshot, and the next one asked for."""
+
+    def __init__(self, remote: RemoteCrawler, snap: Snapshot) -> None:
+        self._remote = remote
+        self.snap = snap
+        self.top: list[tuple[str, int]] = []
 
     def snapshot(self) -> Snapshot:
         self._remote._want_snapshot()

@@ -3,6 +3,7 @@ real child processes, a private run directory per test."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -42,15 +43,24 @@ asyncio.run(main())
 """
 
 
+@contextlib.contextmanager
+def serve_site(pages: int, delay: float) -> Iterator[str]:
+    """SITE in its own process: `pages` pages (the root and /p/1 ...), `delay` s each."""
+    proc = subprocess.Popen([sys.executable, "-c", SITE, str(pages), str(delay)], stdout=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()  # type: ignore[union-attr]
+        assert url.startswith("http://"), url
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
     """100,000 pages, 50 ms each: a crawl at -c 4 runs for minutes, steerable."""
-    proc = subprocess.Popen([sys.executable, "-c", SITE, "100000", "0.05"], stdout=subprocess.PIPE, text=True)
-    url = proc.stdout.readline().strip()  # type: ignore[union-attr]
-    assert url.startswith("http://"), url
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with serve_site(100_000, 0.05) as url:
+        yield url
 
 
 @pytest.fixture

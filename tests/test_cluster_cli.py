@@ -15,7 +15,7 @@ import redis
 
 from crawltop.core.cluster.keys import Keys
 
-from ctl_helpers import SITE, rundir, site  # noqa: F401  (fixtures)
+from ctl_helpers import serve_site, rundir, site  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.timeout(120)
 CLI = [sys.executable, "-m", "crawltop.cli"]
@@ -24,11 +24,8 @@ CLI = [sys.executable, "-m", "crawltop.cli"]
 @pytest.fixture
 def slow_site():
     """300 pages, 40 ms each: long enough to kill a process in the middle."""
-    proc = subprocess.Popen([sys.executable, "-c", SITE, "300", "0.04"], stdout=subprocess.PIPE, text=True)
-    url = proc.stdout.readline().strip()  # type: ignore[union-attr]
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with serve_site(300, 0.04) as url:
+        yield url
 
 
 def start(*args: str, env: dict | None = None) -> subprocess.Popen[str]:

@@ -15,7 +15,7 @@ import redis
 from crawltop.core.cluster.keys import Keys
 from crawltop.core.cluster.server import RedisServer, free_port
 
-from ctl_helpers import SITE, rundir  # noqa: F401  (fixture)
+from ctl_helpers import serve_site, rundir  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.timeout(150)
 CLI = [sys.executable, "-m", "crawltop.cli"]
@@ -23,11 +23,8 @@ CLI = [sys.executable, "-m", "crawltop.cli"]
 
 @pytest.fixture
 def site():
-    proc = subprocess.Popen([sys.executable, "-c", SITE, "300", "0.03"], stdout=subprocess.PIPE, text=True)
-    url = proc.stdout.readline().strip()  # type: ignore[union-attr]
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with serve_site(300, 0.03) as url:
+        yield url
 
 
 def test_redis_restarted_mid_crawl_nothing_lost(site, tmp_path, rundir):  # noqa: F811

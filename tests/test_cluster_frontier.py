@@ -36,15 +36,30 @@ def tree(n: int = 40) -> dict:
     return routes
 
 
-async def shared_crawl(url: str, name: str, root: str, processes: int = 1, **options) -> list[Member]:
-    config = CrawlConfig(roots=(root,), **options)
+async def engines(url: str, name: str, config: CrawlConfig, n: int) -> list[Member]:
+    """Crawl NAME created in Redis and n engines on it (in this loop; not started)."""
     r = cluster.client(url)
     await cluster.start(r, url, name, config)
     await r.aclose()
     members = []
-    for _ in range(processes):
+    for _ in range(n):
         f = cluster.frontier(url, name, config)
         members.append(Member(Crawler(config, frontier=f, sinks=[f.sink]), f))
+    return members
+
+
+def slow_tree(n: int, delay: float) -> dict:
+    """tree(n), each response `delay` seconds late."""
+    async def slow(request):
+        await asyncio.sleep(delay)
+        return await routes[request.path](request)
+
+    routes = tree(n)
+    return {p: slow for p in routes}
+
+
+async def shared_crawl(url: str, name: str, root: str, processes: int = 1, **options) -> list[Member]:
+    members = await engines(url, name, CrawlConfig(roots=(root,), **options), processes)
     await asyncio.gather(*(m.crawl() for m in members))
     return members
 
@@ -159,19 +174,9 @@ async def test_links_batched_fingerprints_compact(serve, redis_url):
 async def test_an_ignore_holds_for_the_whole_crawl(serve, redis_url):
     """Added in one process, the pattern reaches the other at its next beat; every URL
     still ends in exactly one record, the ignored ones as `ignored`."""
-    async def slow(request):
-        await asyncio.sleep(0.03)
-        return await routes[request.path](request)
-
-    routes = tree(150)
-    site = await serve({p: slow for p in routes})
-    config = CrawlConfig(roots=(site.url,), concurrency=2)
+    site = await serve(slow_tree(150, 0.03))
+    members = await engines(redis_url, "ign", CrawlConfig(roots=(site.url,), concurrency=2), 2)
     r = cluster.client(redis_url)
-    await cluster.start(r, redis_url, "ign", config)
-    members = []
-    for _ in range(2):
-        f = cluster.frontier(redis_url, "ign", config)
-        members.append(Member(Crawler(config, frontier=f, sinks=[f.sink]), f))
     run = asyncio.gather(*(m.crawl() for m in members))
     while int(await r.hget(Keys("ign").count, "records") or 0) < 10:
         await asyncio.sleep(0.02)

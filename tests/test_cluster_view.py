@@ -16,7 +16,7 @@ from crawltop.core.cluster.view import ClusterView
 from crawltop.tui.app import CrawlApp
 
 from conftest import crawl, until
-from test_cluster_frontier import tree
+from test_cluster_frontier import engines, slow_tree, tree
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -37,20 +37,11 @@ async def test_merge_adds_up_real_snapshots(serve):
 
 
 async def test_monitor_shows_both_processes_and_steers_them(serve, redis_url):
-    async def slow(request):
-        await asyncio.sleep(0.05)
-        return await routes[request.path](request)
-
-    routes = tree(400)
-    site = await serve({p: slow for p in routes})
-    config = CrawlConfig(roots=(site.url,), concurrency=2)
+    routes = slow_tree(400, 0.05)
+    site = await serve(routes)
+    members = await engines(redis_url, "mon", CrawlConfig(roots=(site.url,), concurrency=2), 2)
     r = cluster.client(redis_url)
-    await cluster.start(r, redis_url, "mon", config)
-    members = []
-    for _ in range(2):
-        f = cluster.frontier(redis_url, "mon", config)
-        members.append(Member(Crawler(config, frontier=f, sinks=[f.sink]), f))
-    engines = asyncio.gather(*(m.crawl() for m in members))
+    running = asyncio.gather(*(m.crawl() for m in members))
     view = ClusterView(r, "mon", [site.url])
     app = CrawlApp(view, refresh_hz=8)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -81,7 +72,7 @@ async def test_monitor_shows_both_processes_and_steers_them(serve, redis_url):
         assert not other.paused
         await pilot.press("R")
         await until(pilot, lambda: not one.paused, 10)
-        await asyncio.wait_for(asyncio.shield(engines), 60)
+        await asyncio.wait_for(asyncio.shield(running), 60)
         await until(pilot, lambda: app.crawler.stats.state == "DONE", 10)
         records = int(await r.hget(Keys("mon").count, "records"))
         assert records == await r.scard(Keys("mon").seen) <= len(routes)  # one each; some never queued

@@ -38,12 +38,19 @@ def listeners(port: int) -> list[str]:
     return out
 
 
-def printed_url(web: subprocess.Popen[str]) -> tuple[str, str]:
-    """The URL `crawltop web` prints first, and its token."""
+async def serving(web: subprocess.Popen[str], port: int) -> tuple[str, str]:
+    """The URL `crawltop web` prints first and its token, once the port accepts."""
     first = web.stdout.readline()  # type: ignore[union-attr]
     m = re.search(r"http://127\.0\.0\.1:\d+/\?token=([\w-]+)", first)
     assert m, first
-    return m.group(0), m.group(1)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return m.group(0), m.group(1)
+        except OSError:
+            assert time.monotonic() < deadline and web.poll() is None, web.stdout.read()  # type: ignore[union-attr]
+            await asyncio.sleep(0.2)
 
 
 def free_port() -> int:
@@ -60,15 +67,7 @@ async def test_web_monitor_in_headless_chromium(site: str, rundir: Path) -> None
     web = subprocess.Popen([sys.executable, "-m", "crawltop.cli", "web", "webcrawl", "--port", str(port)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        url, token = printed_url(web)
-        deadline = time.monotonic() + 30
-        while True:  # bound to loopback only
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and web.poll() is None, web.stdout.read()  # type: ignore[union-attr]
-                await asyncio.sleep(0.2)
+        url, token = await serving(web, port)
         assert listeners(port) == ["0100007F"]  # 127.0.0.1, and nothing else (no 0.0.0.0, no ::)
         # Without the token (or with a wrong one of the same length) nothing is served.
         async with aiohttp.ClientSession() as http:
@@ -116,15 +115,7 @@ async def test_web_monitor_of_a_crawl_on_redis(site: str, rundir: Path, redis_ur
     web = subprocess.Popen([sys.executable, "-m", "crawltop.cli", "web", "webshared", "--redis", redis_url,
                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        url, _token = printed_url(web)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and web.poll() is None, web.stdout.read()  # type: ignore[union-attr]
-                await asyncio.sleep(0.2)
+        url, _token = await serving(web, port)
         async with open_page(url) as page:
             text = ""
             deadline = time.monotonic() + 60

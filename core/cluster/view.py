@@ -25,6 +25,7 @@ from redis.exceptions import RedisError
 
 from ..ignores import IgnoreResult, Ignores
 from ..protocol import SnapshotDecoder
+from ..remote import HeldStats
 from ..stats import Snapshot
 from . import commands
 from .frontier import LEASE, OUTAGE
@@ -35,24 +36,12 @@ from .procs import ProcessInfo, ProcessRow
 POLL = 0.5  # seconds between reads of the crawl
 
 
-class ClusterStats:
+class ClusterStats(HeldStats):
     """The `stats` of a ClusterView: the merged snapshot of the last read."""
 
     def __init__(self, view: ClusterView) -> None:
         self._view = view
         self.snap = merge([], state="STARTING", queued=0, seen=0, in_flight=0)
-
-    @property
-    def state(self) -> str:
-        return self.snap.state
-
-    @property
-    def pages(self) -> int:
-        return self.snap.pages
-
-    @property
-    def errors(self) -> int:
-        return self.snap.errors
 
     def snapshot(self) -> Snapshot:
         local = self._view.local
