@@ -252,26 +252,27 @@ def read_crawltop_jsonl(path: Path) -> tuple[set[str], int, dict]:
     html: set[str] = set()
     n = 0
     statuses: dict[str, int] = {}
-    if not path.exists():
-        return html, 0, {}
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if "url" not in rec:
-                continue
-            n += 1
-            st = rec.get("status")
-            key = str(st) if st is not None else ("error" if rec.get("error") else "none")
-            statuses[key] = statuses.get(key, 0) + 1
-            ct = (rec.get("content_type") or "").lower()
-            if st == 200 and ("html" in ct):
-                html.add(canon(rec["url"]))
+    # `--processes N` writes one file per engine: PATH.p1 ... PATH.pN
+    parts = [path] if path.exists() else sorted(path.parent.glob(path.name + ".p*"))
+    for part in parts:
+        with part.open(encoding="utf-8") as fh:
+            for line in fh:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if "url" not in rec:
+                    continue
+                n += 1
+                st = rec.get("status")
+                key = str(st) if st is not None else ("error" if rec.get("error") else "none")
+                statuses[key] = statuses.get(key, 0) + 1
+                ct = (rec.get("content_type") or "").lower()
+                if st == 200 and ("html" in ct):
+                    html.add(canon(rec["url"]))
     return html, n, {"statuses": statuses}
 
 
