@@ -32,6 +32,9 @@ PIECES = [
     "<a title=\"<span>\" href=/q{n}>", "<a href=\"/v{n}<span>x\">", "<a href=/u{n}<span>>", "<a <span> href=/w{n}>",
     "<a title='x>y<span>' href=/z{n}>", "<span title=\"<a href=/in{n}>\">", "<div data-x='<a href=/dx{n}>'>",
     "<p", "<span", "<a href=\"/open{n}", "\"", "'", ">", "<frameset><frame src=/fs{n}></frameset>",
+    "<script>document.write('</scr' + 'ipt><span><a href=/sw{n}>')</script>", "<script><!--<script>",
+    "</script -->", "<TEXTAREA><span><a href=/TA{n}>", "</TEXTAREA>", "<Template><span><a href=/Tp{n}>",
+    "<noembed><span><a href=/ne{n}></noembed>", "<span/>", "<br/>", "<div title=\"a>b\" data-a='>'>",
     "<plaintext><a href=/pt{n}>", "&lt;span&gt;", "<![CDATA[<span><a href=/cd{n}>]]>", "\x00", "<span\x00>",
 ]
 
