@@ -127,3 +127,27 @@ async def test_merged_rings_keep_their_seqs_from_frame_to_frame(serve):
     assert second[:len(first)] == first
     assert len(second) == len(a.stats.snapshot().recent_merges) + len(b.stats.snapshot().recent_merges)
     assert [e.seq for e in second] == sorted({e.seq for e in second})
+
+
+async def test_foreign_rows_in_redis_do_not_kill_the_monitor(redis_url):
+    """A process row that is not JSON (someone else's write): a notice, and the monitor
+    goes on reading."""
+    config = CrawlConfig(roots=("http://127.0.0.1:9/",))
+    r = cluster.client(redis_url)
+    await cluster.start(r, redis_url, "bad", config)
+    await r.hset(Keys("bad").procs, "x:1:0", "not json")
+    view = ClusterView(r, "bad", list(config.roots))
+    poll = asyncio.ensure_future(view._poll())
+    for _ in range(50):
+        if view.problem:
+            break
+        await asyncio.sleep(0.05)
+    assert "unreadable data in Redis" in view.problem and view.stats.snap.notice == view.problem
+    await r.hdel(Keys("bad").procs, "x:1:0")
+    for _ in range(100):
+        if not view.problem:
+            break
+        await asyncio.sleep(0.05)
+    assert view.problem == "" and not poll.done()
+    poll.cancel()
+    await r.aclose()

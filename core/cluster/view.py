@@ -66,6 +66,7 @@ class ClusterView:
         self.records = 0
         self.status = "running"
         self.down = False
+        self.problem = ""
         self._decoders: dict[str, SnapshotDecoder] = {}
         self._rings = Rings()
         self._others: list[Snapshot] = []
@@ -94,7 +95,7 @@ class ClusterView:
             self._rings.absorb("", own)
         queued, seen, in_flight = self._totals
         return merge(snaps, state=self._state(snaps), queued=queued, seen=seen, in_flight=in_flight,
-                     notice="REDIS DOWN: retrying" if self.down else (own.notice if own is not None else ""),
+                     notice="REDIS DOWN: retrying" if self.down else self.problem or (own.notice if own else ""),
                      rings=self._rings.current())
 
     def _state(self, snaps: list[Snapshot]) -> str:
@@ -213,6 +214,10 @@ class ClusterView:
                 self.down = True
                 self.stats.snap = self.merged(None)
                 wait = min(wait * 2, 5.0)
+            except (ValueError, TypeError, KeyError) as exc:  # a row or snapshot that isn't ours
+                self.problem = f"unreadable data in Redis: {exc}"[:200]
+                self.stats.snap = self.merged(None)
+                wait = min(wait * 2, 5.0)
             if self.local is None and self.status != "running" and not any(not r.lost for r in self.rows):
                 return
             await asyncio.sleep(wait)
@@ -254,5 +259,5 @@ class ClusterView:
             live = [r for r in rows if not r.lost]
             self._paused = bool(live) and all(r.info.state == "PAUSED" for r in live)
             self._concurrency = max((r.info.workers for r in live), default=self._concurrency)
-        self.down = False
+        self.down, self.problem = False, ""
         self.stats.snap = self.merged(self.local.stats.snapshot() if self.local is not None else None)
