@@ -198,3 +198,38 @@ async def test_an_ignore_holds_for_the_whole_crawl(serve, redis_url):
     assert ignored and all(x["url"].rsplit("/p", 1)[1].startswith("1") for x in ignored)
     assert await r.hkeys(Keys("ign").ignores) == [rb"/p1[0-9][0-9]$"]
     await r.aclose()
+
+
+async def test_per_host_cap_and_delay_hold_across_processes(serve, redis_url):
+    """Two engines, 4 workers each, --per-host 2 --delay 0.05: the site never sees more
+    than 2 requests at once, nor two starts closer than the delay, from both together."""
+    import time
+
+    starts: list[float] = []
+
+    def timed(handler):
+        async def run(request):
+            starts.append(time.monotonic())
+            await asyncio.sleep(0.02)
+            return await handler(request)
+        return run
+
+    site = await serve({p: timed(h) for p, h in tree(40).items()})
+    config = CrawlConfig(roots=(site.url,), concurrency=4, per_host=2, delay=0.05, robots=False)
+    members = await engines(redis_url, "polite", config, 2)
+    await asyncio.gather(*(m.crawl() for m in members))
+    assert all(m.stats.pages > 0 for m in members)  # both took part
+    assert site.max_in_flight <= 2
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert len(starts) == 44 and min(gaps) >= 0.05 - 0.005, sorted(gaps)[:5]
+
+
+async def test_per_host_cap_alone_holds_across_processes(serve, redis_url):
+    """Without a delay: 8 workers in two engines, --per-host 2, slow pages: exactly 2 at
+    once at most (each engine alone would allow 2, so 4 together without Redis's slots)."""
+    site = await serve(slow_tree(30, 0.1))
+    config = CrawlConfig(roots=(site.url,), concurrency=4, per_host=2, robots=False)
+    members = await engines(redis_url, "cap", config, 2)
+    await asyncio.gather(*(m.crawl() for m in members))
+    assert all(m.stats.pages > 0 for m in members)
+    assert site.max_in_flight == 2
