@@ -5,8 +5,8 @@ source page of 10 MB (Rust's `avx512f.rs.html`: 265,000 `<span>`s, 4 links) buil
 MB tree to yield those 4 links; that one page set crawltop's peak RSS.
 
 How: in a body with more than TAG_HEAVY `<`, every `<` that opens or closes an inert tag
-(span, div, li, ...; none of KEEP) gets a space after it: `<span class=x>` becomes the
-text `&lt;span class=x>`. The parser then makes one long text node where it made
+(span, div, li, ...; none of KEEP) becomes `&lt;`: `<span class=x>` becomes the text
+`&lt;span class=x>`. The parser then makes one long text node where it made
 thousands of elements, at about 1.5 times the cost of the text. Why the links can't
 change:
 - KEEP holds every tag that creates a link element (a, area, base, frame, iframe), that
