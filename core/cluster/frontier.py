@@ -34,6 +34,7 @@ OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
 LEASE = 15.0  # seconds a popped URL stays ours without a heartbeat
 KNOWN_MAX = 1_000_000  # fingerprints remembered locally before starting over
 MAX_POP = 64
+MAX_DONE = 256  # finished URLs in one DONE call: a script runs alone in Redis, keep it short
 
 
 Op = tuple[str, str, str, str, list]  # item as leased, url, record JSON ('' = give back), back, links
@@ -333,7 +334,7 @@ class RedisFrontier:
 
     async def _send_loop(self) -> None:
         while self._ops or self._slots:
-            ops = [self._ops.popleft() for _ in range(min(len(self._ops), 256))]
+            ops = [self._ops.popleft() for _ in range(min(len(self._ops), MAX_DONE))]
             slots, self._slots = self._slots, []
             while True:
                 try:
@@ -343,21 +344,26 @@ class RedisFrontier:
                     continue
 
     async def _send_ops(self, ops: list[Op], slots: list[tuple[str, str]]) -> None:
+        """One DONE call for every op of the batch; slots given back in the same pipeline.
+        EVALSHA by hand: a pipeline given Script objects asks SCRIPT EXISTS first, a
+        second round trip for every batch."""
         k = self.keys
         keys = [k.q, k.leases, k.owner, k.held(self.proc), k.seen, k.meta, k.rec, k.count]
+        args: list[Any] = [self.proc, self.max_pages]
+        for raw, url, record, back, links in ops:
+            args += (raw, url, record, back, len(links) // 2, *links)
         pipe = self.redis.pipeline(transaction=False)
         for key, token in slots:
             pipe.zrem(key, token)
-        for raw, url, record, back, links in ops:
-            # EVALSHA by hand: a pipeline given Script objects asks SCRIPT EXISTS first,
-            # a second round trip for every batch
-            pipe.evalsha(self._done.sha, len(keys), *keys, self.proc, raw, url, record, back, self.max_pages, *links)
+        if ops:
+            pipe.evalsha(self._done.sha, len(keys), *keys, *args)
         try:
-            results = (await pipe.execute())[len(slots):]
+            results = await pipe.execute()
         except NoScriptError:  # a restarted Redis forgot it: load, then run the batch again
             await self.redis.script_load(scripts.DONE)
             raise _Again() from None
-        for _ok, status, _new, size, seen in results:
+        if ops:
+            _accepted, status, _rejected, size, seen = results[-1]
             self._totals(size, seen)
             self._status(status)
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 _PRELUDE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function add_links(seen, q, first)
-  -- ARGV[first] is --max-pages (0: none), then pairs of fingerprint, item
-  local new, cap = 0, tonumber(ARGV[first])
-  for i = first + 1, #ARGV, 2 do
+local function add_links(seen, q, cap, first, last)
+  -- ARGV[first..last]: pairs of fingerprint, item; cap is --max-pages (0: none)
+  local new = 0
+  for i = first, last, 2 do
     if cap > 0 and redis.call('SCARD', seen) >= cap then break end
     if redis.call('SADD', seen, ARGV[i]) == 1 then
       redis.call('RPUSH', q, ARGV[i + 1])
@@ -36,7 +36,7 @@ end
 POP = _PRELUDE + """
 local q, leases, owner, held, seen, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local proc, n, lease_ms, prefix = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-local new = add_links(seen, q, 5)
+local new = add_links(seen, q, tonumber(ARGV[5]), 6, #ARGV)
 -- reap: a dead process's URLs go back to the head of the queue, one try spent
 for _, raw in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, 100)) do
   local it = cjson.decode(raw)
@@ -63,33 +63,43 @@ local status = finish_if_done(q, leases, meta)
 return {out, status, new, redis.call('LLEN', q), redis.call('SCARD', seen)}
 """
 
-# KEYS: q leases owner held seen meta rec count   ARGV: proc raw url record back max_pages (fp item)...
-# record == '' means: give the URL back to the queue (a cancelled worker) as the item in
-# ARGV[5] instead of recording it. A process whose lease was taken writes nothing.
+# KEYS: q leases owner held seen meta rec count
+# ARGV: proc max_pages, then per finished URL: raw url record back n (fp item)*n
+# Every URL this process finished in a moment, in one call (one round trip and one script
+# run for the lot). record == '' means: give the URL back to the queue (a cancelled
+# worker) as the item `back` instead of recording it. A process whose lease was taken
+# writes nothing. Each URL's links are counted as its record's new links.
 DONE = _PRELUDE + """
 local q, leases, owner, held, seen, meta, rec, count = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local proc, raw, url, record, back = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local new = add_links(seen, q, 6)
-local ok = redis.call('HGET', owner, url) == proc and redis.call('ZREM', leases, raw) == 1
-if ok then
-  redis.call('HDEL', owner, url)
-  redis.call('SREM', held, raw)
-  if record == '' then
-    redis.call('LPUSH', q, back)
+local proc, cap = ARGV[1], tonumber(ARGV[2])
+local i, accepted, rejected = 3, 0, 0
+while i <= #ARGV do
+  local raw, url, record, back, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
+  local last = i + 4 + 2 * n
+  local new = add_links(seen, q, cap, i + 5, last)
+  i = last + 1
+  if redis.call('HGET', owner, url) == proc and redis.call('ZREM', leases, raw) == 1 then
+    redis.call('HDEL', owner, url)
+    redis.call('SREM', held, raw)
+    if record == '' then
+      redis.call('LPUSH', q, back)
+    else
+      redis.call('XADD', rec, '*', 'url', url, 'data', record, 'new', new, 'proc', proc)
+      accepted = accepted + 1
+    end
   else
-    redis.call('XADD', rec, '*', 'url', url, 'data', record, 'new', new, 'proc', proc)
-    redis.call('HINCRBY', count, 'records', 1)
+    rejected = rejected + 1
   end
-else
-  redis.call('HINCRBY', count, 'rejected', 1)
 end
+if accepted > 0 then redis.call('HINCRBY', count, 'records', accepted) end
+if rejected > 0 then redis.call('HINCRBY', count, 'rejected', rejected) end
 local status = finish_if_done(q, leases, meta)
-return {ok and 1 or 0, status, new, redis.call('LLEN', q), redis.call('SCARD', seen)}
+return {accepted, status, rejected, redis.call('LLEN', q), redis.call('SCARD', seen)}
 """
 
 # KEYS: q seen   ARGV: max_pages (fp item)...   (links found outside a page: roots, seeds, sitemaps)
 ADD = _PRELUDE + """
-local new = add_links(KEYS[2], KEYS[1], 1)
+local new = add_links(KEYS[2], KEYS[1], tonumber(ARGV[1]), 2, #ARGV)
 return {new, redis.call('LLEN', KEYS[1]), redis.call('SCARD', KEYS[2])}
 """
 
