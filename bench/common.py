@@ -13,6 +13,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +159,65 @@ http {{
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+# --------------------------------------------------------------------------- redis-server
+
+class RedisServer:
+    """A private redis-server for one measurement: persistence off (`--save ''
+    --appendonly no`: the bench never wants its data back), a Unix socket in its own temp
+    dir (no port to collide with another bench), our child until __exit__ stops it.
+
+    Only the harness talks to it (through redis-py, which the main venv has for crawltop);
+    nothing here imports crawltop."""
+
+    def __init__(self, parent: Path | None = None) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="redis-", dir=parent or ensure_work()))
+        self.sock = self.dir / "redis.sock"
+        self.url = f"unix://{self.sock}"
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "RedisServer":
+        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+        self.proc = subprocess.Popen(
+            [binary, "--save", "", "--appendonly", "no", "--port", "0", "--unixsocket", str(self.sock),
+             "--unixsocketperm", "700", "--dir", str(self.dir), "--daemonize", "no",
+             "--loglevel", "warning", "--logfile", str(self.dir / "redis.log")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with self.client() as r:
+                    r.ping()
+                return self
+            except Exception:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.__exit__()
+                    raise RuntimeError(f"redis-server did not start (see {self.dir}/redis.log)")
+                time.sleep(0.02)
+
+    def client(self):  # -> redis.Redis (imported here: only the Redis benches need redis-py)
+        import redis
+        return redis.Redis(unix_socket_path=str(self.sock), socket_timeout=30)
+
+    def used_memory(self) -> int:
+        """`INFO memory` used_memory, bytes: what the data costs Redis (allocator view)."""
+        with self.client() as r:
+            return int(r.info("memory")["used_memory"])
+
+    def cpu(self) -> float:
+        """CPU seconds this redis-server has used so far (/proc, so read it before stopping)."""
+        return proc_tree_cpu(self.proc.pid) if self.proc else 0.0
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- children
@@ -346,6 +406,22 @@ def proc_tree_cpu(pid: int) -> float:
         except (OSError, ValueError, IndexError):
             continue
     return total
+
+
+def find_descendant(pid: int, comm: str) -> int | None:
+    """The first live descendant of pid whose /proc comm is `comm` (e.g. the redis-server
+    a `crawltop crawl --processes N` started), or None."""
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            if p != pid and Path(f"/proc/{p}/comm").read_text().strip() == comm:
+                return p
+            with open(f"/proc/{p}/task/{p}/children") as fh:
+                todo += [int(x) for x in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def machine_cpu() -> tuple[float, float]:

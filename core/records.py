@@ -48,10 +48,12 @@ class Record:
         return {name: getattr(self, name) for name in FIELDS}
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        return _ENCODER.encode(self.to_dict())
 
 
 FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Record))
+# one encoder for every record: json.dumps with options builds a new one per call
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 
 
 class Sink(Protocol):

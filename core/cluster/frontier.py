@@ -32,7 +32,7 @@ from .keys import Keys, decode_item, encode_item, fingerprint
 
 OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
 LEASE = 15.0  # seconds a popped URL stays ours without a heartbeat
-KNOWN_MAX = 1_000_000  # fingerprints remembered locally before starting over
+KNOWN_MAX = 1_000_000  # URL hashes remembered locally before starting over
 MAX_POP = 64
 MAX_DONE = 256  # finished URLs in one DONE call: a script runs alone in Redis, keep it short
 
@@ -77,7 +77,9 @@ class RedisFrontier:
         self.status = "running"
         self._size = self._seen = 0
         self._head: list[Item] = []
-        self._known: set[bytes] = set()
+        # hash(url) of every URL this process sent or marked: a page's 20-odd links cost a
+        # set lookup each, and only a new one is fingerprinted (blake2b) for Redis
+        self._known: set[int] = set()
         self._pending: list[bytes | str] = []  # fp, item, fp, item ...
         self._records: dict[str, str] = {}
         self._raw: dict[str, str] = {}  # url -> the exact item string Redis leased us
@@ -97,13 +99,9 @@ class RedisFrontier:
 
     # -- the Frontier interface ----------------------------------------------------
     def add(self, item: Item) -> bool:
-        fp = fingerprint(item.url)
-        if fp in self._known:
+        if not self._remember(item.url):
             return False
-        if len(self._known) >= KNOWN_MAX:
-            self._known.clear()
-        self._known.add(fp)
-        self._pending += (fp, encode_item(item))
+        self._pending += (fingerprint(item.url), encode_item(item))
         if self._add_soon is None:
             self._add_soon = asyncio.get_running_loop().call_later(0.05, self._flush_adds)
         return True
@@ -144,21 +142,30 @@ class RedisFrontier:
         asyncio.get_running_loop().call_soon(self._kick_sender)
 
     def seen(self, url: str) -> bool:
-        return fingerprint(url) in self._known
+        return hash(url) in self._known
 
     async def lookup(self, url: str) -> bool:
         """Exact, across the cluster (a redirect's target: merge or not)."""
-        fp = fingerprint(url)
-        if fp in self._known:
+        if hash(url) in self._known:
             return True
-        return bool(await self._call(lambda: self.redis.sismember(self.keys.seen, fp)))
+        return bool(await self._call(lambda: self.redis.sismember(self.keys.seen, fingerprint(url))))
 
     def mark_seen(self, url: str) -> bool:
-        fp = fingerprint(url)
-        if fp in self._known:
+        if not self._remember(url):
             return False
-        self._known.add(fp)
+        fp = fingerprint(url)
         self.background(self._call(lambda: self.redis.sadd(self.keys.seen, fp)))
+        return True
+
+    def _remember(self, url: str) -> bool:
+        """False if this process already sent `url` to Redis. A 64-bit hash: a wrong
+        "already sent" has odds of n²/2⁶⁵, as for the fingerprints in Redis."""
+        h = hash(url)
+        if h in self._known:
+            return False
+        if len(self._known) >= KNOWN_MAX:
+            self._known.clear()
+        self._known.add(h)
         return True
 
     async def join(self) -> None:
