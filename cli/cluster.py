@@ -61,6 +61,8 @@ def add_arguments(sub: argparse._SubParsersAction, *parsers: argparse.ArgumentPa
     join.add_argument("--headless", action="store_true", help="no TUI (default when stdout is not a TTY)")
     join.add_argument("--exit-on-finish", action="store_true", help="TUI: close when the crawl ends")
     join.add_argument("--detach", action="store_true", help="run in the background (default: off)")
+    # --processes' children: their parent writes the whole crawl's report, once
+    join.add_argument("--no-final-report", action="store_true", help=argparse.SUPPRESS)
 
 
 def wants_cluster(args: argparse.Namespace) -> bool:
@@ -146,7 +148,7 @@ def _engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) 
     if not member.left:
         print(f"crawltop: Redis unreachable at exit: the URLs this process held go back on the "
               f"queue when their leases run out ({frontier.lease:g} s)", file=sys.stderr)
-    if member.remaining == 0 and frontier.status == "finished":
+    if member.remaining == 0 and frontier.status == "finished" and not getattr(args, "no_final_report", False):
         print(f"crawl {name!r} finished; this was its last process: the whole crawl's report follows. "
               f"Records: crawltop export --redis {url} {name} --jsonl FILE", file=sys.stderr)
         _final_report(url, name)
@@ -187,7 +189,8 @@ def _processes(args: argparse.Namespace, name: str, config: CrawlConfig) -> int:
 
 
 def _child(url: str, name: str, concurrency: int, log: Path, output: str | None, i: int) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "crawltop.cli", "join", name, "--redis", url, "--headless", "-c", str(concurrency)]
+    cmd = [sys.executable, "-m", "crawltop.cli", "join", name, "--redis", url, "--headless", "-c", str(concurrency),
+           "--no-final-report"]
     if output:
         cmd += ["-o", f"{output}.p{i}"]
     with open(log, "ab") as fh:
