@@ -12,10 +12,11 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
 import signal
-import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Sequence
 from urllib.parse import urlsplit
@@ -188,17 +189,58 @@ def _processes(args: argparse.Namespace, name: str, config: CrawlConfig) -> int:
             server.stop()
 
 
-def _child(url: str, name: str, concurrency: int, log: Path, output: str | None, i: int) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "crawltop.cli", "join", name, "--redis", url, "--headless", "-c", str(concurrency),
-           "--no-final-report"]
-    if output:
-        cmd += ["-o", f"{output}.p{i}"]
-    with open(log, "ab") as fh:
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh, start_new_session=True,
-                                preexec_fn=die_with_parent)
+class Forked:
+    """An engine forked from this process, with the part of Popen's interface _watch
+    uses. A fork starts crawling at once: its imports (0.4 s of CPU) are already done."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.returncode = pid, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
 
 
-def _watch(url: str, name: str, children: list[subprocess.Popen[bytes]]) -> int:
+def _child(url: str, name: str, concurrency: int, log: Path, output: str | None, i: int) -> Forked:
+    """`crawltop join NAME` in a forked child: its own session, its log on stdout and
+    stderr, SIGTERM when this process dies; it never returns into our stack."""
+    argv = ["join", name, "--redis", url, "--headless", "-c", str(concurrency), "--no-final-report",
+            *(["-o", f"{output}.p{i}"] if output else [])]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return Forked(pid)
+    code = 1
+    try:
+        os.setsid()
+        die_with_parent()
+        null, fd = os.open(os.devnull, os.O_RDONLY), os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(null, 0)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        from .main import main
+
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - whatever happens, the child must not return into the parent's code
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _watch(url: str, name: str, children: list[Forked]) -> int:
     """Progress of the whole crawl on stderr until every child is gone; Ctrl-C stops the
     whole crawl (through Redis), and the children finish cleanly."""
     keys = Keys(name)
