@@ -131,7 +131,8 @@ def _engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) 
     its processes panel) or headless."""
     frontier = cluster.frontier(url, name, config)
     crawler = Crawler(config, frontier=frontier, sinks=[frontier.sink, *extra_sinks(args)])
-    member = Member(crawler, frontier)
+    reports = not getattr(args, "no_final_report", False)
+    member = Member(crawler, frontier, reports=reports)
     args.socket_base, args.name = name, None  # sockets NAME, NAME-2, ...: one per process here
     if args.headless or not sys.stdout.isatty():
         code = run_crawler(member, args)  # type: ignore[arg-type]
@@ -149,7 +150,7 @@ def _engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) 
     if not member.left:
         print(f"crawltop: Redis unreachable at exit: the URLs this process held go back on the "
               f"queue when their leases run out ({frontier.lease:g} s)", file=sys.stderr)
-    if member.remaining == 0 and frontier.status == "finished" and not getattr(args, "no_final_report", False):
+    if member.reporter and reports:
         print(f"crawl {name!r} finished; this was its last process: the whole crawl's report follows. "
               f"Records: crawltop export --redis {url} {name} --jsonl FILE", file=sys.stderr)
         _final_report(url, name)

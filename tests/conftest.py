@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import asyncio
-from typing import AsyncIterator, Awaitable, Callable
+import contextlib
+import json
+from typing import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
 from aiohttp import web
@@ -155,3 +157,105 @@ def redis_server(tmp_path):
 @pytest.fixture
 def redis_url(redis_server) -> str:
     return redis_server.url
+
+
+# -- a counting site in its own process (the cluster tests): what the server saw ----------
+
+COUNTING_SITE = r"""
+import asyncio, json, sys, time
+from aiohttp import web
+cfg = json.loads(sys.argv[1])
+pages, delay, fanout, robots = cfg["pages"], cfg["delay"], cfg.get("fanout", 3), cfg.get("robots")
+hits, log, now = {}, [], {"in": 0, "max": 0}
+async def handle(request):
+    path = request.path
+    if path == "/__stats":
+        return web.json_response({"hits": hits, "log": log, "max_in_flight": now["max"]})
+    start = time.monotonic()
+    hits[path] = hits.get(path, 0) + 1
+    now["in"] += 1
+    now["max"] = max(now["max"], now["in"])
+    try:
+        if path == "/robots.txt":
+            if robots is None:
+                raise web.HTTPNotFound()
+            return web.Response(text=robots, content_type="text/plain")
+        i = int(request.match_info.get("n") or 0)
+        if i >= pages:
+            raise web.HTTPNotFound()
+        await asyncio.sleep(delay)
+        links = "".join(f'<a href="/p/{j}">{j}</a>' for j in range(i * fanout + 1, min(pages, i * fanout + fanout + 1)))
+        return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
+    finally:
+        now["in"] -= 1
+        log.append([path, start, time.monotonic()])
+async def main():
+    app = web.Application(handler_args={"access_log": None})
+    app.router.add_get("/", handle)
+    app.router.add_get("/p/{n}", handle)
+    app.router.add_get("/robots.txt", handle)
+    app.router.add_get("/__stats", handle)
+    runner = web.AppRunner(app, handle_signals=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    print(f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/", flush=True)
+    await asyncio.Event().wait()
+asyncio.run(main())
+"""
+
+
+class CountingSite:
+    """A site of `pages` pages (the root and /p/1 ... /p/pages-1, each linking to the next
+    `fanout`) in its own process, `delay` s per page; it counts what it serves."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def stats(self) -> dict:
+        """hits: path -> requests; log: [path, start, end] (time.monotonic(), the same
+        clock as this process's); max_in_flight: most requests served at once."""
+        import urllib.request
+
+        with urllib.request.urlopen(self.url + "__stats", timeout=30) as resp:
+            return json.loads(resp.read())
+
+
+@contextlib.contextmanager
+def counting_site(pages: int, delay: float = 0.0, *, fanout: int = 3,
+                  robots: str | None = None) -> Iterator[CountingSite]:
+    import subprocess
+    import sys
+
+    cfg = json.dumps({"pages": pages, "delay": delay, "fanout": fanout, "robots": robots})
+    proc = subprocess.Popen([sys.executable, "-c", COUNTING_SITE, cfg], stdout=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()  # type: ignore[union-attr]
+        assert url.startswith("http://"), url
+        yield CountingSite(url)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_unix_server():
+    """A private redis-server on a Unix socket (no TCP port), in a short temp directory
+    (sun_path is 107 bytes). Skipped or failed as `redis_server` is."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from crawltop.core.cluster.server import RedisServer
+
+    if shutil.which("redis-server") is None:
+        message = "redis-server is not installed (apt-get install redis-server; .ci/run does it)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    base = Path(tempfile.mkdtemp(prefix="ctr"))
+    server = RedisServer.start(base / "redis")
+    yield server
+    server.stop()
+    shutil.rmtree(base, ignore_errors=True)

@@ -9,12 +9,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import redis
 
 from crawltop.core.cluster.keys import Keys
 
+from conftest import counting_site
 from ctl_helpers import serve_site, rundir, site  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.timeout(120)
@@ -37,30 +39,77 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60)
 
 
-def test_kill_one_process_nothing_lost_nothing_twice(slow_site, redis_url, rundir, tmp_path):  # noqa: F811
-    env = {"CRAWLTOP_LEASE": "2"}
-    first = start("crawl", slow_site, "--redis", redis_url, "--name", "k", "--headless", "-c", "3", "--no-sitemaps", env=env)
-    r = redis.Redis.from_url(redis_url)
-    deadline = time.monotonic() + 30
-    while int(r.hget(Keys("k").count, "records") or 0) < 20 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    second = start("join", "k", "--redis", redis_url, "--headless", "-c", "3", env=env)
-    while int(r.hget(Keys("k").count, "records") or 0) < 80 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    held = r.scard(next(iter(r.scan_iter(match="crawltop:{k}:held:*"))))
-    first.send_signal(signal.SIGKILL)  # no goodbye: its leases must run out and come back
-    first.wait()
-    out, err = second.communicate(timeout=90)
-    assert second.returncode == 0, err
-    assert "last process" in err
-    assert "crawltop report: crawl k on Redis\n300 records, 0 broken on 0 pages" in out  # the whole crawl's
-    assert r.hget(Keys("k").meta, "status") == b"finished"
-    assert int(r.hget(Keys("k").meta, "reaped") or 0) >= 1 and held >= 0
+def wait_for(cond, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not reached in {timeout:g} s")
+        time.sleep(0.02)
+
+
+def records_of(r: redis.Redis, name: str) -> int:
+    return int(r.hget(Keys(name).count, "records") or 0)
+
+
+def recorded_by(r: redis.Redis, name: str) -> dict[str, int]:
+    """proc -> records it wrote, from the stream (each entry says who wrote it)."""
+    out: dict[str, int] = {}
+    for _id, fields in r.xrange(Keys(name).rec):
+        proc = fields[b"proc"].decode()
+        out[proc] = out.get(proc, 0) + 1
+    return out
+
+
+@pytest.mark.timeout(180)
+def test_three_processes_one_killed_nothing_lost_nothing_twice(redis_url, rundir, tmp_path):  # noqa: F811
+    """Three processes on a 3,000-page site; one gets SIGKILL mid-crawl. The other two
+    finish (exit 0, one writes the final report); the export has every page once; and the
+    only pages the server served twice are ones the killed process held leases on when it
+    died (read from its held:PROC set in Redis while it was frozen, just before the kill)."""
+    pages, k = 3000, Keys("k")
+    with counting_site(pages, 0.01) as counted:
+        env = {"CRAWLTOP_LEASE": "3"}
+        common = ["--redis", redis_url, "--headless", "-c", "4"]
+        victim = start("crawl", counted.url, "--name", "k", "--no-sitemaps", "--no-robots", *common, env=env)
+        r = redis.Redis.from_url(redis_url)
+        wait_for(lambda: records_of(r, "k") >= 10, what="the first process's records")
+        others = [start("join", "k", *common, env=env) for _ in range(2)]
+        wait_for(lambda: r.hlen(k.procs) == 3 and records_of(r, "k") >= pages // 4, what="three processes at work")
+        vid = next(p.decode() for p in r.hkeys(k.procs) if p.decode().split(":")[-2] == str(victim.pid))
+        for _ in range(100):  # frozen: what it holds can't change between our reading and the kill
+            victim.send_signal(signal.SIGSTOP)
+            held = {json.loads(raw)[0] for raw in r.smembers(k.held(vid))}
+            if held:
+                break
+            victim.send_signal(signal.SIGCONT)  # between two pops: try again a moment later
+            time.sleep(0.02)
+        at_kill = records_of(r, "k")
+        victim.send_signal(signal.SIGKILL)  # no goodbye: its leases must run out and come back
+        victim.wait()
+        outs = [p.communicate(timeout=120) for p in others]
+        assert [p.returncode for p in others] == [0, 0], [err[-2000:] for _out, err in outs]
+        assert held and at_kill < pages, (len(held), at_kill)  # it died mid-crawl, holding work
+        last = [out for out, err in outs if "this was its last process" in err]
+        assert len(last) == 1, [err[-500:] for _out, err in outs]  # one final report, by the last one out
+        assert f"crawltop report: crawl k on Redis\n{pages:,} records, 0 broken on 0 pages" in last[0], last[0]
+        assert r.hget(k.meta, "status") == b"finished"
+        assert int(r.hget(k.meta, "reaped") or 0) >= len(held)  # every lease it held came back
+        assert int(r.hget(k.count, "rejected") or 0) == 0  # no live process lost a lease
+        by = recorded_by(r, "k")
+        assert len(by) == 3 and all(n > 0 for n in by.values()), by  # all three took part
+        hits = counted.stats()["hits"]
+    expected = {"/", *(f"/p/{i}" for i in range(1, pages))}
+    assert set(hits) == expected
+    twice = {path for path, n in hits.items() if n > 1}
+    held_paths = {urlsplit(u).path for u in held}
+    assert twice <= held_paths, (sorted(twice - held_paths)[:10], len(held))
+    assert len(twice) <= len(held)
     done = run("export", "--redis", redis_url, "k", "--jsonl", str(tmp_path / "k.jsonl"))
     assert done.returncode == 0, done.stderr
-    urls = [json.loads(line)["url"] for line in (tmp_path / "k.jsonl").read_text().splitlines()]
-    assert len(urls) == len(set(urls)) == 300
-    assert all(json.loads(line)["status"] == 200 for line in (tmp_path / "k.jsonl").read_text().splitlines())
+    recs = [json.loads(line) for line in (tmp_path / "k.jsonl").read_text().splitlines()]
+    urls = [urlsplit(x["url"]).path for x in recs]
+    assert len(urls) == len(set(urls)) == pages and set(urls) == expected
+    assert {x["status"] for x in recs} == {200}
 
 
 def test_export_trim_bounds_redis(slow_site, redis_url, rundir, tmp_path):  # noqa: F811

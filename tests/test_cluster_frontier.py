@@ -99,7 +99,7 @@ async def test_two_processes_one_record_per_url(serve, redis_url):
     urls = [r["url"] for r in shared]
     assert len(urls) == len(set(urls)) == 124  # root, 120 pages, merge, loop a and b
     assert {r["proc"] if "proc" in r else None for r in shared} == {None}
-    assert all(m.remaining >= 0 for m in members) and min(m.remaining for m in members) == 0
+    assert sum(m.reporter for m in members) == 1  # exactly one writes the whole crawl's report
     assert all(site.hits.get(p, 0) <= 1 for p in [f"/p{i}" for i in range(1, 121)])
     pages = [m.frontier.round_trips / max(1, m.stats.pages) for m in members]
     assert sum(m.stats.records for m in members) == 124
@@ -221,7 +221,10 @@ async def test_per_host_cap_and_delay_hold_across_processes(serve, redis_url):
     assert all(m.stats.pages > 0 for m in members)  # both took part
     assert site.max_in_flight <= 2
     gaps = [b - a for a, b in zip(starts, starts[1:])]
-    assert len(starts) == 44 and min(gaps) >= 0.05 - 0.005, sorted(gaps)[:5]
+    # each start can be late by the loop's lag (a loaded machine): a tolerance on each gap,
+    # and the same on the whole span, where one delay per process would show as half of it
+    assert len(starts) == 44 and min(gaps) >= 0.05 - 0.025, sorted(gaps)[:5]
+    assert starts[-1] - starts[0] >= 43 * 0.05 - 0.025, starts[-1] - starts[0]
 
 
 async def test_per_host_cap_alone_holds_across_processes(serve, redis_url):
@@ -233,3 +236,80 @@ async def test_per_host_cap_alone_holds_across_processes(serve, redis_url):
     await asyncio.gather(*(m.crawl() for m in members))
     assert all(m.stats.pages > 0 for m in members)
     assert site.max_in_flight == 2
+
+
+async def test_finish_waits_for_a_burst_of_late_links(serve, redis_url):
+    """The last pages in flight are slow (longer than a lease, so only heartbeats keep
+    them) and each reveals a burst of 60 new links, after the queue has been empty for
+    seconds. A finish guessed from idleness (an empty queue for a while, or one engine
+    with nothing to do) would end the crawl there. Here: Redis says `finished` only after
+    the last burst is recorded, every URL has one record and one fetch, and both engines
+    are still there for the last burst (each fetches part of it)."""
+    import time
+
+    from conftest import html
+
+    def slow(seconds: float, *links: str):
+        async def handler(request):
+            await asyncio.sleep(seconds)
+            return html(*links)
+        return handler
+
+    fast, burst = 20, 60
+    routes = {"/": page(*(f"/f/{i}" for i in range(fast)), "/slow/a", "/slow/b")}
+    routes.update({f"/f/{i}": page("/") for i in range(fast)})
+    routes["/slow/a"] = slow(2.5, *(f"/a/{i}" for i in range(burst)))
+    routes["/slow/b"] = slow(4.5, *(f"/b/{i}" for i in range(burst)), "/slow/a")
+    routes.update({f"/{x}/{i}": slow(0.02, "/", f"/{x}/{(i + 1) % burst}") for x in "ab" for i in range(burst)})
+    total = 1 + fast + 2 + 2 * burst
+    site = await serve(routes)
+    config = CrawlConfig(roots=(site.url,), concurrency=2, robots=False, sitemaps=False)
+    r = cluster.client(redis_url)
+    await cluster.start(r, redis_url, "burst", config)
+    members = []
+    for _ in range(2):
+        f = cluster.frontier(redis_url, "burst", config, lease=2.0)
+        members.append(Member(Crawler(config, frontier=f, sinks=[f.sink]), f))
+    k = Keys("burst")
+    samples: list[tuple[float, int, int, int, bytes]] = []  # time, queued, leased, records, status
+    exits: dict[str, int] = {}  # proc -> records in Redis when its engine returned
+
+    async def watch() -> None:
+        while True:
+            q, leased, recs, status = await asyncio.gather(r.llen(k.q), r.zcard(k.leases), r.hget(k.count, "records"),
+                                                           r.hget(k.meta, "status"))
+            samples.append((time.monotonic(), q, leased, int(recs or 0), status))
+            await asyncio.sleep(0.05)
+
+    async def engine(m: Member) -> None:
+        await m.crawl()
+        exits[m.frontier.proc] = int(await r.hget(k.count, "records") or 0)
+
+    watcher = asyncio.ensure_future(watch())
+    await asyncio.wait_for(asyncio.gather(*(engine(m) for m in members)), 50)
+    watcher.cancel()
+    await asyncio.gather(watcher, return_exceptions=True)
+
+    # the scenario happened: a long stretch with nothing queued and only the slow pages out
+    idle, since = 0.0, None
+    for t, q, leased, recs, _status in samples:
+        if q == 0 and 0 < leased <= 2 and recs < total:
+            since = t if since is None else since
+            idle = max(idle, t - since)
+        else:
+            since = None
+    assert idle >= 1.0, idle
+    # never finished early: `finished` appears only with every record in
+    assert all(recs == total for _t, _q, _l, recs, status in samples if status == b"finished")
+    assert await r.hget(k.meta, "status") == b"finished"
+    assert sorted(exits.values()) == [total, total], exits  # no engine left before the end
+    shared = await records(redis_url, "burst")
+    urls = [x["url"] for x in shared]
+    assert len(urls) == len(set(urls)) == total
+    assert set(site.hits) == set(routes) and set(site.hits.values()) == {1}, \
+        {p: n for p, n in site.hits.items() if n != 1}  # the slow pages' leases were renewed, not reaped
+    entries = await r.xrange(k.rec)
+    last_burst = {fields[b"proc"] for _id, fields in entries if b"/b/" in fields[b"url"]}
+    assert len(last_burst) == 2, last_burst  # the engine with nothing in flight was still there
+    assert int(await r.hget(k.meta, "reaped") or 0) == 0
+    await r.aclose()

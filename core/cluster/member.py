@@ -23,17 +23,22 @@ from .keys import decode_item
 from .procs import ProcessInfo
 
 BEAT = 1.0  # seconds between heartbeats
+LIVE = 3 * BEAT  # a process that has not beaten for this long is gone, for the final report
 LEAVE_TIMEOUT = 10.0  # Redis gone at exit: don't hang; our leases run out and are reaped
 SNAP_TTL_MS = 10_000
 PUBLISHED_EVENTS = 50  # newest events of each ring in the published snapshot: a beat stays small
 
 
 class Member:
-    def __init__(self, crawler: Any, frontier: RedisFrontier) -> None:
-        self.__dict__.update(_crawler=crawler, frontier=frontier, remaining=-1, _control={}, left=False,
+    def __init__(self, crawler: Any, frontier: RedisFrontier, *, reports: bool = True) -> None:
+        # reports=False: someone else writes the final report (--processes' parent), so
+        # leaving never waits to claim it
+        self.__dict__.update(_crawler=crawler, frontier=frontier, reports=reports, reporter=False, _control={},
+                             left=False,
                              _ignores=set(),
                              _beat=frontier.redis.register_script(scripts.BEAT),
-                             _leave=frontier.redis.register_script(scripts.LEAVE))
+                             _leave=frontier.redis.register_script(scripts.LEAVE),
+                             _live=frontier.redis.register_script(scripts.LIVE))
         frontier.on_down = self._on_down
 
     def __getattr__(self, name: str) -> Any:
@@ -55,13 +60,21 @@ class Member:
                 await self.frontier.close()
 
     async def leave(self) -> None:
-        """Finish what is queued for Redis, give back any lease still held, deregister."""
+        """Finish what is queued for Redis, give back any lease still held, deregister.
+        If the crawl is finished, the last process out claims its report (`reporter`):
+        a process that was killed shortly before still looks live, so while others seem
+        live we wait up to LIVE seconds for them to leave or go quiet."""
         f, k = self.frontier, self.frontier.keys
         await f.flush()
         keys = [k.held(f.proc), k.leases, k.owner, k.q, k.procs, k.beats, k.snap(f.proc), k.ctl_of(f.proc), k.meta]
-        remaining, status = await f._call(lambda: self._leave(keys, [f.proc, f.lease_ms]))
-        self.__dict__["remaining"] = int(remaining)
+        args = [f.proc, int(LIVE * 1000)]
+        live, status, claimed = await f._call(lambda: self._leave(keys, args))
         self.__dict__["left"] = True
+        deadline = asyncio.get_running_loop().time() + LIVE + BEAT
+        while self.reports and live and status in (b"finished", "finished") and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(BEAT / 2)
+            live, status, claimed = await f._call(lambda: self._live([k.beats, k.meta], args))
+        self.__dict__["reporter"] = bool(claimed)
         f._status(status)
         await f.close()
 

@@ -141,11 +141,28 @@ return {redis.call('HGETALL', KEYS[7]), redis.call('HGETALL', KEYS[8]), redis.ca
         redis.call('HKEYS', KEYS[12])}
 """
 
-# KEYS: held leases owner q procs beats snap ctlproc meta   ARGV: proc lease_ms
+# KEYS: beats meta   ARGV: proc live_ms
+# Who writes the whole crawl's report: once the crawl is finished and no other process
+# has beaten within live_ms, the first to ask claims it (HSETNX), so exactly one does.
+# Returns {processes still live, status, 1 if this process claimed the report}.
+_LIVE = """
+local function live_or_claim(beats_key, meta, proc, live_ms)
+  local live = 0
+  local beats = redis.call('HGETALL', beats_key)
+  for i = 2, #beats, 2 do
+    if beats[i - 1] ~= proc and tonumber(beats[i]) >= now - live_ms then live = live + 1 end
+  end
+  local status = redis.call('HGET', meta, 'status')
+  local claimed = 0
+  if live == 0 and status == 'finished' then claimed = redis.call('HSETNX', meta, 'reporter', proc) end
+  return {live, status, claimed}
+end
+"""
+
+# KEYS: held leases owner q procs beats snap ctlproc meta   ARGV: proc live_ms
 # A process leaving: whatever it still holds goes back to the head of the queue, its
-# rows go; returns how many live processes remain (a heartbeat within a lease: the last
-# one out writes the final report) and the crawl's status.
-LEAVE = _PRELUDE + """
+# rows go; then LIVE's answer (the last one out writes the final report).
+LEAVE = _PRELUDE + _LIVE + """
 for _, raw in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   if redis.call('ZREM', KEYS[2], raw) == 1 then
     redis.call('HDEL', KEYS[3], cjson.decode(raw)[1])
@@ -155,12 +172,11 @@ end
 redis.call('DEL', KEYS[1], KEYS[7], KEYS[8])
 redis.call('HDEL', KEYS[5], ARGV[1])
 redis.call('HDEL', KEYS[6], ARGV[1])
-local live = 0
-local beats = redis.call('HGETALL', KEYS[6])
-for i = 2, #beats, 2 do
-  if tonumber(beats[i]) >= now - tonumber(ARGV[2]) then live = live + 1 end
-end
-return {live, redis.call('HGET', KEYS[9], 'status')}
+return live_or_claim(KEYS[6], KEYS[9], ARGV[1], tonumber(ARGV[2]))
+"""
+
+LIVE = _PRELUDE + _LIVE + """
+return live_or_claim(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
 """
 
 # KEYS: gate slots   ARGV: token per_host delay_ms slot_ttl_ms
