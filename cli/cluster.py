@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import signal
+import socket
 import sys
 import time
 import traceback
@@ -78,6 +79,9 @@ def check_mix(args: argparse.Namespace) -> None:
         raise UsageError("--state and --redis/--processes don't mix: a shared crawl keeps its state in Redis")
     if args.processes and getattr(args, "warc", None):
         raise UsageError("--warc needs one process: with --processes, keep -o per process instead")
+    if args.processes and getattr(args, "detach", False):
+        raise UsageError("--detach and --processes don't mix: start with crawl --redis URL --detach, "
+                         "then add engines with join NAME --redis URL --detach")
 
 
 def name_of(args: argparse.Namespace, roots: Sequence[str]) -> str:
@@ -217,6 +221,7 @@ def _child(url: str, name: str, concurrency: int, log: Path, output: str | None,
             *(["-o", f"{output}.p{i}"] if output else [])]
     sys.stdout.flush()
     sys.stderr.flush()
+    parent = os.getpid()
     pid = os.fork()
     if pid:
         return Forked(pid)
@@ -224,6 +229,8 @@ def _child(url: str, name: str, concurrency: int, log: Path, output: str | None,
     try:
         os.setsid()
         die_with_parent()
+        if os.getppid() != parent:  # the parent died before PDEATHSIG was armed
+            os._exit(1)
         null, fd = os.open(os.devnull, os.O_RDONLY), os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(null, 0)
         os.dup2(fd, 1)
@@ -232,13 +239,15 @@ def _child(url: str, name: str, concurrency: int, log: Path, output: str | None,
 
         code = main(argv)
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
+        code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - whatever happens, the child must not return into the parent's code
         traceback.print_exc()
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
 
 
 def _watch(url: str, name: str, children: list[Forked]) -> int:
@@ -279,9 +288,28 @@ def _watch(url: str, name: str, children: list[Forked]) -> int:
     codes = [c.wait() for c in children]
     print(f"crawl {name!r} {status}: {records} records from {len(children)} processes "
           f"(exit codes {', '.join(map(str, codes))})", file=sys.stdout)
-    if status == "finished":
+    if status == "finished" and _claim_report(url, name):
         _final_report(url, name)
     return 0 if all(c == 0 for c in codes) else 1
+
+
+def _claim_report(url: str, name: str) -> bool:
+    """The whole crawl's report is written once: by us, unless a process that joined from
+    elsewhere left after our engines and claimed it (then it says who)."""
+    r = redis.Redis.from_url(url, socket_timeout=5)
+    try:
+        me = f"processes:{socket.gethostname()}:{os.getpid()}"
+        meta = Keys(name).meta
+        if r.hsetnx(meta, "reporter", me) or r.hget(meta, "reporter") == me.encode():
+            return True
+        print(f"crawl {name!r}: its report was written by {clean((r.hget(meta, 'reporter') or b'?').decode())}",
+              file=sys.stderr)
+        return False
+    except redis.RedisError as exc:
+        print(f"crawltop: Redis: {clean(exc)}", file=sys.stderr)
+        return False
+    finally:
+        r.close()
 
 
 def check_crawl(url: str, name: str | None) -> str:

@@ -58,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("attach", "web"):
             return attach.run(args)
         if getattr(args, "detach", False):
+            cluster.check_mix(args)  # a refusal here, not in a log nobody reads
             return detach.spawn(sys.argv[1:] if argv is None else argv)
         if args.command == "report":
             return report.run(args)

@@ -68,7 +68,7 @@ def test_three_processes_one_killed_nothing_lost_nothing_twice(redis_url, rundir
     died (read from its held:PROC set in Redis while it was frozen, just before the kill)."""
     pages, k = 3000, Keys("k")
     with counting_site(pages, 0.01) as counted:
-        env = {"CRAWLTOP_LEASE": "3"}
+        env = {"CRAWLTOP_LEASE": "6"}  # short, so the test ends soon; long enough for 5 processes on 2 cores
         common = ["--redis", redis_url, "--headless", "-c", "4"]
         victim = start("crawl", counted.url, "--name", "k", "--no-sitemaps", "--no-robots", *common, env=env)
         r = redis.Redis.from_url(redis_url)

@@ -66,8 +66,11 @@ def exported(url: str, name: str, path: Path) -> list[dict]:
 
 # -- politeness: one host, two OS processes, what the server saw -----------------------------
 
-DELAY = 0.15
-TOLERANCE = 0.05  # each process sleeps until its reserved start on its own clock: scheduling jitter
+DELAY = 0.2
+# each process sleeps until its reserved start on its own clock, and the server stamps a
+# request when its handler runs: scheduling jitter on a loaded 2-core CI. Without the
+# shared gate the gaps fall to 0.04 s and less, well under DELAY - TOLERANCE.
+TOLERANCE = 0.08
 
 
 @pytest.mark.parametrize("case", ["delay", "crawl-delay", "per-host"])
@@ -81,7 +84,7 @@ def test_politeness_holds_across_two_processes(case, redis_url, rundir):  # noqa
     name = f"pol-{case}"
     opts = {"delay": ["--delay", str(DELAY), "--no-robots"], "crawl-delay": [],
             "per-host": ["--per-host", "2", "--no-robots"]}[case]
-    pages, page_delay = (40, 0.0) if case != "per-host" else (60, 0.1)
+    pages, page_delay = (30, 0.0) if case != "per-host" else (60, 0.1)
     robots = f"User-agent: *\nCrawl-delay: {DELAY}\n" if case == "crawl-delay" else None
     with counting_site(pages, page_delay, robots=robots) as site_:
         common = ["--redis", redis_url, "--headless", "-c", "3"]
@@ -271,10 +274,10 @@ def test_join_bad_input_one_line_exit_2(case, redis_url, rundir):  # noqa: F811
 
 def test_last_survivor_writes_the_report_when_a_killed_process_held_nothing(redis_url, rundir):  # noqa: F811
     """A process killed with no lease still looks live for a few seconds (its last beat is
-    fresh): the survivor that finishes the crawl waits for it to go quiet, then claims and
-    writes the whole crawl's report (was: nobody wrote it)."""
-    k = Keys("lr")
-    with counting_site(300, 0.02) as site_:
+    fresh): the survivor that finishes the crawl just after waits for it to go quiet,
+    then claims and writes the whole crawl's report (was: nobody wrote it)."""
+    k, pages = Keys("lr"), 300
+    with counting_site(pages, 0.05) as site_:
         a = start("crawl", site_.url, "--redis", redis_url, "--name", "lr", "--headless", "-c", "2",
                   "--no-sitemaps", "--no-robots")
         r = redis.Redis.from_url(redis_url)
@@ -285,10 +288,16 @@ def test_last_survivor_writes_the_report_when_a_killed_process_held_nothing(redi
         assert run("ctl", "lr", "--redis", redis_url, "pause", "--process", bid).returncode == 0
         wait_for(lambda: json.loads(r.hget(k.procs, bid))["state"] == "PAUSED" and r.scard(k.held(bid)) == 0,
                  what=lambda: f"B paused, holding nothing: {r.hget(k.procs, bid)!r}, {r.smembers(k.held(bid))!r}")
+        # killed near the end: A finishes while B's last beat is still fresh
+        wait_for(lambda: records_of(r, "lr") >= pages - 15, what="A near the end", timeout=60)
         b.kill()
         b.wait()
+        killed = time.monotonic()
         (out, err), = finish([a])
-    assert r.hget(k.meta, "status") == b"finished" and records_of(r, "lr") == 300
+        waited = time.monotonic() - killed
+    assert r.hget(k.meta, "status") == b"finished" and records_of(r, "lr") == pages
     assert "this was its last process" in err, err[-1500:]
-    assert "crawltop report: crawl lr on Redis" in out and "300 records" in out.replace(",", ""), out[-1500:]
+    assert "crawltop report: crawl lr on Redis" in out and f"{pages} records" in out.replace(",", ""), out[-1500:]
     assert r.hget(k.meta, "reporter").decode().split(":")[-2] == str(a.pid)
+    # B's last beat was at most a second before the kill; A may claim only 3 s after it
+    assert waited >= 1.5, waited

@@ -35,6 +35,7 @@ LEASE = 15.0  # seconds a popped URL stays ours without a heartbeat
 KNOWN_MAX = 1_000_000  # URL hashes remembered locally before starting over
 MAX_POP = 64
 MAX_DONE = 256  # finished URLs in one DONE call: a script runs alone in Redis, keep it short
+MAX_DONE_ARGS = 20_000  # and its arguments (link-heavy pages): other processes wait meanwhile
 
 
 Op = tuple[str, str, str, str, list]  # item as leased, url, record JSON ('' = give back), back, links
@@ -85,6 +86,7 @@ class RedisFrontier:
         self._raw: dict[str, str] = {}  # url -> the exact item string Redis leased us
         self._back: dict[str, Item] = {}  # requeued: done() gives these back instead
         self._ops: deque[Op] = deque()
+        self._ops_args = 0  # their size in script arguments: pops wait while it is large
         self._slots: list[tuple[str, str]] = []  # (slots key, token) to give back
         self._waiters: deque[asyncio.Future[Item]] = deque()
         self._popper: asyncio.Task[None] | None = None
@@ -132,7 +134,9 @@ class RedisFrontier:
             back = item
         # the links found so far (this page's, at least: parse, emit and done run without a
         # pause) go with this URL's DONE, so Redis counts them as its record's new links
-        self._ops.append((raw, item.url, record, encode_item(back) if back is not None else "", self._take_pending()))
+        links = self._take_pending()
+        self._ops.append((raw, item.url, record, encode_item(back) if back is not None else "", links))
+        self._ops_args += 5 + len(links)
         self._kick_sender()
 
     def release_slot(self, key: str, token: str) -> None:
@@ -295,6 +299,10 @@ class RedisFrontier:
         keys = [self.keys.q, self.keys.leases, self.keys.owner, self.keys.held(self.proc),
                 self.keys.seen, self.keys.meta]
         while True:
+            while self._ops_args > 2 * MAX_DONE_ARGS and self._sender is not None and not self._sender.done():
+                # backpressure: link-heavy pages finish faster than their links reach Redis;
+                # no new URL until the backlog is sent, so it stays bounded
+                await asyncio.shield(self._sender)
             self._waiters = deque(w for w in self._waiters if not w.done())
             if not self._waiters:
                 return
@@ -341,7 +349,12 @@ class RedisFrontier:
 
     async def _send_loop(self) -> None:
         while self._ops or self._slots:
-            ops = [self._ops.popleft() for _ in range(min(len(self._ops), MAX_DONE))]
+            ops: list[Op] = []
+            size = 0
+            while self._ops and len(ops) < MAX_DONE and size < MAX_DONE_ARGS:
+                ops.append(self._ops.popleft())
+                size += 5 + len(ops[-1][4])
+            self._ops_args -= size
             slots, self._slots = self._slots, []
             while True:
                 try:

@@ -67,7 +67,7 @@ class Member:
         f, k = self.frontier, self.frontier.keys
         await f.flush()
         keys = [k.held(f.proc), k.leases, k.owner, k.q, k.procs, k.beats, k.snap(f.proc), k.ctl_of(f.proc), k.meta]
-        args = [f.proc, int(LIVE * 1000)]
+        args = [f.proc, int(LIVE * 1000), int(self.reports)]
         live, status, claimed = await f._call(lambda: self._leave(keys, args))
         self.__dict__["left"] = True
         deadline = asyncio.get_running_loop().time() + LIVE + BEAT

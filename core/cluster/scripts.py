@@ -68,7 +68,9 @@ return {out, status, new, redis.call('LLEN', q), redis.call('SCARD', seen)}
 # Every URL this process finished in a moment, in one call (one round trip and one script
 # run for the lot). record == '' means: give the URL back to the queue (a cancelled
 # worker) as the item `back` instead of recording it. A process whose lease was taken
-# writes nothing. Each URL's links are counted as its record's new links.
+# writes nothing. Each URL's links are counted as its record's new links. A batch sent
+# again after a lost reply finds its leases gone: its URLs count as `rejected` then,
+# though the first run recorded them.
 DONE = _PRELUDE + """
 local q, leases, owner, held, seen, meta, rec, count = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local proc, cap = ARGV[1], tonumber(ARGV[2])
@@ -141,25 +143,29 @@ return {redis.call('HGETALL', KEYS[7]), redis.call('HGETALL', KEYS[8]), redis.ca
         redis.call('HKEYS', KEYS[12])}
 """
 
-# KEYS: beats meta   ARGV: proc live_ms
+# KEYS: beats meta   ARGV: proc live_ms claim
 # Who writes the whole crawl's report: once the crawl is finished and no other process
-# has beaten within live_ms, the first to ask claims it (HSETNX), so exactly one does.
-# Returns {processes still live, status, 1 if this process claimed the report}.
+# has beaten within live_ms, the first to ask with claim=1 takes it (HSETNX), so exactly
+# one does; asking again gives the same answer (a retry after a lost reply).
+# Returns {processes still live, status, 1 if this process holds the report}.
 _LIVE = """
-local function live_or_claim(beats_key, meta, proc, live_ms)
+local function live_or_claim(beats_key, meta, proc, live_ms, claim)
   local live = 0
   local beats = redis.call('HGETALL', beats_key)
   for i = 2, #beats, 2 do
     if beats[i - 1] ~= proc and tonumber(beats[i]) >= now - live_ms then live = live + 1 end
   end
   local status = redis.call('HGET', meta, 'status')
-  local claimed = 0
-  if live == 0 and status == 'finished' then claimed = redis.call('HSETNX', meta, 'reporter', proc) end
-  return {live, status, claimed}
+  local mine = 0
+  if live == 0 and status == 'finished' and claim == '1' then
+    redis.call('HSETNX', meta, 'reporter', proc)
+    if redis.call('HGET', meta, 'reporter') == proc then mine = 1 end
+  end
+  return {live, status, mine}
 end
 """
 
-# KEYS: held leases owner q procs beats snap ctlproc meta   ARGV: proc live_ms
+# KEYS: held leases owner q procs beats snap ctlproc meta   ARGV: proc live_ms claim
 # A process leaving: whatever it still holds goes back to the head of the queue, its
 # rows go; then LIVE's answer (the last one out writes the final report).
 LEAVE = _PRELUDE + _LIVE + """
@@ -172,11 +178,11 @@ end
 redis.call('DEL', KEYS[1], KEYS[7], KEYS[8])
 redis.call('HDEL', KEYS[5], ARGV[1])
 redis.call('HDEL', KEYS[6], ARGV[1])
-return live_or_claim(KEYS[6], KEYS[9], ARGV[1], tonumber(ARGV[2]))
+return live_or_claim(KEYS[6], KEYS[9], ARGV[1], tonumber(ARGV[2]), ARGV[3])
 """
 
 LIVE = _PRELUDE + _LIVE + """
-return live_or_claim(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
+return live_or_claim(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3])
 """
 
 # KEYS: gate slots   ARGV: token per_host delay_ms slot_ttl_ms
