@@ -135,7 +135,8 @@ def test_processes_with_a_private_redis(slow_site, rundir, tmp_path):  # noqa: F
     assert not list((rundir.parent / "state" / "crawltop" / "redis" / "pp").glob("*.sock"))  # stopped, cleaned
 
 
-@pytest.mark.parametrize("case", ["unreachable", "password", "settings", "foreign", "state-mix", "no-redis-server"])
+@pytest.mark.parametrize("case", ["unreachable", "password", "settings", "foreign", "state-mix", "no-redis-server",
+                                  "detach-processes"])
 def test_bad_input_one_line_exit_2(case, redis_server, tmp_path, rundir):  # noqa: F811
     url = redis_server.url
     env = None
@@ -155,6 +156,8 @@ def test_bad_input_one_line_exit_2(case, redis_server, tmp_path, rundir):  # noq
     elif case == "no-redis-server":
         args = ["crawl", "http://127.0.0.1:9/", "--processes", "2", "--headless"]
         env = {"PATH": str(tmp_path)}  # no redis-server on it
+    elif case == "detach-processes":
+        args = ["crawl", "http://127.0.0.1:9/", "--processes", "2", "--detach"]
     proc = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60,
                           env={**os.environ, **(env or {})})
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
@@ -162,7 +165,8 @@ def test_bad_input_one_line_exit_2(case, redis_server, tmp_path, rundir):  # noq
     assert len(lines) == 1 and lines[0].startswith("crawltop: error: "), proc.stderr
     assert "Traceback" not in proc.stderr
     expect = {"unreachable": "cannot reach Redis", "password": "password", "settings": "other settings",
-              "foreign": "foreign data", "state-mix": "don't mix", "no-redis-server": "apt-get install redis-server"}
+              "foreign": "foreign data", "state-mix": "don't mix", "no-redis-server": "apt-get install redis-server",
+              "detach-processes": "--detach and --processes don't mix"}
     assert expect[case] in lines[0]
 
 
