@@ -17,43 +17,14 @@ from typing import Iterator
 
 import pytest
 
-SITE = r"""
-import asyncio, sys
-from aiohttp import web
-pages, delay = int(sys.argv[1]), float(sys.argv[2])
-async def handle(request):
-    if request.path == "/robots.txt":
-        raise web.HTTPNotFound()
-    i = int(request.match_info.get("n") or 0)
-    await asyncio.sleep(delay)
-    links = "".join(f'<a href="/p/{j}">{j}</a>' for j in range(i * 3 + 1, min(pages, i * 3 + 4)))
-    return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
-async def main():
-    app = web.Application(handler_args={"access_log": None})
-    app.router.add_get("/", handle)
-    app.router.add_get("/p/{n}", handle)
-    app.router.add_get("/robots.txt", handle)
-    runner = web.AppRunner(app, handle_signals=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    print(f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/", flush=True)
-    await asyncio.Event().wait()
-asyncio.run(main())
-"""
+from conftest import counting_site
 
 
 @contextlib.contextmanager
 def serve_site(pages: int, delay: float) -> Iterator[str]:
-    """SITE in its own process: `pages` pages (the root and /p/1 ...), `delay` s each."""
-    proc = subprocess.Popen([sys.executable, "-c", SITE, str(pages), str(delay)], stdout=subprocess.PIPE, text=True)
-    try:
-        url = proc.stdout.readline().strip()  # type: ignore[union-attr]
-        assert url.startswith("http://"), url
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    """conftest's counting site: `pages` pages (the root and /p/1 ...), `delay` s each."""
+    with counting_site(pages, delay) as counted:
+        yield counted.url
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -16,11 +15,11 @@ import redis
 
 from crawltop.core.cluster.keys import Keys
 
+from cluster_helpers import CLI, recorded_by, records_of, run, start, wait_for
 from conftest import counting_site
 from ctl_helpers import serve_site, rundir, site  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.timeout(120)
-CLI = [sys.executable, "-m", "crawltop.cli"]
 
 
 @pytest.fixture
@@ -28,36 +27,6 @@ def slow_site():
     """300 pages, 40 ms each: long enough to kill a process in the middle."""
     with serve_site(300, 0.04) as url:
         yield url
-
-
-def start(*args: str, env: dict | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60)
-
-
-def wait_for(cond, timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not reached in {timeout:g} s")
-        time.sleep(0.02)
-
-
-def records_of(r: redis.Redis, name: str) -> int:
-    return int(r.hget(Keys(name).count, "records") or 0)
-
-
-def recorded_by(r: redis.Redis, name: str) -> dict[str, int]:
-    """proc -> records it wrote, from the stream (each entry says who wrote it)."""
-    out: dict[str, int] = {}
-    for _id, fields in r.xrange(Keys(name).rec):
-        proc = fields[b"proc"].decode()
-        out[proc] = out.get(proc, 0) + 1
-    return out
 
 
 @pytest.mark.timeout(180)

@@ -4,7 +4,6 @@ with a given Redis, control of one process, and `join`'s one-line refusals."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -15,41 +14,11 @@ import redis
 
 from crawltop.core.cluster.keys import Keys
 
+from cluster_helpers import CLI, recorded_by, records_of, run, start, wait_for
 from conftest import counting_site
 from ctl_helpers import rundir, site  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.timeout(120)
-CLI = [sys.executable, "-m", "crawltop.cli"]
-
-
-def start(*args: str, env: dict | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([*CLI, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, **(env or {})})
-
-
-def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
-
-
-def wait_for(cond, timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what() if callable(what) else what}: not reached in {timeout:g} s")
-        time.sleep(0.02)
-
-
-def records_of(r: redis.Redis, name: str) -> int:
-    return int(r.hget(Keys(name).count, "records") or 0)
-
-
-def recorded_by(r: redis.Redis, name: str) -> dict[str, int]:
-    """proc -> records it wrote, from the stream (each entry says who wrote it)."""
-    out: dict[str, int] = {}
-    for _id, fields in r.xrange(Keys(name).rec):
-        proc = fields[b"proc"].decode()
-        out[proc] = out.get(proc, 0) + 1
-    return out
 
 
 def finish(procs: list[subprocess.Popen[str]], timeout: float = 90) -> list[tuple[str, str]]:
@@ -150,13 +119,20 @@ def test_join_detach_runs_and_finishes(redis_url, rundir, tmp_path):  # noqa: F8
         detached = {json.loads(v)["pid"] for v in r.hvals(k.procs)} - {first.pid}
         assert len(detached) == 1, detached
         (out_first, err_first), = finish([first])
-        codes = json.loads(reaper.stdout.readline())  # type: ignore[union-attr]
-        assert reaper.wait(timeout=30) == 0
+        log_path = rundir.parent / "state" / "crawltop" / "log" / f"{sock}.log"
+        try:
+            rest, _ = reaper.communicate(timeout=60)  # the reaper waits for the detached engine
+        except subprocess.TimeoutExpired:
+            reaper.kill()
+            raise AssertionError(f"the detached engine did not end: status {r.hget(k.meta, 'status')!r}, "
+                                 f"processes {r.hkeys(k.procs)!r}, its log: {log_path.read_text()[-3000:]}")
+        codes = json.loads(rest)
+        assert reaper.returncode == 0
     assert {int(pid): code for pid, code in codes.items()} == {detached.pop(): 0}
     assert r.hget(k.meta, "status") == b"finished" and r.hlen(k.procs) == 0
     by = recorded_by(r, "dj")
     assert len(by) == 2 and all(n > 0 for n in by.values()), by
-    log = (rundir.parent / "state" / "crawltop" / "log" / f"{sock}.log").read_text()
+    log = log_path.read_text()
     assert "crawltop report:" in log and "round trips for" in log and "Traceback" not in log, log[-2000:]
     # exactly one of the two was the last one out and wrote the whole crawl's report
     assert ("this was its last process" in log) != ("this was its last process" in err_first)
