@@ -151,3 +151,24 @@ async def test_foreign_rows_in_redis_do_not_kill_the_monitor(redis_url):
     assert view.problem == "" and not poll.done()
     poll.cancel()
     await r.aclose()
+
+
+async def test_totals_outlive_the_processes(serve, redis_url):
+    """A monitor that watched the crawl keeps what the processes did after they leave (their
+    snapshots go with them): the end of the crawl reads its pages, not 0."""
+    site = await serve(slow_tree(60, 0.02))
+    members = await engines(redis_url, "gone", CrawlConfig(roots=(site.url,), concurrency=2), 2)
+    r = cluster.client(redis_url)
+    view = ClusterView(r, "gone", [site.url])
+    running = asyncio.gather(*(m.crawl() for m in members))
+    while not running.done():
+        await view.read()
+        await asyncio.sleep(0.1)
+    await running
+    await view.read()
+    snap = view.stats.snapshot()
+    assert view.rows == [] and snap.state == "DONE"
+    assert snap.records == sum(m.stats.records for m in members) == view.records == 64
+    assert snap.pages == sum(m.stats.pages for m in members)
+    assert snap.busy == 0 and snap.workers == ()
+    await r.aclose()

@@ -12,6 +12,8 @@ hash tag: all keys of one crawl land on one shard, so the scripts may touch them
   procs         HASH   process id -> JSON: host, pid, state, workers, busy, pages, rate (ProcessInfo)
   beats         HASH   process id -> its last heartbeat (ms, the server's clock)
   snap:PROC     STRING PROC's latest Stats snapshot (core/protocol.py encoding), expires
+                       (at leave, its final one, kept FINAL_TTL for the monitors)
+  left          SET    processes that left: a monitor reads each one's final snapshot once
   rec           STREAM one entry per Record: url, data (JSON), new (links it queued), proc
   count         HASH   records, pages, rejected (records refused: lease lost)
   ctl           HASH   whole-crawl control: paused (0|1), stop (0|1), concurrency
@@ -44,7 +46,7 @@ class Keys:
         p = self.prefix
         self.meta, self.q, self.seen, self.leases = p + "meta", p + "q", p + "seen", p + "leases"
         self.owner, self.procs, self.rec, self.count = p + "owner", p + "procs", p + "rec", p + "count"
-        self.ctl, self.beats, self.ignores = p + "ctl", p + "beats", p + "ignores"
+        self.ctl, self.beats, self.ignores, self.left = p + "ctl", p + "beats", p + "ignores", p + "left"
 
     def held(self, proc: str) -> str:
         return f"{self.prefix}held:{proc}"

@@ -26,6 +26,7 @@ BEAT = 1.0  # seconds between heartbeats
 LIVE = 3 * BEAT  # a process that has not beaten for this long is gone, for the final report
 LEAVE_TIMEOUT = 10.0  # Redis gone at exit: don't hang; our leases run out and are reaped
 SNAP_TTL_MS = 10_000
+FINAL_TTL_MS = 600_000  # a process's final snapshot, for monitors, after it left
 PUBLISHED_EVENTS = 50  # newest events of each ring in the published snapshot: a beat stays small
 
 
@@ -66,9 +67,11 @@ class Member:
         live we wait up to LIVE seconds for them to leave or go quiet."""
         f, k = self.frontier, self.frontier.keys
         await f.flush()
-        keys = [k.held(f.proc), k.leases, k.owner, k.q, k.procs, k.beats, k.snap(f.proc), k.ctl_of(f.proc), k.meta]
+        keys = [k.held(f.proc), k.leases, k.owner, k.q, k.procs, k.beats, k.snap(f.proc), k.ctl_of(f.proc), k.meta,
+                k.left]
         args = [f.proc, int(LIVE * 1000), int(self.reports)]
-        live, status, claimed = await f._call(lambda: self._leave(keys, args))
+        final = [self._published(self._crawler.stats.snapshot()), FINAL_TTL_MS]
+        live, status, claimed = await f._call(lambda: self._leave(keys, [*args, *final]))
         self.__dict__["left"] = True
         deadline = asyncio.get_running_loop().time() + LIVE + BEAT
         while self.reports and live and status in (b"finished", "finished") and asyncio.get_running_loop().time() < deadline:
@@ -94,13 +97,11 @@ class Member:
     async def beat(self) -> None:
         f, k, c = self.frontier, self.frontier.keys, self._crawler
         snap = c.stats.snapshot()
-        published = dataclasses.replace(snap, **{ring: getattr(snap, ring)[-PUBLISHED_EVENTS:] for ring in rings()})
         info = ProcessInfo(host=socket.gethostname(), pid=_pid(f.proc), state=snap.state,
                            workers=snap.concurrency, busy=snap.busy, pages=snap.pages, rate=round(snap.rate_now, 1))
         keys = [k.held(f.proc), k.leases, k.procs, k.beats, k.snap(f.proc), k.meta, k.ctl, k.ctl_of(f.proc),
                 k.q, k.seen, k.count, k.ignores]
-        args = [f.proc, f.lease_ms, info.to_json(), json.dumps(encode_snapshot(published), separators=(",", ":")),
-                SNAP_TTL_MS, *f.held()]
+        args = [f.proc, f.lease_ms, info.to_json(), self._published(snap), SNAP_TTL_MS, *f.held()]
         ctl, mine, status, size, seen, _leased, _records, head, ignores = await f._call(lambda: self._beat(keys, args))
         if c.stats.notice.startswith("heartbeat:"):  # the last beat failed; this one did not
             c.stats.notice = ""
@@ -111,6 +112,12 @@ class Member:
         if status in (b"stopped", "stopped"):
             c.stop()
         f._status(status)
+
+    @staticmethod
+    def _published(snap: Any) -> str:
+        """The snapshot as monitors read it: the newest events only, so a beat stays small."""
+        snap = dataclasses.replace(snap, **{ring: getattr(snap, ring)[-PUBLISHED_EVENTS:] for ring in rings()})
+        return json.dumps(encode_snapshot(snap), separators=(",", ":"))
 
     # -- ignores: one set for the whole crawl ----------------------------------------
     async def add_ignore(self, pattern: str) -> Any:

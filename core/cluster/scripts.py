@@ -165,9 +165,11 @@ local function live_or_claim(beats_key, meta, proc, live_ms, claim)
 end
 """
 
-# KEYS: held leases owner q procs beats snap ctlproc meta   ARGV: proc live_ms claim
+# KEYS: held leases owner q procs beats snap ctlproc meta left
+# ARGV: proc live_ms claim final_snapshot final_ttl_ms
 # A process leaving: whatever it still holds goes back to the head of the queue, its
-# rows go; then LIVE's answer (the last one out writes the final report).
+# rows go, its final snapshot stays a while for the monitors (what it did still counts
+# in their totals); then LIVE's answer (the last one out writes the final report).
 LEAVE = _PRELUDE + _LIVE + """
 for _, raw in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   if redis.call('ZREM', KEYS[2], raw) == 1 then
@@ -175,7 +177,9 @@ for _, raw in ipairs(redis.call('SMEMBERS', KEYS[1])) do
     redis.call('LPUSH', KEYS[4], raw)
   end
 end
-redis.call('DEL', KEYS[1], KEYS[7], KEYS[8])
+redis.call('DEL', KEYS[1], KEYS[8])
+redis.call('SET', KEYS[7], ARGV[4], 'PX', tonumber(ARGV[5]))
+redis.call('SADD', KEYS[10], ARGV[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
 redis.call('HDEL', KEYS[6], ARGV[1])
 return live_or_claim(KEYS[6], KEYS[9], ARGV[1], tonumber(ARGV[2]), ARGV[3])

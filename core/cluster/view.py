@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import types
 from typing import Any
@@ -70,6 +71,8 @@ class ClusterView:
         self._decoders: dict[str, SnapshotDecoder] = {}
         self._rings = Rings()
         self._others: list[Snapshot] = []
+        self._last: dict[str, Snapshot] = {}  # each live process's newest snapshot
+        self._final: dict[str, Snapshot] = {}  # each gone process's final one (Keys.left)
         self._totals = (0, 0, 0)  # queued, seen, in flight
         self._detached = asyncio.Event()
         self._paused = False
@@ -228,8 +231,8 @@ class ClusterView:
         k = self.keys
         pipe = self.redis.pipeline(transaction=False)
         pipe.time().hget(k.meta, "status").hgetall(k.procs).hgetall(k.beats)
-        pipe.llen(k.q).scard(k.seen).zcard(k.leases).hget(k.count, "records")
-        now_t, status, procs, beats, queued, seen, leased, records = await pipe.execute()
+        pipe.llen(k.q).scard(k.seen).zcard(k.leases).hget(k.count, "records").smembers(k.left)
+        now_t, status, procs, beats, queued, seen, leased, records, left = await pipe.execute()
         self.records = int(records or 0)  # every record of the crawl in Redis, from all processes
         now = now_t[0] * 1000 + now_t[1] // 1000
         own = self.local.frontier.proc if self.local is not None else None
@@ -237,7 +240,13 @@ class ClusterView:
         pipe = self.redis.pipeline(transaction=False)
         for proc in ids:
             pipe.get(k.snap(proc)).smembers(k.held(proc))
-        got = await pipe.execute() if ids else []
+        gone = sorted(p.decode() for p in left if p.decode() not in self._final and p.decode() != own)
+        for proc in gone:  # each final snapshot read once
+            pipe.get(k.snap(proc))
+        got = await pipe.execute() if ids or gone else []
+        for proc, raw_final in zip(gone, got[2 * len(ids):]):
+            if raw_final is not None:
+                self._final[proc] = _retired(SnapshotDecoder().decode(json.loads(raw_final)))
         rows, others = [], []
         for i, proc in enumerate(ids):
             raw_snap, held = got[2 * i], got[2 * i + 1]
@@ -252,6 +261,12 @@ class ClusterView:
                 decoder = self._decoders.setdefault(proc, SnapshotDecoder())
                 others.append(decoder.decode(json.loads(raw_snap)))
                 self._rings.absorb(proc, others[-1])
+                self._last[proc] = others[-1]
+        # a process that left (its final snapshot) or went silent (its last one) still
+        # counts in the totals: what it fetched stays fetched, the end doesn't read "pages 0"
+        live = {p for p, r in zip(ids, rows) if not r.lost}
+        others += list(self._final.values())
+        others += [_retired(snap) for proc, snap in self._last.items() if proc not in live and proc not in self._final]
         self.rows, self._others = rows, others
         self.status = status.decode() if status else "running"
         self._totals = (int(queued), int(seen), int(leased))
@@ -261,3 +276,10 @@ class ClusterView:
             self._concurrency = max((r.info.workers for r in live), default=self._concurrency)
         self.down, self.problem = False, ""
         self.stats.snap = self.merged(self.local.stats.snapshot() if self.local is not None else None)
+
+
+def _retired(snap: Snapshot) -> Snapshot:
+    """A gone process's last snapshot: its counters, none of its live gauges."""
+    return dataclasses.replace(snap, concurrency=0, busy=0, idle=0, rate_now=0.0, workers=(),
+                               hosts=tuple(dataclasses.replace(h, in_flight=0, parked=0) for h in snap.hosts),
+                               history_pages=(), history_queue=(), history_errors=())
