@@ -222,12 +222,17 @@ def _child(url: str, name: str, concurrency: int, log: Path, output: str | None,
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()
+    # no signal between fork and setsid: a Ctrl-C there would unwind the child into our
+    # stack (and stop the private redis-server of the others)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
     pid = os.fork()
     if pid:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         return Forked(pid)
     code = 1
     try:
         os.setsid()
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         die_with_parent()
         if os.getppid() != parent:  # the parent died before PDEATHSIG was armed
             os._exit(1)

@@ -34,7 +34,7 @@ class Member:
     def __init__(self, crawler: Any, frontier: RedisFrontier, *, reports: bool = True) -> None:
         # reports=False: someone else writes the final report (--processes' parent), so
         # leaving never waits to claim it
-        self.__dict__.update(_crawler=crawler, frontier=frontier, reports=reports, reporter=False, _control={},
+        self.__dict__.update(_crawler=crawler, frontier=frontier, reports=reports, reporter=False, _control={}, _leaving=0.0,
                              left=False,
                              _ignores=set(),
                              _beat=frontier.redis.register_script(scripts.BEAT),
@@ -56,6 +56,7 @@ class Member:
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
             try:
+                self.__dict__["_leaving"] = asyncio.get_running_loop().time()
                 await asyncio.wait_for(self.leave(), LEAVE_TIMEOUT)
             except (TimeoutError, UsageError):  # told by `left` == False; the leases expire
                 await self.frontier.close()
@@ -73,7 +74,9 @@ class Member:
         final = [self._published(self._crawler.stats.snapshot()), FINAL_TTL_MS]
         live, status, claimed = await f._call(lambda: self._leave(keys, [*args, *final]))
         self.__dict__["left"] = True
-        deadline = asyncio.get_running_loop().time() + LIVE + BEAT
+        # within crawl()'s LEAVE_TIMEOUT, with a second to spare for the last LIVE call
+        now = asyncio.get_running_loop().time()
+        deadline = min((self._leaving or now) + LEAVE_TIMEOUT - 1.0, now + LIVE + BEAT)
         while self.reports and live and status in (b"finished", "finished") and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(BEAT / 2)
             live, status, claimed = await f._call(lambda: self._live([k.beats, k.meta], args))

@@ -180,6 +180,7 @@ end
 redis.call('DEL', KEYS[1], KEYS[8])
 redis.call('SET', KEYS[7], ARGV[4], 'PX', tonumber(ARGV[5]))
 redis.call('SADD', KEYS[10], ARGV[1])
+redis.call('PEXPIRE', KEYS[10], tonumber(ARGV[5]))
 redis.call('HDEL', KEYS[5], ARGV[1])
 redis.call('HDEL', KEYS[6], ARGV[1])
 return live_or_claim(KEYS[6], KEYS[9], ARGV[1], tonumber(ARGV[2]), ARGV[3])

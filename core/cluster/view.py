@@ -73,6 +73,7 @@ class ClusterView:
         self._others: list[Snapshot] = []
         self._last: dict[str, Snapshot] = {}  # each live process's newest snapshot
         self._final: dict[str, Snapshot] = {}  # each gone process's final one (Keys.left)
+        self._tried: set[str] = set()
         self._totals = (0, 0, 0)  # queued, seen, in flight
         self._detached = asyncio.Event()
         self._paused = False
@@ -240,11 +241,13 @@ class ClusterView:
         pipe = self.redis.pipeline(transaction=False)
         for proc in ids:
             pipe.get(k.snap(proc)).smembers(k.held(proc))
-        gone = sorted(p.decode() for p in left if p.decode() not in self._final and p.decode() != own)
-        for proc in gone:  # each final snapshot read once
+        # each one's final snapshot, read once (one still in `ids` left just now: next time)
+        gone = sorted(p for p in (x.decode() for x in left) if p not in self._tried and p != own and p not in ids)
+        for proc in gone:
             pipe.get(k.snap(proc))
         got = await pipe.execute() if ids or gone else []
         for proc, raw_final in zip(gone, got[2 * len(ids):]):
+            self._tried.add(proc)  # once: a final snapshot that expired is not asked for again
             if raw_final is not None:
                 self._final[proc] = _retired(SnapshotDecoder().decode(json.loads(raw_final)))
         rows, others = [], []
