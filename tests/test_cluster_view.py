@@ -37,7 +37,7 @@ async def test_merge_adds_up_real_snapshots(serve):
 
 
 async def test_monitor_shows_both_processes_and_steers_them(serve, redis_url):
-    routes = slow_tree(400, 0.05)
+    routes = slow_tree(400, 0.1)  # ~10 s: both rows show before either engine is done, even on a loaded CI
     site = await serve(routes)
     members = await engines(redis_url, "mon", CrawlConfig(roots=(site.url,), concurrency=2), 2)
     r = cluster.client(redis_url)
@@ -45,7 +45,7 @@ async def test_monitor_shows_both_processes_and_steers_them(serve, redis_url):
     view = ClusterView(r, "mon", [site.url])
     app = CrawlApp(view, refresh_hz=8)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: len(app.processes_panel.table.row_keys()) == 2, 15)
+        await until(pilot, lambda: len(app.processes_panel.table.row_keys()) == 2, 30)
         procs = {m.frontier.proc for m in members}
         assert set(app.processes_panel.table.row_keys()) == procs
         for proc in procs:
