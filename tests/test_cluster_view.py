@@ -45,7 +45,11 @@ async def test_monitor_shows_both_processes_and_steers_them(serve, redis_url):
     view = ClusterView(r, "mon", [site.url])
     app = CrawlApp(view, refresh_hz=8)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: len(app.processes_panel.table.row_keys()) == 2, 30)
+        try:
+            await until(pilot, lambda: len(app.processes_panel.table.row_keys()) == 2, 30)
+        except AssertionError:  # say what the monitor saw
+            raise AssertionError(f"rows {view.rows!r}, problem {view.problem!r}, down {view.down}, "
+                                 f"status {view.status}, engines {[m.stats.state for m in members]}") from None
         procs = {m.frontier.proc for m in members}
         assert set(app.processes_panel.table.row_keys()) == procs
         for proc in procs:

@@ -218,7 +218,7 @@ class ClusterView:
                 self.down = True
                 self.stats.snap = self.merged(None)
                 wait = min(wait * 2, 5.0)
-            except (ValueError, TypeError, KeyError) as exc:  # a row or snapshot that isn't ours
+            except Exception as exc:  # a row that isn't ours, or a bug: say so, and go on watching
                 self.problem = f"unreadable data in Redis: {exc}"[:200]
                 self.stats.snap = self.merged(None)
                 wait = min(wait * 2, 5.0)
@@ -250,7 +250,7 @@ class ClusterView:
             self._tried.add(proc)  # once: a final snapshot that expired is not asked for again
             if raw_final is not None:
                 self._final[proc] = _retired(SnapshotDecoder().decode(json.loads(raw_final)))
-        rows, others = [], []
+        rows, others, problem = [], [], ""
         for i, proc in enumerate(ids):
             raw_snap, held = got[2 * i], got[2 * i + 1]
             age = (now - int(beats.get(proc.encode(), 0) or 0)) / 1000
@@ -261,10 +261,15 @@ class ClusterView:
                 left = (min(scores) - now) / 1000 if scores else None
             rows.append(ProcessRow(proc, ProcessInfo.from_json(procs[proc.encode()]), age, lost, len(held), left))
             if raw_snap is not None and proc != own and not lost:
-                decoder = self._decoders.setdefault(proc, SnapshotDecoder())
-                others.append(decoder.decode(json.loads(raw_snap)))
-                self._rings.absorb(proc, others[-1])
-                self._last[proc] = others[-1]
+                try:  # one unreadable snapshot costs its process's numbers, not the whole read
+                    snap = self._decoders.setdefault(proc, SnapshotDecoder()).decode(json.loads(raw_snap))
+                except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+                    problem = f"unreadable snapshot of {proc}: {exc}"[:200]
+                    self._decoders.pop(proc, None)  # start afresh with its next one
+                    continue
+                others.append(snap)
+                self._rings.absorb(proc, snap)
+                self._last[proc] = snap
         # a process that left (its final snapshot) or went silent (its last one) still
         # counts in the totals: what it fetched stays fetched, the end doesn't read "pages 0"
         live = {p for p, r in zip(ids, rows) if not r.lost}
@@ -277,7 +282,7 @@ class ClusterView:
             live = [r for r in rows if not r.lost]
             self._paused = bool(live) and all(r.info.state == "PAUSED" for r in live)
             self._concurrency = max((r.info.workers for r in live), default=self._concurrency)
-        self.down, self.problem = False, ""
+        self.down, self.problem = False, problem
         self.stats.snap = self.merged(self.local.stats.snapshot() if self.local is not None else None)
 
 
