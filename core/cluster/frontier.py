@@ -41,6 +41,11 @@ MAX_DONE_ARGS = 20_000  # and its arguments (link-heavy pages): other processes 
 Op = tuple[str, str, str, str, list]  # item as leased, url, record JSON ('' = give back), back, links
 
 
+def _op_size(op: Op) -> int:
+    """An op's script arguments in a DONE call: raw, url, record, back, n, then its links."""
+    return 5 + len(op[4])
+
+
 class _Again(Exception):
     """Run this batch once more (its script had to be loaded first)."""
 
@@ -136,7 +141,7 @@ class RedisFrontier:
         # pause) go with this URL's DONE, so Redis counts them as its record's new links
         links = self._take_pending()
         self._ops.append((raw, item.url, record, encode_item(back) if back is not None else "", links))
-        self._ops_args += 5 + len(links)
+        self._ops_args += _op_size(self._ops[-1])
         self._kick_sender()
 
     def release_slot(self, key: str, token: str) -> None:
@@ -353,7 +358,7 @@ class RedisFrontier:
             size = 0
             while self._ops and len(ops) < MAX_DONE and size < MAX_DONE_ARGS:
                 ops.append(self._ops.popleft())
-                size += 5 + len(ops[-1][4])
+                size += _op_size(ops[-1])
             self._ops_args -= size
             slots, self._slots = self._slots, []
             while True:
