@@ -46,6 +46,17 @@ def size(text: str) -> int:
     return value
 
 
+def seconds(text: str) -> float:
+    """A duration in seconds: finite, >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text}") from None
+    if not (0 <= value < 1e6):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text}")
+    return value
+
+
 def human_size(n: int) -> str:
     for unit, factor in (("G", 1024**3), ("M", 1024**2), ("k", 1024)):
         if n >= factor and n % factor == 0:
@@ -53,8 +64,24 @@ def human_size(n: int) -> str:
     return str(n)
 
 
+POLITENESS = """\
+politeness, per host (or per registered domain with --queue-by domain):
+  Each host has its own queue; a worker only takes a URL whose host is due, so one
+  slow or delayed host never holds up the others. Between the starts of two requests
+  to a host there is at least its delay: the largest of --delay, robots.txt's
+  Crawl-delay (up to --max-crawl-delay), --delay-factor x its last response time, and a
+  delay set live (t, ctl host delay). robots.txt is the host's first request.
+  A 429 or 503 stops the whole host until its Retry-After (seconds or a date, up to
+  60 s), else backs it off exponentially; connection errors and timeouts back it off
+  too, and a success resets the count. After --host-max-failures failures in a row the
+  host is retired: each URL still queued for it gets a record (error_kind host-retired).
+"""
+
+
 def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.timeout) -> None:
     d = _DEFAULTS
+    p.epilog = POLITENESS
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     add = p.add_argument
     add("-c", "--concurrency", type=positive(int), default=d.concurrency, metavar="N",
         help=f"worker tasks fetching at once; +/- change it live (default {d.concurrency})")
@@ -78,8 +105,18 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.
         help=f"body size cap after decompression, e.g. 512k, 10M (default {human_size(d.max_bytes)})")
     add("--per-host", type=positive(int), default=None, metavar="N",
         help="fetches in flight per host at most (default: no cap beyond -c)")
-    add("--delay", type=float, default=d.delay, metavar="SECONDS",
-        help=f"pause between fetches to one host (default {d.delay:g})")
+    add("--delay", type=seconds, default=d.delay, metavar="SECONDS",
+        help=f"least gap between the starts of two requests to one host (default {d.delay:g})")
+    add("--queue-by", choices=("host", "domain"), default=d.queue_by,
+        help="the unit of politeness: each host, or each registered domain (default host)")
+    add("--max-crawl-delay", type=seconds, default=d.max_crawl_delay, metavar="SECONDS",
+        help=f"robots.txt Crawl-delay is obeyed up to this (default {d.max_crawl_delay:g})")
+    add("--delay-factor", type=seconds, default=d.delay_factor, metavar="F",
+        help="adaptive delay: F x the host's last response time (default off)")
+    add("--host-max-failures", type=positive(int), default=d.host_max_failures, metavar="N",
+        help=f"retire a host after N failures in a row: its URLs get records, unfetched (default {d.host_max_failures})")
+    add("--max-pages-per-host", type=positive(int), default=None, metavar="N",
+        help="queue at most N URLs per host; the rest are counted, not fetched (default: no budget)")
     add("--no-robots", action="store_true",
         help="ignore robots.txt (default: obey it, Crawl-delay included)")
     add("--no-sitemaps", action="store_true",
@@ -106,4 +143,6 @@ def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
         exclude=tuple(args.exclude), max_depth=args.max_depth, max_pages=args.max_pages,
         timeout=args.timeout, max_bytes=args.max_bytes, per_host=args.per_host,
         delay=args.delay, robots=not args.no_robots, sitemaps=not args.no_sitemaps, user_agent=args.user_agent, output=args.output,
+        queue_by=args.queue_by, max_crawl_delay=args.max_crawl_delay, delay_factor=args.delay_factor,
+        host_max_failures=args.host_max_failures, max_pages_per_host=args.max_pages_per_host,
     )

@@ -3,6 +3,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Scope = Literal["host", "domain", "any"]
+QueueBy = Literal["host", "domain"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,3 +34,11 @@ class CrawlConfig:
     max_wait: float = 60.0
     # Start with workers paused (a resumed crawl that was quit while paused).
     start_paused: bool = False
+    # Scheduling by host (core/hosts.py): the politeness key, the cap on robots.txt
+    # Crawl-delay, the adaptive delay (factor x last response time; 0: off), retirement
+    # after N host failures in a row, and a budget of URLs per host (None: no budget).
+    queue_by: QueueBy = "host"
+    max_crawl_delay: float = 30.0
+    delay_factor: float = 0.0
+    host_max_failures: int = 5
+    max_pages_per_host: int | None = None

@@ -73,7 +73,14 @@ _INSERT_RECORDS = """
 INSERT INTO records(run, url, data)
 SELECT ?, json_extract(value, '$.url'), value FROM json_each(?)
 """
-_SQL = {"setting": "INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)"}
+_SQL = {
+    "setting": "INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)",
+    "host": "INSERT OR REPLACE INTO hosts(key, data) VALUES (?, ?)",
+    "host_default": "DELETE FROM hosts WHERE key = ?",
+}
+# Per-host politeness state (core/hosts.py Hosts.saved): only hosts that differ from the
+# defaults have a row. Added to older files of this schema version when they are opened.
+_HOSTS_TABLE = "CREATE TABLE IF NOT EXISTS hosts(key TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID"
 
 STATUS_RUNNING, STATUS_STOPPED, STATUS_FINISHED = "running", "stopped", "finished"
 
