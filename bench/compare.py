@@ -30,6 +30,8 @@ from common import (  # noqa: E402
 from nginx_site import DEFAULT_PORT, generate, serve, site_dir  # noqa: E402
 
 TOOLS = ("crawltop", "scrapy", "wget", "bare")
+# BENCH_CRAWLTOP_BEFORE=/path/to/an/older/crawltop adds it as the tool "before", side by side
+BEFORE = os.environ.get("BENCH_CRAWLTOP_BEFORE")
 TARGETS = {  # issue 5
     "crawltop/scrapy": 8.0,
     "crawltop/wget": 1.5,
@@ -60,9 +62,10 @@ def run_tool(tool: str, root: str, conc: int, out: Path, tag: str, extra_args: l
     out.mkdir(parents=True, exist_ok=True)
     log = open(out / f"{tag}.log", "w")
     try:
-        if tool == "crawltop":
+        if tool in ("crawltop", "before"):
             jsonl = out / f"{tag}.jsonl"
-            argv = [str(CRAWLTOP), "crawl", root, "--headless", "-c", str(conc), "--no-robots",
+            binary = BEFORE if tool == "before" else str(CRAWLTOP)
+            argv = [binary, "crawl", root, "--headless", "-c", str(conc), "--no-robots",
                     "--output", str(jsonl), *extra_args]
             wall, cpu, rss, rc = run_child(argv, stdout=log, stderr=subprocess.STDOUT)
             html, n, info = read_crawltop_jsonl(jsonl)

@@ -70,12 +70,34 @@ def domain_key(netloc: str) -> str:
     return registered_domain(netloc.rsplit(":", 1)[0] if ":" in netloc else netloc)
 
 
+class Extra:
+    """What few hosts need (a back-off, a Crawl-delay, a live delay, a budget overrun):
+    kept apart, so a host that is only queued costs its core slots and nothing more."""
+
+    __slots__ = ("source", "crawl_delay", "live_delay", "adaptive", "failures", "backoff_until",
+                 "why", "block_at", "over", "last_error")
+
+    def __init__(self) -> None:
+        self.source = ""  # what decided the delay: delay, robots, robots (capped), adaptive, live
+        self.crawl_delay = 0.0
+        self.live_delay: float | None = None
+        self.adaptive = 0.0
+        self.failures = 0  # consecutive
+        self.backoff_until = 0.0
+        self.why = ""  # the back-off's reason (BACKOFF_REASONS)
+        self.block_at = 0.0  # when the current back-off began (in-flight failures escalate once)
+        self.over = 0  # URLs refused: over --max-pages-per-host
+        self.last_error = ""
+
+
+_NONE = Extra()  # read-only defaults for hosts without their own
+
+
 class Host:
     """One host's queue and politeness state. Slots and a plain list: a million fit."""
 
     __slots__ = ("key", "q", "head", "heap_at", "next_at", "in_flight", "done", "errors", "total_ms",
-                 "delay", "source", "crawl_delay", "live_delay", "adaptive", "failures",
-                 "backoff_until", "why", "block_at", "admitted", "over", "flags", "last_error")
+                 "delay", "flags", "admitted", "x")
 
     def __init__(self, key: str, flags: int = 0) -> None:
         self.key = key
@@ -88,21 +110,33 @@ class Host:
         self.errors = 0
         self.total_ms = 0.0  # server latency only: politeness waits are never in it
         self.delay = 0.0
-        self.source = ""  # what decided the delay: delay, robots, robots (capped), adaptive, live
-        self.crawl_delay = 0.0
-        self.live_delay: float | None = None
-        self.adaptive = 0.0
-        self.failures = 0  # consecutive
-        self.backoff_until = 0.0
-        self.why = ""  # the last back-off's reason (BACKOFF_REASONS)
-        self.block_at = 0.0  # when the current back-off began (in-flight failures escalate once)
-        self.admitted = 0  # URLs queued for it ever (the budget counts these)
-        self.over = 0  # URLs refused: over --max-pages-per-host
         self.flags = flags
-        self.last_error = ""
+        self.admitted = 0  # URLs queued for it ever (the budget counts these)
+        self.x: Extra | None = None
 
     def __lt__(self, other: Host) -> bool:  # heap ties: by key, deterministic
         return self.key < other.key
+
+    def extra(self) -> Extra:
+        if self.x is None:
+            self.x = Extra()
+        return self.x
+
+    @property
+    def _e(self) -> Extra:
+        return self.x or _NONE
+
+    @property
+    def source(self) -> str:
+        return self.x.source if self.x is not None else ("delay" if self.delay else "")
+
+    crawl_delay = property(lambda self: self._e.crawl_delay)
+    live_delay = property(lambda self: self._e.live_delay)
+    failures = property(lambda self: self._e.failures)
+    backoff_until = property(lambda self: self._e.backoff_until)
+    why = property(lambda self: self._e.why)
+    over = property(lambda self: self._e.over)
+    last_error = property(lambda self: self._e.last_error)
 
     @property
     def queued(self) -> int:
@@ -126,17 +160,18 @@ class Host:
             return "retired"
         if self.flags & PAUSED:
             return "paused"
-        if self.backoff_until > now:
+        if self.x is not None and self.x.backoff_until > now:
             return "backoff"
         if self.in_flight:
             return "fetching"
         if not self.queued:
-            return "budget" if self.over else "done"
+            return "budget" if self.x is not None and self.x.over else "done"
         return "waiting" if self.next_at > now else "ready"
 
     def wake(self, now: float) -> float:
         """Seconds until it may start a request (0: now)."""
-        return max(0.0, max(self.next_at, self.backoff_until) - now)
+        until = self.x.backoff_until if self.x is not None else 0.0
+        return max(0.0, max(self.next_at, until) - now)
 
 
 class Hosts:
@@ -193,7 +228,7 @@ class Hosts:
         h = self.of(url)
         budget = self.policy.budget
         if budget is not None and h.admitted >= budget:
-            h.over += 1
+            h.extra().over += 1
             self.over_budget += 1
             self.changed(h)
             return None
@@ -263,7 +298,8 @@ class Hosts:
             if cap is not None and h.in_flight >= cap:
                 h.heap_at = -1.0
                 return
-            at = h.next_at if h.next_at > h.backoff_until else h.backoff_until
+            x = h.x
+            at = h.next_at if x is None or h.next_at > x.backoff_until else x.backoff_until
         if at != h.heap_at:
             h.heap_at = at
             heapq.heappush(self._heap, (at, h))
@@ -292,7 +328,8 @@ class Hosts:
 
     def set_crawl_delay(self, h: Host, seconds: float, started: float) -> None:
         """robots.txt said so: its fetch was the host's request, the gap counts from it."""
-        h.crawl_delay = max(0.0, seconds)
+        if seconds > 0 or h.x is not None:
+            h.extra().crawl_delay = max(0.0, seconds)
         self.recompute(h)
         self.changed(h)
         h.next_at = max(h.next_at, started + h.delay)
@@ -302,33 +339,35 @@ class Hosts:
         block in force still holds (a Retry-After is a promise), and a request that
         was in flight when it began says nothing about the host since."""
         if self.policy.delay_factor > 0:
-            h.adaptive = self.policy.delay_factor * latency
+            h.extra().adaptive = self.policy.delay_factor * latency
             self.recompute(h)
-        if h.failures and started >= h.block_at:
-            h.failures = 0
-            h.why = ""
+        x = h.x
+        if x is not None and x.failures and started >= x.block_at:
+            x.failures = 0
+            x.why = ""
 
     def failed(self, h: Host, why: str, started: float, now: float, retry_after: float | None = None) -> bool:
         """A host-level failure: back the host off; True when it should now be retired.
 
         A request that was already in flight when the current block began escalates it
         at most once: a backlog of failures must not inflate the delay."""
-        h.last_error = why
-        if h.backoff_until > now and started < h.block_at:
+        x = h.extra()
+        x.last_error = why
+        if x.backoff_until > now and started < x.block_at:
             return False
-        h.failures += 1
+        x.failures += 1
         p = self.policy
         if retry_after is not None:
             wait = min(retry_after, p.max_backoff)
         else:
-            wait = min(p.max_backoff, p.backoff * 2 ** (h.failures - 1))
+            wait = min(p.max_backoff, p.backoff * 2 ** (x.failures - 1))
         wait *= random.uniform(1.0, 1.0 + JITTER)
-        h.backoff_until = max(h.backoff_until, now + wait)
-        h.block_at = now
-        h.why = why
+        x.backoff_until = max(x.backoff_until, now + wait)
+        x.block_at = now
+        x.why = why
         self._schedule(h)
         self.changed(h)
-        return h.failures >= p.max_failures
+        return x.failures >= p.max_failures
 
     def snooze(self, h: Host, seconds: float, now: float) -> None:
         """A URL-level retry (a 500, say): the host waits a little, without a failure."""
@@ -340,7 +379,8 @@ class Hosts:
         if h.flags & RETIRED:
             return 0
         h.flags |= RETIRED
-        h.last_error = why
+        if why:
+            h.extra().last_error = why
         self.retired += 1
         self._schedule(h)
         self.changed(h)
@@ -370,7 +410,7 @@ class Hosts:
 
     def set_live_delay(self, key: str, seconds: float | None) -> Host:
         h = self.host(key)
-        h.live_delay = seconds
+        h.extra().live_delay = seconds
         self.recompute(h)
         self.changed(h)
         return h
@@ -378,17 +418,21 @@ class Hosts:
     def recompute(self, h: Host) -> None:
         """The delay is the largest of its sources; the source is kept to be shown."""
         p = self.policy
-        crawl = min(h.crawl_delay, p.max_crawl_delay)
-        delay, source = p.delay, "delay" if p.delay else ""
-        for value, name in ((crawl, "robots (capped)" if h.crawl_delay > p.max_crawl_delay else "robots"),
-                            (h.adaptive, "adaptive"), (h.live_delay or 0.0, "live")):
-            if value > delay:
-                delay, source = value, name
-        if h.live_delay is not None and h.live_delay >= delay:
-            source = "live"
+        x = h.x
+        delay = p.delay
+        if x is not None:
+            crawl = min(x.crawl_delay, p.max_crawl_delay)
+            source = "delay" if p.delay else ""
+            for value, name in ((crawl, "robots (capped)" if x.crawl_delay > p.max_crawl_delay else "robots"),
+                                (x.adaptive, "adaptive"), (x.live_delay or 0.0, "live")):
+                if value > delay:
+                    delay, source = value, name
+            if x.live_delay is not None and x.live_delay >= delay:
+                source = "live"
+            x.source = source
         if h.next_at and delay != h.delay:
             h.next_at += delay - h.delay  # a changed delay counts from the last start
-        h.delay, h.source = delay, source
+        h.delay = delay
         self._schedule(h)
 
     # -- reading ------------------------------------------------------------------------
@@ -440,19 +484,20 @@ class Hosts:
     def saved(self, h: Host, wall_minus_mono: float) -> dict[str, Any] | None:
         """What a resumed crawl must keep of a host (None: nothing beyond defaults)."""
         d: dict[str, Any] = {}
-        if h.live_delay is not None:
-            d["live"] = h.live_delay
-        if h.crawl_delay:
-            d["crawl"] = h.crawl_delay
-        if h.failures:
-            d["failures"] = h.failures
-            d["why"] = h.why
-        if h.backoff_until:
-            d["until"] = h.backoff_until + wall_minus_mono  # wall clock: monotonic restarts
+        x = h.x
+        if x is not None:
+            if x.live_delay is not None:
+                d["live"] = x.live_delay
+            if x.crawl_delay:
+                d["crawl"] = x.crawl_delay
+            if x.failures:
+                d["failures"], d["why"] = x.failures, x.why
+            if x.backoff_until:
+                d["until"] = x.backoff_until + wall_minus_mono  # wall clock: monotonic restarts
+            if x.over:
+                d["over"] = x.over
         if h.admitted:
             d["admitted"] = h.admitted
-        if h.over:
-            d["over"] = h.over
         if h.flags & (PAUSED | RETIRED):
             d["flags"] = h.flags & (PAUSED | RETIRED)
         if h.done or h.errors:
@@ -461,21 +506,22 @@ class Hosts:
 
     def restore(self, key: str, d: dict[str, Any], wall_minus_mono: float) -> None:
         h = self.host(key)
-        h.live_delay = _num(d.get("live"))
-        h.crawl_delay = _num(d.get("crawl")) or 0.0
-        h.failures = int(_num(d.get("failures")) or 0)
-        h.why = str(d.get("why") or "")[:16]
+        x = h.extra()
+        x.live_delay = _num(d.get("live"))
+        x.crawl_delay = _num(d.get("crawl")) or 0.0
+        x.failures = int(_num(d.get("failures")) or 0)
+        x.why = str(d.get("why") or "")[:16]
         until = _num(d.get("until"))
         if until:
-            h.backoff_until = until - wall_minus_mono
+            x.backoff_until = until - wall_minus_mono
+        x.over = int(_num(d.get("over")) or 0)
         h.admitted = int(_num(d.get("admitted")) or 0)
-        h.over = int(_num(d.get("over")) or 0)
         h.done, h.errors = int(_num(d.get("done")) or 0), int(_num(d.get("errors")) or 0)
         h.total_ms = _num(d.get("ms")) or 0.0
         flags = int(_num(d.get("flags")) or 0) & (PAUSED | RETIRED)
         if flags & RETIRED and not h.flags & RETIRED:
             self.retired += 1
-        self.over_budget += h.over
+        self.over_budget += x.over
         h.flags |= flags
         self.recompute(h)
 

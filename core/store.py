@@ -231,11 +231,13 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
     def add(self, item: Item) -> bool:
         if not self._new(item.url):
             return False
-        host = self.hosts.within_budget(item.url)
-        if host is None:  # over its host's budget: seen, never queued
-            self._rows[item.url] = (item.url, SEEN_ONLY, 0, 0, 0, 0, None, "")
-            self._touch()
-            return False
+        host = None
+        if self.hosts.policy.budget is not None:  # else a spilled URL costs no Host until it is read back
+            host = self.hosts.within_budget(item.url)
+            if host is None:  # over its host's budget: seen, never queued
+                self._rows[item.url] = (item.url, SEEN_ONLY, 0, 0, 0, 0, None, "")
+                self._touch()
+                return False
         self._seq += 1
         seq = self._seq
         self._rows[item.url] = (item.url, QUEUED, seq, item.redirects_left, item.depth, item.tries,
