@@ -97,12 +97,12 @@ class Crawler(Steering):
         self.stats.hosts = sched.hosts  # type: ignore[assignment]  # Host rows are HostStats and more
         self.stats.make_host = sched.host  # type: ignore[assignment]
         self.stats.over_budget = lambda: sched.over_budget
-        counts: list[Any] = [-2.0, {}]
+        counts: list[Any] = [-2.0, {}, ""]
 
-        def host_counts() -> dict[str, int]:  # O(hosts): at most once a second
+        def host_counts() -> dict[str, int]:  # O(hosts): at most once a second, and at the end
             now = time.monotonic()
-            if now - counts[0] >= 1.0:
-                counts[:] = [now, {k: v for k, v in sched.counts(now).items() if v}]
+            if now - counts[0] >= 1.0 or counts[2] != self.stats.state:
+                counts[:] = [now, {k: v for k, v in sched.counts(now).items() if v}, self.stats.state]
             return counts[1]
         self.stats.host_counts = host_counts
         self.stats.next_due = lambda: self.frontier.next_wake_in() if self.frontier.size else None  # type: ignore[attr-defined]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections import deque
 from typing import Callable, NamedTuple, Protocol
 
@@ -141,7 +142,7 @@ class DueWaiters:
         wake = self.hosts.next_wake()
         if wake is None:
             return None
-        return max(0.0, wake - asyncio.get_running_loop().time())
+        return max(0.0, wake - time.monotonic())  # the loop's clock, readable off the loop too
 
 
 class MemoryFrontier(DueWaiters):

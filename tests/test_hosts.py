@@ -210,3 +210,25 @@ async def test_resume_keeps_each_hosts_state(serve, tmp_path) -> None:
     assert view[slow_key].delay == 5.0 and view[slow_key].source == "live"
     assert view[fast_key].paused and store.size == 3 + 1  # the slow host's 3 left, the paused root
     store.close()
+
+
+async def test_report_and_headless_summary_count_retired_hosts(serve, tmp_path) -> None:
+    import io
+    import json as _json
+    import socket
+
+    from crawltop.cli.headless import report as headless_report
+    from crawltop.core.report import analyse
+    s = socket.socket()
+    s.bind(("127.0.0.7", 0))
+    port = s.getsockname()[1]
+    s.close()
+    dead = [f"http://127.0.0.7:{port}/{i}" for i in range(6)]
+    out = tmp_path / "r.jsonl"
+    crawler, _ = await crawl(dead, robots=False, backoff=0.01, host_max_failures=2, per_host=1, output=str(out))
+    records = [_json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 6
+    assert analyse(records).retired_hosts == {f"127.0.0.7:{port}"}
+    text = io.StringIO()
+    headless_report(crawler, text)
+    assert "retired 1" in text.getvalue()
