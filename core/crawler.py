@@ -33,6 +33,7 @@ from .urls import LinkExtractor, canonical, netloc_of
 
 VERSION = __version__
 NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
+HOST_KINDS = frozenset(("dns", "connect", "tls"))  # the host could not be reached: it backs off
 LARGE_BODY = 1 << 20  # after parsing a body this large, give its memory back (core/malloc.py)
 
 
@@ -304,7 +305,7 @@ class Crawler(Steering):
                 await self._wait_unpaused(ws)
                 record = await self._process(ws, item, host)
         except _Retry as retry:
-            self.frontier.requeue(item._replace(tries=retry.tries))
+            self.frontier.requeue(item._replace(tries=retry.tries), retry.after)
             self.queue_stats.added(item.url)
             return
         except asyncio.CancelledError:
@@ -401,10 +402,12 @@ class Crawler(Steering):
         return record
 
     async def _fetch_scheduled(self, ws: WorkerState, item: Item, record: Record, host: Host) -> Response | None:
-        """One attempt; the host was due, so it goes out at once. A failure that has tries
-        left raises _Retry (the URL goes back, first in its host's queue) after telling
-        the host: 429/503 and network errors back the whole host off, other 5xx snooze
-        it by the URL's own back-off; N host failures in a row retire it."""
+        """One attempt; the host was due, so it goes out at once. A failure with tries
+        left raises _Retry: the URL goes back to its host's queue, no worker waits.
+        What the failure says decides who waits: 429, 503 and failures to reach the
+        host (DNS, refused, TLS, connect timeout) back the whole host off; a 500 or a
+        slow or cut response is this URL's, which alone waits its back-off. Every
+        failure counts toward retiring the host; a success resets the count."""
         sched = self._sched
         assert sched is not None
         loop = asyncio.get_running_loop()
@@ -419,33 +422,38 @@ class Crawler(Steering):
                                     lambda: sched.started(host, loop.time()))
         except NETWORK_ERRORS as exc:
             sched.finished(host)
-            now = loop.time()
-            why = "timeout" if isinstance(exc, TimeoutError) else "connect"
-            if sched.failed(host, why, started, now):
-                self._retire_host(host)
+            kind = errors.error_kind(exc)
+            reach = kind in HOST_KINDS or type(exc).__name__ == "ConnectionTimeoutError"
+            self._host_failed(host, kind, reach, started, None)
             if last or host.flags & RETIRED:
                 record.fail(exc, _network_error(exc, self.config.timeout))
                 return None
             self.stats.retries += 1
-            raise _Retry(attempt) from None
+            raise _Retry(attempt, 0.0 if reach else self._url_backoff(attempt)) from None
         except BaseException:
             sched.finished(host)
             raise
         sched.finished(host)
-        now = loop.time()
         if not retryable(resp.status):
-            sched.succeeded(host, started, now - started)
+            sched.succeeded(host, started, loop.time() - started)
             return resp
-        if resp.status in (429, 503):
-            wait = retry_after(resp.headers.get("Retry-After"), self.config.max_wait)
-            if sched.failed(host, str(resp.status), started, now, wait):
-                self._retire_host(host)
-        else:
-            sched.snooze(host, backoff(self.config.backoff, attempt, self.config.max_wait), now)
+        host_wide = resp.status in (429, 503)
+        wait = retry_after(resp.headers.get("Retry-After"), self.config.max_wait) if host_wide else None
+        self._host_failed(host, str(resp.status), host_wide, started, wait)
         if last or host.flags & RETIRED:
             return resp
         self.stats.retries += 1
-        raise _Retry(attempt)
+        raise _Retry(attempt, 0.0 if host_wide else self._url_backoff(attempt))
+
+    def _host_failed(self, host: Host, why: str, block: bool, started: float, retry_after: float | None) -> None:
+        """One more failure in a row; `block`: the whole host backs off for it."""
+        assert self._sched is not None
+        now = asyncio.get_running_loop().time()
+        if self._sched.failed(host, why, started, now, retry_after, block=block):
+            self._retire_host(host)
+
+    def _url_backoff(self, attempt: int) -> float:
+        return backoff(self.config.backoff, attempt, self.config.max_wait)
 
     def _retire_host(self, host: Host) -> None:
         """Retired: its queued URLs come out at once, each for its HostRetired Record."""
@@ -521,11 +529,12 @@ class Crawler(Steering):
 
 
 class _Retry(Exception):
-    """A failed try with tries left: the URL goes back to its host's queue."""
+    """A failed try with tries left: the URL goes back to its host's queue, at once
+    (its host backs off) or after its own back-off (`after` seconds)."""
 
-    def __init__(self, tries: int) -> None:
+    def __init__(self, tries: int, after: float) -> None:
         super().__init__(tries)
-        self.tries = tries
+        self.tries, self.after = tries, after
 
 
 def _record(item: Item, tries: int = 0) -> Record:

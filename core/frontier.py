@@ -29,9 +29,9 @@ from .hosts import Hosts  # noqa: E402  (hosts.py needs Item, defined above)
 class Frontier(Protocol):
     def add(self, item: Item) -> bool:
         """Queue a URL never seen before; False (and nothing queued) if it was seen."""
-    def requeue(self, item: Item) -> None:
+    def requeue(self, item: Item, after: float = 0.0) -> None:
         """Put back a URL that was taken but not finished (cancelled worker, a retry):
-        first in its host's queue."""
+        first in its host's queue, or in `after` seconds (a store with `hosts`)."""
     async def pop(self) -> Item:
         """The next URL whose host is due (a store with `hosts`), or the next URL."""
     def done(self, item: Item) -> None:
@@ -169,8 +169,11 @@ class MemoryFrontier(DueWaiters):
         self._unfinished += 1
         self._joined.clear()
 
-    def requeue(self, item: Item) -> None:
-        self.hosts.put(self.hosts.of(item.url), item, front=True)
+    def requeue(self, item: Item, after: float = 0.0) -> None:
+        if after > 0:
+            self.hosts.defer(item, time.monotonic() + after)
+        else:
+            self.hosts.put(self.hosts.of(item.url), item, front=True)
         self._more()
 
     async def pop(self) -> Item:

@@ -40,7 +40,7 @@ NEEDS_ROBOTS = 4  # robots.txt is the host's first request (Heritrix's prerequis
 ROBOTS_PENDING = 8  # a worker is fetching it: the host is not due meanwhile
 
 # Why a host backs off (Host.why), as the view shows it.
-BACKOFF_REASONS = ("429", "503", "connect", "timeout", "5xx")
+BACKOFF_REASONS = ("429", "503", "connect", "timeout", "dns", "tls")
 # States of a host, in the order the header counts them.
 STATES = ("ready", "fetching", "waiting", "backoff", "paused", "budget", "retired", "done")
 JITTER = 0.1  # blocks computed together don't all end together
@@ -185,6 +185,8 @@ class Hosts:
         self.policy = policy or Politeness()
         self.hosts: dict[str, Host] = {}
         self._heap: list[tuple[float, Host]] = []
+        self._later: list[tuple[float, int, Item]] = []  # URLs retried after a wait of their own
+        self._later_seq = 0
         self.size = 0  # queued URLs, all hosts
         self.retired = 0
         self.over_budget = 0
@@ -246,9 +248,22 @@ class Hosts:
         self.size += 1
         self._schedule(h)
 
+    def defer(self, item: Item, at: float) -> None:
+        """Queue a URL again, but not before `at` (a URL-level retry: a 500 or a read
+        timeout says nothing of the host, so the host's other URLs go on meanwhile)."""
+        self._later_seq += 1
+        heapq.heappush(self._later, (at, self._later_seq, item))
+        self.size += 1
+        self.notify(at)
+
     def take(self, now: float) -> tuple[Item, Host] | None:
         """The next URL of the first due host; that host is then in flight and its
         next-allowed time moves on by its delay."""
+        later = self._later
+        while later and later[0][0] <= now:
+            item = heapq.heappop(later)[2]
+            self.size -= 1
+            self.put(self.of(item.url), item, front=True)
         heap = self._heap
         while heap:
             at, h = heap[0]
@@ -284,7 +299,10 @@ class Hosts:
         heap = self._heap
         while heap and heap[0][0] != heap[0][1].heap_at:
             heapq.heappop(heap)
-        return heap[0][0] if heap else None
+        wake = heap[0][0] if heap else None
+        if self._later and (wake is None or self._later[0][0] < wake):
+            return self._later[0][0]
+        return wake
 
     def _schedule(self, h: Host) -> None:
         """(Re)place the host in the ready heap, or take it out, from its state."""
@@ -346,16 +364,21 @@ class Hosts:
             x.failures = 0
             x.why = ""
 
-    def failed(self, h: Host, why: str, started: float, now: float, retry_after: float | None = None) -> bool:
-        """A host-level failure: back the host off; True when it should now be retired.
+    def failed(self, h: Host, why: str, started: float, now: float, retry_after: float | None = None,
+               block: bool = True) -> bool:
+        """A failure in a row for the host; with `block`, back the whole host off (why:
+        429, 503, connect...). True when it should now be retired.
 
         A request that was already in flight when the current block began escalates it
         at most once: a backlog of failures must not inflate the delay."""
         x = h.extra()
-        x.last_error = why
         if x.backoff_until > now and started < x.block_at:
             return False
         x.failures += 1
+        x.last_error = why
+        if not block:
+            self.changed(h)
+            return x.failures >= self.policy.max_failures
         p = self.policy
         if retry_after is not None:
             wait = min(retry_after, p.max_backoff)
@@ -447,6 +470,11 @@ class Hosts:
             if len(kept) != h.queued:
                 h.q, h.head = kept, 0
                 self._schedule(h)
+        later = [e for e in self._later if not predicate(e[2].url)]
+        if len(later) != len(self._later):
+            removed += [e[2] for e in self._later if predicate(e[2].url)]
+            self._later = later
+            heapq.heapify(later)
         self.size -= len(removed)
         return removed
 
@@ -455,7 +483,9 @@ class Hosts:
         for h in self.hosts.values():
             items += h.q[h.head:]
             h.q, h.head, h.heap_at = [], 0, -1.0
+        items += [e[2] for e in sorted(self._later)]
         self._heap.clear()
+        self._later.clear()
         self.size = 0
         return items
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from collections import OrderedDict, deque
 from itertools import islice
 from typing import Any, Callable, Iterator
@@ -246,13 +247,20 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
         self._enqueue(item, seq, host)
         return True
 
-    def requeue(self, item: Item) -> None:
-        """First in its host's queue, in memory; the row keeps its queue position
-        (it was in memory, so at or below _mem_hi: no refill brings it twice)."""
+    def requeue(self, item: Item, after: float = 0.0) -> None:
+        """First in its host's queue (or in `after` seconds), in memory; the row keeps
+        its queue position (it was in memory, so at or below _mem_hi: no refill brings
+        it twice)."""
         self._new(item.url)
         self._state(item, QUEUED)
         self._skip_done[item.url] = self._skip_done.get(item.url, 0) + 1
-        self._enqueue(item, -1, front=True)
+        if after > 0:
+            self.hosts.defer(item, time.monotonic() + after)
+            self._unfinished += 1
+            if self._joined is not None:
+                self._joined.clear()
+        else:
+            self._enqueue(item, -1, front=True)
 
     def seen(self, url: str) -> bool:
         return self._is_seen(url)
