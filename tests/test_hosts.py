@@ -232,3 +232,22 @@ async def test_report_and_headless_summary_count_retired_hosts(serve, tmp_path) 
     text = io.StringIO()
     headless_report(crawler, text)
     assert "retired 1" in text.getvalue()
+
+
+async def test_a_500_waits_its_own_back_off_without_a_worker_and_without_its_host(serve) -> None:
+    tries: list[float] = []
+
+    async def flaky(req: web.Request) -> web.StreamResponse:
+        tries.append(time.monotonic())
+        return web.Response(status=500 if len(tries) < 3 else 200, text="<p>ok</p>", content_type="text/html")
+
+    routes = tree(8)
+    routes["/p0"] = flaky
+    site = await serve(routes, "127.0.0.2")
+    _, sink = await crawl(site.url + "/", robots=False, concurrency=1, backoff=0.3)
+    assert sink.by_url()[site.url + "/p0"].status == 200 and sink.by_url()[site.url + "/p0"].tries == 3
+    assert tries[1] - tries[0] >= 0.3 * 0.5  # its back-off (0.3 s, jittered x0.5-1.5)
+    # The one worker went on with the host's other pages meanwhile: the last of them was
+    # fetched right after the first 500, long before the retry.
+    others = [t for t, p in site.times if p.startswith("/p") and p != "/p0"]
+    assert len(others) == 6 and max(others) < tries[0] + 0.1 < tries[1], (tries, site.times)
