@@ -11,6 +11,8 @@ thousand pages. The script runs, one after the other:
 3. the same crawl without --state (the in-memory frontier), for comparison;
 4. redis: the same crawl with `--redis URL --name N` (one engine, the Redis frontier) on
    a private redis-server (Unix socket, persistence off), until the same seen count;
+6. hosts: 1,000,000 hosts with 3 queued URLs each, in the memory store and with --state
+   (bench/host_memory.py: bytes per host beyond what a host-blind queue holds).
 5. redis-frontier: the Redis frontier alone, in a child that does what the engine does
    per page without HTTP (so the deltas are the frontier's, not aiohttp's or the
    parser's): -c workers pop() a URL of the same K-ary tree, add() its K links (same
@@ -49,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RedisServer  # noqa: E402
 
-MODES = ("state", "resume", "memory", "redis", "redis-frontier")
+MODES = ("state", "resume", "memory", "redis", "redis-frontier", "hosts")
 CRAWLTOP = [str(Path(sys.executable).parent / "crawltop")]
 if not Path(CRAWLTOP[0]).exists():
     CRAWLTOP = [sys.executable, "-m", "crawltop.cli"]
@@ -265,6 +267,10 @@ def main() -> None:
                 results["redis"].update(redis_cost(rs, used0))
         if "redis-frontier" in modes:
             results["redis-frontier"] = redis_frontier(args, work)
+        if "hosts" in modes:
+            import host_memory
+            for kind, figures in host_memory.run(1_000_000, 3).items():
+                results[f"hosts-{kind}"] = figures
     finally:
         server.terminate()
         server.wait()
