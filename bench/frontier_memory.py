@@ -11,8 +11,6 @@ thousand pages. The script runs, one after the other:
 3. the same crawl without --state (the in-memory frontier), for comparison;
 4. redis: the same crawl with `--redis URL --name N` (one engine, the Redis frontier) on
    a private redis-server (Unix socket, persistence off), until the same seen count;
-6. hosts: 1,000,000 hosts with 3 queued URLs each, in the memory store and with --state
-   (bench/host_memory.py: bytes per host beyond what a host-blind queue holds).
 5. redis-frontier: the Redis frontier alone, in a child that does what the engine does
    per page without HTTP (so the deltas are the frontier's, not aiohttp's or the
    parser's): -c workers pop() a URL of the same K-ary tree, add() its K links (same
@@ -20,6 +18,8 @@ thousand pages. The script runs, one after the other:
    done(), which sends the links and the record in the batched DONE call; adds stop at
    exactly --urls, then flush(). It reports its RSS before opening the frontier and
    after the flush (VmRSS, after gc) and its peak.
+6. hosts: 1,000,000 hosts with 3 queued URLs each, in the memory store and with --state
+   (bench/host_memory.py: bytes per host beyond what a host-blind queue holds).
 
 Peak RSS is each crawltop process's own ru_maxrss, from os.wait4 on that child. For the
 Redis modes, Redis's cost is `INFO memory` used_memory after the crawler exited minus
