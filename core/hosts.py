@@ -326,7 +326,7 @@ class Hosts:
     # -- a fetch's life -----------------------------------------------------------------
     def started(self, h: Host, now: float) -> None:
         """A request to the host goes out now: the gap counts from here."""
-        if now + h.delay > h.next_at:
+        if h.delay and now + h.delay > h.next_at:  # (no delay: nothing to move)
             h.next_at = now + h.delay
             if h.heap_at >= 0:
                 self._schedule(h)
