@@ -67,6 +67,7 @@ class Crawler(Steering):
         # still gates at fetch time (core/cluster/gate.py) until it does too.
         self._sched: Hosts | None = getattr(self.frontier, "hosts", None)
         self._host_key: Callable[[str], str] = netloc_of
+        self._exact_gaps = self._sched is not None and (config.delay > 0 or config.delay_factor > 0)
         if self._sched is not None:
             self._share_hosts(self._sched)
         self._target = config.concurrency
@@ -180,7 +181,10 @@ class Crawler(Steering):
             headers={"User-Agent": self.agent},
             cookie_jar=aiohttp.DummyCookieJar(),
             trust_env=False,
-            trace_configs=[on_sent()] if self._sched is not None else None,
+            # A request's gap counts from when its headers leave, read by a trace; it costs a
+            # little per response chunk, so only when a delay is asked for (a Crawl-delay or a
+            # live one then counts from just before the request).
+            trace_configs=[on_sent()] if self._exact_gaps else None,
         )
         token = self.agent.split("/", 1)[0].split(" ", 1)[0] or "crawltop"
         self._robots = Robots(self._session, token, self.config.timeout) if self.config.robots else None
@@ -414,12 +418,13 @@ class Crawler(Steering):
         attempt = ws.tries = record.tries = item.tries + 1
         last = attempt >= self.config.max_tries
         started = loop.time()
+        sched.started(host, started)
         self.stats.set_phase(ws, "connecting")
         record.fetched_at = utc_iso()
         try:
             resp = await fetch_once(self._session, item.url, self.config.max_bytes,  # type: ignore[arg-type]
                                     lambda: self.stats.set_phase(ws, "reading"),
-                                    lambda: sched.started(host, loop.time()))
+                                    (lambda: sched.started(host, loop.time())) if self._exact_gaps else None)
         except NETWORK_ERRORS as exc:
             sched.finished(host)
             kind = errors.error_kind(exc)
