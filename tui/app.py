@@ -105,7 +105,7 @@ class CrawlApp(App[int]):
         # Steering (core/steer.py): in the help screen and the palette, not the key bar.
         Binding("u", "queue", "Queue", id="queue", show=False, tooltip="Queue view: top prefixes, growth, traps, next URLs"),
         Binding("H", "queues", "Host queues", id="queues", show=False, key_display="H",
-                tooltip="Host queues: every host's state, queue, delay and errors; sort, filter, h, t"),
+                tooltip="Host queues: every host's state, queue, delay; sort, filter"),
         Binding("i", "ignore", "Ignore", id="ignore", show=False, tooltip="Add an ignore regex (on the full URL); matching queued URLs are dropped"),
         Binding("I", "ignores", "Ignores", id="ignores", show=False, key_display="I", tooltip="Ignore patterns: what each dropped and stopped; delete one"),
         Binding("a", "add_seed", "Add URL", id="add-seed", show=False, tooltip="Add a URL to the crawl (a new seed)"),

@@ -297,7 +297,13 @@ def sample_processes() -> list[ProcessRow]:
 
 
 class FrozenCluster(FrozenCrawler):
-    """A shared crawl's monitor (core/cluster/view.py) with fixed rows."""
+    """A shared crawl's monitor (core/cluster/view.py) with fixed rows. Its hosts come from
+    Redis's HostStats: no queue states (the panel shows in flight, done, errors, latency)."""
+
+    def make_snapshot(self, state: str) -> Snapshot:
+        snap = super().make_snapshot(state)
+        hosts = tuple(dataclasses.replace(h, state="", queued=0, wait=0.0, why="", failures=0) for h in snap.hosts)
+        return dataclasses.replace(snap, hosts=hosts, host_counts={})
 
     def processes(self) -> list[ProcessRow]:
         return sample_processes()
