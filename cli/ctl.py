@@ -228,7 +228,7 @@ def run_hosts(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if args.json:
         for row in rows:
-            print(json.dumps(row))
+            print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}))
         return 0
     table = [HOST_COLUMNS]
     names = {f for f in HostView.__dataclass_fields__}
