@@ -81,10 +81,12 @@ def _length(parts: list) -> int:
 
 class StatusBar(Line):
     """Two lines, and a third counting hosts by state when the crawl has several (or one
-    in a state to see): the height changes only when that line comes or goes."""
+    in a state to see) and the screen has room: the height changes only when that line
+    comes or goes."""
 
     def show_snapshot(self, snap: Snapshot) -> None:
-        hosts = hosts_parts(snap, self.size.width or 80)
+        # not on a tiny screen (under 18 lines): there the workers need every line
+        hosts = hosts_parts(snap, self.size.width or 80) if self.app.size.height >= 18 else []
         height = 3 if hosts else 2
         if self.styles.height is None or self.styles.height.value != height:
             self.styles.height = height
