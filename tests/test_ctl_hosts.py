@@ -83,3 +83,16 @@ async def test_ctl_hosts_table_json_sort_state_and_attached_queues_view(site: st
 
     assert (await cli("ctl", "hx", "stop"))[0] == 0
     await wait_gone(s["pid"])
+
+
+def test_the_hosts_command_takes_optional_arguments() -> None:
+    """`hosts` may leave out (or null) its sort, state and limit: the engine's defaults apply."""
+    from crawltop.core.protocol import ProtocolError, check_args
+
+    assert check_args("hosts", None) == {}
+    assert check_args("hosts", {"sort": "host", "state": None, "limit": 5}) == {"sort": "host", "limit": 5}
+    for bad in ({"limit": "5"}, {"state": 3}, {"sort": "host", "page": 2}):
+        with pytest.raises(ProtocolError):
+            check_args("hosts", bad)
+    with pytest.raises(ProtocolError):  # required arguments stay required elsewhere
+        check_args("host_pause", {"host": None})

@@ -55,7 +55,7 @@ STATE_STYLE = {
 
 
 def host_cells(h: HostView, *, short: bool) -> tuple[Cell, ...]:
-    """One host queue's cells, in HOST_COLUMNS order (the side panel and the queues view)."""
+    """One host queue's cells, in the columns' order of HostsTable (the side panel) and QueuesTable (`H`)."""
     return (
         cell(host_label(h, marks=short or not h.state), "bold $warning" if h.paused else ""),
         cell(state_text(h, short=short), STATE_STYLE.get(h.state, "")),
