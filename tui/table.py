@@ -159,9 +159,6 @@ class DiffTable(ScrollView, can_focus=True):
             self.refresh()
             return
         self.virtual_size = new
-        # The scrollbar may come or go with this, which narrows or widens the rows without a
-        # resize event: lay them out again once it has (a no-op if the width held).
-        self.call_after_refresh(self._relayout)
 
     def on_mount(self) -> None:
         self._relayout()
