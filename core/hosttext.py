@@ -47,7 +47,3 @@ def delay_text(h: HostView, *, source: bool = False) -> str:
     text = f"{h.delay:g}s"
     return f"{text} {h.source}" if source and h.source else text
 
-
-def counts_text(counts: dict[str, int], order: tuple[str, ...]) -> list[tuple[int, str, str]]:
-    """(count, state, words) for each non-zero state, in `order`."""
-    return [(counts[s], s, STATE_WORDS.get(s, s)) for s in order if counts.get(s)]
