@@ -196,6 +196,8 @@ class Steering:
             raise ValueError(f"sort by one of {', '.join(HOST_SORTS)}, not {sort!r}")
         if state is not None and state not in STATES:
             raise ValueError(f"a host state is one of {', '.join(STATES)}, not {state!r}")
+        if limit is not None and limit < 0:
+            raise ValueError(f"a limit is a number of rows, not {limit!r}")
         now = time.monotonic()
         rows = [host_view(k, h, now) for k, h in self.stats.hosts.items()]
         if state is not None:
