@@ -122,6 +122,8 @@ class Snapshot:
     recent_redirects: tuple[MergeEvent, ...] = ()
     ignored: int = 0
     notice: str = ""  # a condition the operator must see, e.g. "REDIS DOWN: retrying"
+    sitemap_probes: int = 0  # guessed /sitemap.xml probes sent (core/sitemaps.py), found or not
+    sitemap_found: int = 0  # of which looked like a sitemap and were queued
 
 
 @dataclass
@@ -143,6 +145,8 @@ class Stats:
     resumed_from: int = 0
     ignored: int = 0  # queued URLs dropped by an ignore pattern (each has its record)
     notice: str = ""  # set by a cluster member while Redis is away (core/cluster/member.py)
+    sitemap_probes: int = 0
+    sitemap_found: int = 0
     statuses: Counter[int] = field(default_factory=Counter)
     errors_by_kind: Counter[str] = field(default_factory=Counter)
     error_urls: Counter[str] = field(default_factory=Counter)
@@ -281,4 +285,6 @@ class Stats:
             resumed_from=self.resumed_from,
             ignored=self.ignored,
             notice=self.notice,
+            sitemap_probes=self.sitemap_probes,
+            sitemap_found=self.sitemap_found,
         )
