@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from http.cookies import Morsel, SimpleCookie
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import aiohttp
 from yarl import URL
@@ -35,16 +35,27 @@ def new_jar() -> aiohttp.CookieJar:
     return aiohttp.CookieJar(unsafe=True, quote_cookie=False)
 
 
-def load(jar: aiohttp.AbstractCookieJar, path: str) -> int:
-    """Add the cookies of a cookies.txt to the jar; returns how many. UsageError if the
-    file can't be read or a line is not a cookie (the line number, never its value)."""
+class Entry(NamedTuple):
+    host: str
+    subdomains: bool
+    path: str
+    secure: bool
+    expires: int  # epoch seconds; 0: a session cookie
+    name: str
+    value: str
+    httponly: bool
+
+
+def read(path: str) -> list[Entry]:
+    """The live cookies of a cookies.txt. UsageError if the file can't be read or a line
+    is not a cookie (the line number is named, never its value)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
+            text = fh.read().splitlines()
     except OSError as exc:
         raise UsageError(f"--cookies {path}: {exc.strerror or exc}") from None
-    now, n = time.time(), 0
-    for lineno, line in enumerate(lines, 1):
+    now, out = time.time(), []
+    for lineno, line in enumerate(text, 1):
         httponly = line.startswith(_HTTPONLY)
         if httponly:
             line = line[len(_HTTPONLY):]
@@ -53,38 +64,45 @@ def load(jar: aiohttp.AbstractCookieJar, path: str) -> int:
         fields = line.rstrip("\r\n").split("\t")
         if len(fields) == 6:  # an empty value at the end of the line, trailing tab lost
             fields.append("")
-        if len(fields) != 7 or not fields[0] or not fields[5]:
+        if len(fields) != 7 or not fields[0].lstrip(".") or not fields[5]:
             raise UsageError(f"{path}:{lineno}: not a Netscape cookies.txt line (7 tab-separated fields)")
-        domain, subdomains, path_, secure, expires, name, value = fields
+        domain, subdomains, cpath, secure, expires, name, value = fields
         try:
             expiry = int(float(expires or 0))
         except ValueError:
             raise UsageError(f"{path}:{lineno}: the expiry is not a number") from None
         if expiry and expiry <= now:
             continue  # expired: a browser would not send it either
-        morsel: Morsel[str] = Morsel()
-        morsel.set(name, value, value)
-        host = domain.lstrip(".").lower()
-        if subdomains.upper() == "TRUE" or domain.startswith("."):
-            morsel["domain"] = "." + host
-        morsel["path"] = path_ or "/"
-        if secure.upper() == "TRUE":
-            morsel["secure"] = True
-        if httponly:
-            morsel["httponly"] = True
-        if expiry:
-            morsel["max-age"] = str(expiry - int(now))
-        scheme = "https" if secure.upper() == "TRUE" else "http"
-        try:
-            origin = URL.build(scheme=scheme, host=host, path="/")
-        except ValueError:
-            raise UsageError(f"{path}:{lineno}: bad domain") from None
-        cookie = SimpleCookie()
-        cookie[name] = morsel
-        jar.update_cookies(cookie, origin)
         remember(value)
-        n += 1
-    return n
+        out.append(Entry(domain.lstrip(".").lower(), subdomains.upper() == "TRUE" or domain.startswith("."),
+                         cpath or "/", secure.upper() == "TRUE", expiry, name, value, httponly))
+    return out
+
+
+def load(jar: aiohttp.AbstractCookieJar, path: str) -> int:
+    """Add the cookies of a cookies.txt to the jar; returns how many."""
+    now = int(time.time())
+    entries = read(path)
+    for e in entries:
+        morsel: Morsel[str] = Morsel()
+        morsel.set(e.name, e.value, e.value)
+        if e.subdomains:
+            morsel["domain"] = "." + e.host
+        morsel["path"] = e.path
+        if e.secure:
+            morsel["secure"] = True
+        if e.httponly:
+            morsel["httponly"] = True
+        if e.expires:
+            morsel["max-age"] = str(max(1, e.expires - now))
+        try:
+            origin = URL.build(scheme="https" if e.secure else "http", host=e.host, path="/")
+        except ValueError:
+            raise UsageError(f"--cookies {path}: bad domain {e.host[:80]!r}") from None
+        cookie: SimpleCookie = SimpleCookie()
+        cookie[e.name] = morsel
+        jar.update_cookies(cookie, origin)
+    return len(entries)
 
 
 def lines(jar: aiohttp.AbstractCookieJar) -> Iterator[str]:

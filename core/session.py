@@ -119,9 +119,11 @@ class CrawlSession:
         text = self._text()
         if text == self._saved and not force:
             return
-        for path in (self.config.cookie_jar, self.config.save_cookies):
-            if path:
-                cookiefile.save(self.jar, path)
+        if self.config.save_cookies:
+            cookiefile.save(self.jar, self.config.save_cookies)
+        jar = self.config.cookie_jar
+        if jar and (text or os.path.exists(jar)):  # no empty jar file beside every state file
+            cookiefile.save(self.jar, jar)
         self._saved = text
 
     def _text(self) -> str:
