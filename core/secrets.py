@@ -119,10 +119,12 @@ def require(config: CrawlConfig, what: str) -> None:
         raise UsageError(f"{what} needs its secrets again (they are never stored): give {' '.join(gone)}")
 
 
-def redact_pairs(pairs: Iterable[tuple[str, str]], names: Iterable[str] = ()) -> list[tuple[str, str]]:
-    """Header pairs for an archive: credential headers and `names` get REDACTED values;
-    a Set-Cookie keeps its cookie name and attributes, not its value."""
-    hide = CREDENTIALS | _names | {n.lower() for n in names}
+def redact_pairs(pairs: Iterable[tuple[str, str]], names: Iterable[str] = (), *,
+                 request: bool = True) -> list[tuple[str, str]]:
+    """Header pairs for an archive. A request's credential headers, --header headers and
+    `names` get REDACTED values; a response's Set-Cookie keeps its cookie's name and
+    attributes, not its value. Any remembered secret is scrubbed from the rest."""
+    hide = (CREDENTIALS | _names | {n.lower() for n in names}) if request else frozenset()
     out = []
     for name, value in pairs:
         low = name.lower()

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import os
 import urllib.request
+import warnings
 from typing import Callable, Sequence
 from urllib.parse import urlsplit
 
@@ -72,7 +73,7 @@ class CrawlSession:
             bare, user, password = split_proxy(config.proxy)
             self.proxy = URL(bare)
             if user is not None or password is not None:
-                self.proxy_auth = BasicAuth(user or "", password or "")
+                self.proxy_auth = _basic(user, password)
         self.env_proxy = _env_proxies() if config.env_proxy and not config.proxy else None
         self.jar = cookiefile.new_jar()
         self._saved = ""
@@ -89,7 +90,15 @@ class CrawlSession:
 
     def open(self, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
         self.load_cookies()
-        self.session = aiohttp.ClientSession(
+        with warnings.catch_warnings():  # proxy_auth: see _basic()
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.session = self._session(timeout)
+        if self.config.cookie_jar:
+            self._saver = asyncio.get_running_loop().create_task(self._autosave())
+        return self.session
+
+    def _session(self, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
             timeout=timeout,
             connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
             headers=self.defaults,
@@ -100,9 +109,6 @@ class CrawlSession:
             request_class=_request_class(self.credentials, self.credential_hosts, self.env_proxy),
             trust_env=False,
         )
-        if self.config.cookie_jar:
-            self._saver = asyncio.get_running_loop().create_task(self._autosave())
-        return self.session
 
     async def close(self) -> None:
         if self._saver is not None:
@@ -138,6 +144,15 @@ class CrawlSession:
                 pass  # a full disk: the final save at the end says so
 
 
+def _basic(user: str | None, password: str | None) -> BasicAuth:
+    """aiohttp 3.14 deprecates BasicAuth for proxies in favour of proxy_headers, but sends
+    a Proxy-Authorization from proxy_headers only on CONNECT (https), not with a plain
+    http request through the proxy; BasicAuth still covers both."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return BasicAuth(user or "", password or "")
+
+
 def _env_proxies() -> ProxyFor | None:
     """HTTP_PROXY / HTTPS_PROXY / NO_PROXY (and their lower-case forms), read once."""
     proxies = urllib.request.getproxies_environment()
@@ -153,7 +168,7 @@ def _env_proxies() -> ProxyFor | None:
         except UsageError:
             raise UsageError(f"{scheme.upper()}_PROXY in the environment is not an http(s) proxy URL; "
                              "fix it or pass --no-proxy") from None
-        auth = BasicAuth(user or "", password or "") if user is not None or password is not None else None
+        auth = _basic(user, password) if user is not None or password is not None else None
         table[scheme] = (URL(bare), auth)
     if not table:
         return None
