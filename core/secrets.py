@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from typing import TYPE_CHECKING, Iterable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .errors import UsageError
 
@@ -78,8 +78,6 @@ def split_proxy(url: str) -> tuple[str, str | None, str | None]:
     for s in (user, password):
         if s:
             remember(s)
-    from urllib.parse import unquote  # noqa: PLC0415
-
     return (urlunsplit((parts.scheme, netloc, "", "", "")),
             unquote(user) if user is not None else None, unquote(password) if password is not None else None)
 

@@ -161,3 +161,13 @@ def test_redact_pairs() -> None:
     out = dict(redact_pairs(pairs, ["x-api-key"]))
     assert out == {"Host": "x", "Authorization": REDACTED, "cookie": REDACTED,
                    "Set-Cookie": f"sid={REDACTED}; Path=/; HttpOnly", "X-Api-Key": REDACTED}
+
+
+def test_a_proxy_password_is_scrubbed_from_record_errors() -> None:
+    from crawltop.core.records import Record
+    from crawltop.core.secrets import split_proxy
+
+    split_proxy(f"http://u:{PROXY_PW}@127.0.0.1:9")  # parsing a proxy remembers its secret
+    record = Record(url="http://x/")
+    record.fail(OSError(f"could not reach http://u:{PROXY_PW}@127.0.0.1:9"))
+    assert PROXY_PW not in (record.error or "") and REDACTED in (record.error or "")

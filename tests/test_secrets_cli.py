@@ -177,3 +177,29 @@ async def test_redis_holds_no_secret_and_join_brings_its_own(serve, tmp_path, re
             proc.kill()
             await proc.wait()
         r.close()
+
+
+async def test_a_detached_crawl_keeps_its_secrets_off_the_process_list_and_logs(serve, tmp_path) -> None:
+    site = await serve(site_routes(0.4))
+    env = environ(tmp_path)
+    out = tmp_path / "d.jsonl"
+    code, name, err = await cli("crawl", site.url + "/", "--detach", "--name", "sec", "-c", "1", "-o", str(out),
+                                "--header", f"Authorization: {AUTH}", "--cookies", cookie_file(tmp_path), env=env)
+    assert code == 0 and name.strip() == "sec", err
+    code, status, err = await cli("ctl", "sec", "status", env=env)
+    assert code == 0, err
+    pid = json.loads(status)["pid"]
+    try:
+        assert_no_secret(Path(f"/proc/{pid}/cmdline").read_bytes(), "the process list")
+        await wait_lines(out, 3)  # the child got the header: the guarded pages answer 200
+    finally:
+        await cli("ctl", "sec", "stop", env=env)
+        deadline = asyncio.get_running_loop().time() + 60
+        while Path(f"/proc/{pid}").exists() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.1)
+    fetched = [r for r in map(json.loads, out.read_text().splitlines()) if r["error_kind"] != "cancelled"]
+    assert len(fetched) >= 3 and {r["status"] for r in fetched} == {200}
+    logs = list((tmp_path / "xdg").rglob("*.log"))
+    assert logs
+    for log in logs:
+        assert_no_secret(log.read_bytes(), log.name)
