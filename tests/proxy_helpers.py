@@ -1,6 +1,7 @@
 """A real forward HTTP proxy for the tests (issue 21): asyncio streams, no mock.
 
-It takes absolute-form requests (`GET http://host:port/path HTTP/1.1`), checks
+It takes absolute-form requests (`GET http://host:port/path HTTP/1.1`) and CONNECT
+tunnels (https targets), checks
 Proxy-Authorization when it has a password, forwards the request to the origin with
 its own connection, and relays the answer with `Connection: close`. Each request it
 served is kept in `seen`: (absolute URL, the headers it got)."""
@@ -46,6 +47,13 @@ class Proxy:
                 await writer.drain()
                 return
             self.seen.append((target, headers))
+            if method == "CONNECT":  # an https target: a tunnel, the proxy sees only host:port
+                host, _, port = target.rpartition(":")
+                r2, w2 = await asyncio.open_connection(host, int(port))
+                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                await writer.drain()
+                await asyncio.gather(_pipe(reader, w2), _pipe(r2, writer))
+                return
             u = urlsplit(target)
             r2, w2 = await asyncio.open_connection(u.hostname, u.port or 80)
             path = (u.path or "/") + (f"?{u.query}" if u.query else "")
@@ -64,3 +72,14 @@ class Proxy:
             pass
         finally:
             writer.close()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while chunk := await reader.read(65536):
+            writer.write(chunk)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except (ConnectionError, OSError):
+        pass

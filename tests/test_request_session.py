@@ -171,3 +171,58 @@ def test_a_proxy_password_is_scrubbed_from_record_errors() -> None:
     record = Record(url="http://x/")
     record.fail(OSError(f"could not reach http://u:{PROXY_PW}@127.0.0.1:9"))
     assert PROXY_PW not in (record.error or "") and REDACTED in (record.error or "")
+
+
+async def test_https_through_the_proxy_is_tunnelled_with_its_password(serve, tmp_path) -> None:
+    """A real TLS site (a certificate made here, trusted through SSL_CERT_FILE) reached
+    through the proxy with CONNECT; the CLI in a child process, as a user runs it."""
+    import asyncio
+    import shutil
+    import ssl
+    import subprocess
+    import sys
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    got: list[str | None] = []
+
+    async def root(request: web.Request) -> web.Response:
+        got.append(request.headers.get("Authorization"))
+        return web.Response(text='<html><a href="/a">a</a></html>', content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/", root)
+    app.router.add_get("/a", root)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    tls = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ctx)
+    await tls.start()
+    port = tls._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    proxy = await Proxy("u", PROXY_PW).start()
+    out = tmp_path / "r.jsonl"
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env.update(SSL_CERT_FILE=str(cert), CRAWLTOP_RUN_DIR=str(tmp_path / "run"))
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "crawltop.cli", "crawl", f"https://127.0.0.1:{port}/", "--headless", "-o", str(out),
+            "--proxy", f"http://u:{PROXY_PW}@127.0.0.1:{proxy.port}", "--header", f"Authorization: {AUTH}",
+            env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        _, err = await asyncio.wait_for(proc.communicate(), 120)
+        assert proc.returncode == 0, err
+    finally:
+        await proxy.stop()
+        await runner.cleanup()
+    import json
+
+    records = [json.loads(x) for x in out.read_text().splitlines()]
+    assert sorted(r["url"] for r in records) == [f"https://127.0.0.1:{port}/", f"https://127.0.0.1:{port}/a"]
+    assert {r["status"] for r in records} == {200}, records
+    assert got == [AUTH, AUTH]  # end to end inside the tunnel
+    assert proxy.seen and {t for t, _ in proxy.seen} == {f"127.0.0.1:{port}"}  # only CONNECTs
+    assert proxy.refused == 0
