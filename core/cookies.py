@@ -125,7 +125,12 @@ def lines(jar: aiohttp.AbstractCookieJar) -> Iterator[str]:
 
 def save(jar: aiohttp.AbstractCookieJar, path: str) -> None:
     """Write the jar to `path` (0600, atomically)."""
-    text = HEADER + "".join(line + "\n" for line in lines(jar))
+    write(list(lines(jar)), path)
+
+
+def write(cookie_lines: list[str], path: str) -> None:
+    """Write lines made by lines() (0600, atomically): safe in a thread, the jar untouched."""
+    text = HEADER + "".join(line + "\n" for line in cookie_lines)
     tmp = f"{path}.tmp{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:

@@ -122,26 +122,31 @@ class CrawlSession:
                 await self.session.close()
 
     def save_cookies(self, *, force: bool = False) -> None:
-        text = self._text()
-        if text == self._saved and not force:
-            return
+        lines = list(cookiefile.lines(self.jar))
+        if force or "\n".join(lines) != self._saved:
+            self._write(lines)
+
+    def _write(self, lines: list[str]) -> None:
         if self.config.save_cookies:
-            cookiefile.save(self.jar, self.config.save_cookies)
+            cookiefile.write(lines, self.config.save_cookies)
         jar = self.config.cookie_jar
-        if jar and (text or os.path.exists(jar)):  # no empty jar file beside every state file
-            cookiefile.save(self.jar, jar)
-        self._saved = text
+        if jar and (lines or os.path.exists(jar)):  # no empty jar file beside every state file
+            cookiefile.write(lines, jar)
+        self._saved = "\n".join(lines)
 
     def _text(self) -> str:
         return "\n".join(cookiefile.lines(self.jar))
 
     async def _autosave(self) -> None:
+        """The jar is read here, on the loop (workers change it); written in a thread."""
         while True:
             await asyncio.sleep(SAVE_EVERY)
-            try:
-                await asyncio.to_thread(self.save_cookies)
-            except OSError:
-                pass  # a full disk: the final save at the end says so
+            lines = list(cookiefile.lines(self.jar))
+            if "\n".join(lines) != self._saved:
+                try:
+                    await asyncio.to_thread(self._write, lines)
+                except OSError:
+                    pass  # a full disk: the final save at the end says so
 
 
 def _basic(user: str | None, password: str | None) -> BasicAuth:
