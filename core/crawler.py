@@ -157,6 +157,9 @@ class Crawler(Steering):
                                       session=self._session, stats=self.stats, timeout=self.config.timeout)
         # Sinks may be added after construction (the CLI adds a WARC sink for a state file).
         self._response_sinks = [s for s in self.sinks if hasattr(s, "response")]
+        for sink in self._response_sinks:  # issue 21: --header values never reach an archive
+            if hasattr(sink, "redact_headers"):
+                sink.redact_headers(self._http.header_names)
         if hasattr(self.frontier, "on_error"):  # a store whose writer thread can fail
             loop = asyncio.get_running_loop()
             self.frontier.on_error = lambda exc: loop.call_soon_threadsafe(self._fail, exc)

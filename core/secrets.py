@@ -10,7 +10,8 @@ gets the redacted form made here:
   `config_to_json`): header names are kept, values become REDACTED; a proxy keeps its
   scheme, host and port and loses its user:password;
 - WARC request records (`redact_pairs`): Authorization, Proxy-Authorization and Cookie
-  always, and every header named by `--header`; response records lose Set-Cookie values;
+  always, and every header named by `--header` (the crawler hands the names to its
+  archive sinks); response records lose Set-Cookie values;
 - error texts in records and logs (`scrub`): a proxy password can't appear in them.
 
 Cookies are never in the config at all: the jar is a separate file (core/cookies.py).
@@ -36,9 +37,8 @@ CREDENTIALS = frozenset(("authorization", "cookie", "proxy-authorization"))
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # CR, LF, NUL... (tab is allowed)
 # Process-wide, filled as secrets are parsed: a process runs one crawl's secrets, and
-# remembering more than needed only redacts more.
+# remembering more than needed only scrubs more (error texts, archived header values).
 _known: set[str] = set()  # secret strings, for scrub()
-_names: set[str] = set()  # lower-case names of --header headers, for redact_pairs()
 
 
 def parse_header(text: str) -> tuple[str, str]:
@@ -56,8 +56,7 @@ def parse_header(text: str) -> tuple[str, str]:
 
 def parse_headers(texts: Iterable[str]) -> list[tuple[str, str]]:
     out = [parse_header(t) for t in texts]
-    for name, value in out:
-        _names.add(name.lower())
+    for _, value in out:
         remember(value)
     return out
 
@@ -122,7 +121,7 @@ def redact_pairs(pairs: Iterable[tuple[str, str]], names: Iterable[str] = (), *,
     """Header pairs for an archive. A request's credential headers, --header headers and
     `names` get REDACTED values; a response's Set-Cookie keeps its cookie's name and
     attributes, not its value. Any remembered secret is scrubbed from the rest."""
-    hide = (CREDENTIALS | _names | {n.lower() for n in names}) if request else frozenset()
+    hide = (CREDENTIALS | {n.lower() for n in names}) if request else frozenset()
     out = []
     for name, value in pairs:
         low = name.lower()

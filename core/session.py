@@ -53,6 +53,7 @@ class CrawlSession:
     def __init__(self, config: CrawlConfig, agent: str, roots: Sequence[str]) -> None:
         self.config = config
         pairs = parse_headers(config.headers)
+        self.header_names = {n.lower() for n, _ in pairs}  # for archives: values never stored
         self.defaults: CIMultiDict[str] = CIMultiDict({"User-Agent": agent})
         self.skip: set[str] = set()
         self.credentials: list[tuple[str, str]] = []

@@ -77,6 +77,7 @@ class WarcSink:
         self._cond = threading.Condition()
         self._error: BaseException | None = None
         self._closed = False
+        self.redacted: set[str] = set()  # header names whose values never reach the archive
         if not existing:
             from . import __version__ as version  # noqa: PLC0415
 
@@ -86,6 +87,10 @@ class WarcSink:
             self._fh.flush()
         self._thread = threading.Thread(target=self._run, name="crawltop-warc", daemon=True)
         self._thread.start()
+
+    def redact_headers(self, names: set[str]) -> None:
+        """Called by the crawler with its --header names (issue 21): their values are secrets."""
+        self.redacted |= {n.lower() for n in names}
 
     # -- Sink ------------------------------------------------------------------------
     def write(self, record: Record) -> None:
@@ -208,7 +213,7 @@ class WarcSink:
         )
         parts = urlsplit(url)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        req_list = redact_pairs(request_headers)  # Authorization, Cookie, --header: REDACTED
+        req_list = redact_pairs(request_headers, self.redacted)  # Authorization, Cookie, --header
         if not any(n.lower() == "host" for n, _ in req_list):
             req_list.insert(0, ("Host", parts.netloc))
         req_headers = StatusAndHeaders(f"{method} {target}", req_list, protocol="HTTP/1.1", is_http_request=True)

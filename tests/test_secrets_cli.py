@@ -26,7 +26,8 @@ AUTH = "Bearer tok-S3CRET-auth"
 SID = "C00KIE-S3CRET-sid"
 SERVER_COOKIE = "SRV-S3CRET-cookie"
 PROXY_PW = "pr0xy-S3CRET-pw"
-SECRETS = (b"tok-S3CRET-auth", SID.encode(), SERVER_COOKIE.encode(), PROXY_PW.encode())
+API_KEY = "key-S3CRET-api"  # not a credential header by name: still never stored
+SECRETS = (b"tok-S3CRET-auth", SID.encode(), SERVER_COOKIE.encode(), PROXY_PW.encode(), API_KEY.encode())
 PAGES = 16
 
 pytestmark = pytest.mark.timeout(240)
@@ -88,7 +89,7 @@ async def test_state_warc_records_hold_no_secret_and_resume_needs_them(serve, tm
     env = environ(tmp_path)
     state, warc, out = tmp_path / "s.db", tmp_path / "a.warc.gz", tmp_path / "r.jsonl"
     headers = tmp_path / "headers.txt"  # @FILE: the token stays off the command line
-    headers.write_text(f"Authorization: {AUTH}\n")
+    headers.write_text(f"Authorization: {AUTH}\nX-Api-Key: {API_KEY}\n")
     secret_args = ["--header", f"@{headers}", "--proxy", f"http://crawler:{PROXY_PW}@127.0.0.1:{proxy.port}"]
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -122,7 +123,7 @@ async def test_state_warc_records_hold_no_secret_and_resume_needs_them(serve, tm
         assert_no_secret(data, path.name)
     warc_text = gzip.decompress(warc.read_bytes())
     assert b"Authorization: REDACTED" in warc_text and b"Cookie: REDACTED" in warc_text
-    assert b"Set-Cookie: srv=REDACTED" in warc_text
+    assert b"Set-Cookie: srv=REDACTED" in warc_text and b"X-Api-Key: REDACTED" in warc_text
     for text in (o1, e1, o2, e2, o3, e3):
         assert_no_secret(text.encode(), "the output")
     jar = tmp_path / "s.db.cookies"  # the jar lives beside the state, private
