@@ -226,3 +226,27 @@ async def test_https_through_the_proxy_is_tunnelled_with_its_password(serve, tmp
     assert got == [AUTH, AUTH]  # end to end inside the tunnel
     assert proxy.seen and {t for t, _ in proxy.seen} == {f"127.0.0.1:{port}"}  # only CONNECTs
     assert proxy.refused == 0
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--header", "Authorization Bearer tok-S3CRET-auth"], "no ':' in it"),
+    (["--header", "Bad Name: x"], "is not a header name"),
+    (["--header", "X-Evil: a\r\nInjected: b"], "control character"),
+    (["--header", "@/nonexistent/headers.txt"], "No such file"),
+    (["--proxy", "ftp://proxy:21"], "--proxy wants http://"),
+    (["--proxy", "http://u:p@host:99999"], "bad --proxy URL"),
+    (["--cookies", "/nonexistent/cookies.txt"], "No such file"),
+    (["--cookies", "BADFILE"], "not a Netscape cookies.txt line"),
+    (["--save-cookies", "/nonexistent/dir/out.txt"], "cannot write"),
+])
+def test_bad_header_proxy_or_cookie_file_is_one_line_and_exit_2(args, says, tmp_path, capsys, monkeypatch) -> None:
+    from crawltop.cli.main import main
+
+    monkeypatch.setenv("CRAWLTOP_RUN_DIR", str(tmp_path / "run"))
+    bad = tmp_path / "bad.txt"
+    bad.write_text(f"127.0.0.1\tFALSE\t/\n")  # 3 fields, not 7
+    args = [str(bad) if a == "BADFILE" else a for a in args]
+    assert main(["crawl", "http://127.0.0.1:9/", "--headless", *args]) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "S3CRET" not in err  # a malformed header is not echoed: it may hold a token
