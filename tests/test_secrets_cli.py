@@ -204,3 +204,31 @@ async def test_a_detached_crawl_keeps_its_secrets_off_the_process_list_and_logs(
     assert logs
     for log in logs:
         assert_no_secret(log.read_bytes(), log.name)
+
+
+async def test_the_cookie_jar_of_a_state_crawl_survives_kill_9(serve, tmp_path) -> None:
+    """The jar beside the state is saved every few seconds while it changes, so a resume
+    after kill -9 still sends the cookie the server set in the killed run."""
+    site = await serve(site_routes(0.5))
+    env = environ(tmp_path)
+    state, out, jar = tmp_path / "k.db", tmp_path / "k.jsonl", tmp_path / "k.db.cookies"
+    auth = ["--header", f"Authorization: {AUTH}"]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "crawltop.cli", "crawl", site.url + "/", "--headless", "-c", "1", "--state", str(state),
+        "-o", str(out), "--cookies", cookie_file(tmp_path), *auth, env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    try:
+        deadline = asyncio.get_running_loop().time() + 60
+        while not (jar.exists() and SERVER_COOKIE in jar.read_text()):
+            assert asyncio.get_running_loop().time() < deadline and proc.returncode is None, "no jar saved"
+            await asyncio.sleep(0.1)
+    finally:
+        proc.kill()
+        await proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    code, _, err = await cli("resume", str(state), "--headless", *auth, env=env)
+    assert code == 0, err
+    records = [json.loads(x) for x in out.read_text().splitlines()]
+    assert {r["url"].removeprefix(site.url) for r in records} == {"/", *(f"/p/{i}" for i in range(PAGES))}
+    assert {r["status"] for r in records} == {200}, records
+    assert_no_secret(state.read_bytes(), "the state file")
