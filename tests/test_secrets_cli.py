@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import redis
 from aiohttp import web
+from cluster_helpers import recorded_by
 from proxy_helpers import Proxy
 
 from crawltop.core.cluster.keys import Keys
@@ -84,7 +85,7 @@ async def wait_lines(path: Path, n: int, timeout: float = 90) -> None:
 
 
 async def test_state_warc_records_hold_no_secret_and_resume_needs_them(serve, tmp_path) -> None:
-    site = await serve(site_routes(0.25))
+    site = await serve(site_routes(0.4))  # ~7 s at -c 1: stopped well before its end
     proxy = await Proxy("crawler", PROXY_PW).start()
     env = environ(tmp_path)
     state, warc, out = tmp_path / "s.db", tmp_path / "a.warc.gz", tmp_path / "r.jsonl"
@@ -133,7 +134,7 @@ async def test_state_warc_records_hold_no_secret_and_resume_needs_them(serve, tm
 async def test_redis_holds_no_secret_and_join_brings_its_own(serve, tmp_path, redis_url) -> None:
     # each process has its own jar (cookies never go to Redis): a cookie the root's
     # process got from the server is not the joiner's, so this site doesn't ask for it
-    site = await serve(site_routes(0.3, server_cookie=False))
+    site = await serve(site_routes(0.6, server_cookie=False))  # ~10 s at -c 1: the joins come mid-crawl
     env = environ(tmp_path)
     secret_args = ["--header", f"Authorization: {AUTH}", "--cookies", cookie_file(tmp_path)]
     proc = await asyncio.create_subprocess_exec(
@@ -156,6 +157,7 @@ async def test_redis_holds_no_secret_and_join_brings_its_own(serve, tmp_path, re
         assert code == 0, err
         records = [json.loads(x) for x in (tmp_path / "x.jsonl").read_text().splitlines()]
         assert len(records) == PAGES + 1 and {x["status"] for x in records} == {200}, records
+        assert len(recorded_by(r, "sec")) == 2  # the joiner fetched pages with its own secrets
         dump = b""
         for key in r.scan_iter(count=1000):
             kind = r.type(key)
