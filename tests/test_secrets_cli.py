@@ -234,3 +234,19 @@ async def test_the_cookie_jar_of_a_state_crawl_survives_kill_9(serve, tmp_path) 
     assert {r["url"].removeprefix(site.url) for r in records} == {"/", *(f"/p/{i}" for i in range(PAGES))}
     assert {r["status"] for r in records} == {200}, records
     assert_no_secret(state.read_bytes(), "the state file")
+
+
+async def test_processes_children_get_the_secrets_without_redis(serve, tmp_path, redis_url) -> None:
+    site = await serve(site_routes(0.1, server_cookie=False))
+    env = environ(tmp_path)
+    code, _, err = await cli("crawl", site.url + "/", "--processes", "2", "--redis", redis_url, "--name", "pp",
+                             "--headless", "--header", f"Authorization: {AUTH}", "--cookies", cookie_file(tmp_path),
+                             env=env)
+    assert code == 0, err
+    code, _, err = await cli("export", "--redis", redis_url, "pp", "--jsonl", str(tmp_path / "pp.jsonl"), env=env)
+    assert code == 0, err
+    records = [json.loads(x) for x in (tmp_path / "pp.jsonl").read_text().splitlines()]
+    assert len(records) == PAGES + 1 and {x["status"] for x in records} == {200}, records
+    assert_no_secret(err.encode(), "the output")
+    for log in (tmp_path / "xdg").rglob("*.log"):  # the children's logs
+        assert_no_secret(log.read_bytes(), log.name)
