@@ -234,7 +234,8 @@ class Sitemaps:
         self._guess: set[str] = set()  # origins whose /sitemap.xml waits for their first answer
 
     async def visit(self, url: str) -> None:
-        """On an origin's first URL: queue the sitemaps robots.txt names, else /sitemap.xml."""
+        """On an origin's first URL: queue the sitemaps robots.txt names; with none, the
+        origin waits for its first answer to have /sitemap.xml probed (`answered()`)."""
         origin = url[: url.find("/", url.find("//") + 2)]
         if origin in self._origins:
             return
