@@ -26,6 +26,7 @@ from .provenance import hop, utc_iso
 from .records import JsonlSink, Record, Sink
 from .robots import Robots
 from .scope import Scope
+from .session import CrawlSession
 from .sitemaps import Sitemaps, is_sitemap
 from .stats import Stats, WorkerState
 from .steer import Steering
@@ -174,25 +175,23 @@ class Crawler(Steering):
         timeout = aiohttp.ClientTimeout(
             total=self.config.timeout * 3, sock_connect=self.config.timeout, sock_read=self.config.timeout
         )
-        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-        self._session = aiohttp.ClientSession(
-            timeout=timeout,
-            connector=connector,
-            headers={"User-Agent": self.agent},
-            cookie_jar=aiohttp.DummyCookieJar(),
-            trust_env=False,
-            # A request's gap counts from when its headers leave, read by a trace; it costs a
-            # little per response chunk, so only when a delay is asked for (a Crawl-delay or a
-            # live one then counts from just before the request).
-            trace_configs=[on_sent()] if self._exact_gaps else None,
-        )
+        # issue 21: headers, proxy and cookie jar live in core/session.py. A request's gap
+        # counts from when its headers leave, read by a trace; it costs a little per
+        # response chunk, so only when a delay is asked for (a Crawl-delay or a live one
+        # then counts from just before the request).
+        self._http = CrawlSession(self.config, self.agent, self.roots)
+        self._session = self._http.open(timeout, [on_sent()] if self._exact_gaps else None)
         token = self.agent.split("/", 1)[0].split(" ", 1)[0] or "crawltop"
         self._robots = Robots(self._session, token, self.config.timeout) if self.config.robots else None
         if self.config.sitemaps:
             self._sitemaps = Sitemaps(robots=self._robots, scope=self.scope, admit=self._admit,
-                                      max_redirect=self.config.max_redirect, max_depth=self.config.max_depth)
+                                      max_redirect=self.config.max_redirect, max_depth=self.config.max_depth,
+                                      session=self._session, stats=self.stats, timeout=self.config.timeout)
         # Sinks may be added after construction (the CLI adds a WARC sink for a state file).
         self._response_sinks = [s for s in self.sinks if hasattr(s, "response")]
+        for sink in self._response_sinks:  # issue 21: --header values never reach an archive
+            if hasattr(sink, "redact_headers"):
+                sink.redact_headers(self._http.header_names)
         if hasattr(self.frontier, "on_error"):  # a store whose writer thread can fail
             loop = asyncio.get_running_loop()
             self.frontier.on_error = lambda exc: loop.call_soon_threadsafe(self._fail, exc)
@@ -217,7 +216,7 @@ class Crawler(Steering):
                 await self._cancel_workers()
                 if self._robots is not None:
                     self._robots.close()
-                await self._session.close()
+                await self._http.close()  # saves the cookie jar, closes the session
             finally:
                 self.ignore_rules.changed()  # save the patterns' final counts with the state
                 for sink in self.sinks:
@@ -382,6 +381,8 @@ class Crawler(Steering):
             resp = await self._fetch(ws, item, record, self._gate(ws.host or "", crawl_delay))
         if resp is None:
             return record
+        if self._sitemaps is not None:  # the origin answered: its guessed /sitemap.xml may be probed
+            await self._sitemaps.answered(item.url)
         record.status = resp.status
         record.content_type = resp.content_type
         record.size = len(resp.body)

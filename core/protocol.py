@@ -88,7 +88,7 @@ COMMANDS: dict[str, Command] = {
 }
 
 HEADLINE = ("state", "paused", "pages", "records", "queued", "seen", "errors", "rate_now", "rate_avg",
-            "concurrency", "busy", "elapsed")
+            "concurrency", "busy", "elapsed", "sitemap_probes", "sitemap_found")
 
 
 # -- framing -------------------------------------------------------------------------

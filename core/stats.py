@@ -148,6 +148,8 @@ class Snapshot:
     host_counts: dict[str, int] = field(default_factory=dict)
     next_due: float | None = None
     hosts_over_budget: int = 0  # URLs refused over --max-pages-per-host, all hosts
+    sitemap_probes: int = 0  # guessed /sitemap.xml probes sent (core/sitemaps.py), found or not
+    sitemap_found: int = 0  # of which looked like a sitemap and were queued
 
 
 @dataclass
@@ -169,6 +171,8 @@ class Stats:
     resumed_from: int = 0
     ignored: int = 0  # queued URLs dropped by an ignore pattern (each has its record)
     notice: str = ""  # set by a cluster member while Redis is away (core/cluster/member.py)
+    sitemap_probes: int = 0
+    sitemap_found: int = 0
     statuses: Counter[int] = field(default_factory=Counter)
     errors_by_kind: Counter[str] = field(default_factory=Counter)
     error_urls: Counter[str] = field(default_factory=Counter)
@@ -313,6 +317,8 @@ class Stats:
             host_counts=self.host_counts(),
             next_due=self.next_due() if not busy else None,
             hosts_over_budget=self.over_budget(),
+            sitemap_probes=self.sitemap_probes,
+            sitemap_found=self.sitemap_found,
         )
 
 
