@@ -232,6 +232,9 @@ async def test_report_and_headless_summary_count_retired_hosts(serve, tmp_path) 
     text = io.StringIO()
     headless_report(crawler, text)
     assert "retired 1" in text.getvalue()
+    from crawltop.tui.summary import summary_content
+    plain = summary_content(crawler.stats.snapshot(), []).plain
+    assert "hosts retired" in plain and "over host budget" in plain
 
 
 async def test_a_500_waits_its_own_back_off_without_a_worker_and_without_its_host(serve) -> None:
