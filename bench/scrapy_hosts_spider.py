@@ -28,7 +28,8 @@ class HostsSpider(CrawlSpider):
         "CONCURRENT_REQUESTS": 20,
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
         "DOWNLOAD_DELAY": 0.25,
-        "RANDOMIZE_DOWNLOAD_DELAY": False,
+        "DOWNLOAD_DELAY_JITTER": 0,          # Scrapy >= 2.14
+        "RANDOMIZE_DOWNLOAD_DELAY": False,   # older Scrapy
         "ROBOTSTXT_OBEY": False,
         "LOG_LEVEL": "WARNING",
         "DEPTH_LIMIT": 0,
