@@ -20,22 +20,23 @@ $msec - $request_time (millisecond resolution), the time its first bytes reached
 
 Scenarios (`--scenario`, comma separated; default all):
   hosts20    20 hosts (127.0.0.2 ... 127.0.0.21), 300 pages each (a table of contents
-             at / and pages linking each other), no cross-host links, all 20 roots given. crawltop `--delay 0.25 -c 20`; Scrapy
-             DOWNLOAD_DELAY=0.25, CONCURRENT_REQUESTS=20, CONCURRENT_REQUESTS_PER_DOMAIN=1.
+             at / and pages linking each other), no cross-host links, all 20 roots given.
+             crawltop `--delay 0.25 -c 20`; Scrapy DOWNLOAD_DELAY=0.25,
+             CONCURRENT_REQUESTS=20, CONCURRENT_REQUESTS_PER_DOMAIN=1.
              Ideal: 20 hosts x 4/s = 80 requests/s. 30 s.
   hosts1000  1,000 hosts (127.1.0.1 ...; --quick: 100), 50 pages each, 5 absolute links a
              page to other hosts' pages, one root. crawltop `--delay 1 -c 50 --scope any`;
-             Scrapy at CONCURRENT_REQUESTS 50 and 500, one request per slot, DOWNLOAD_DELAY=1,
-             no domain filter. 60 s.
-  retry429   5 hosts as in hosts20, one root: 127.0.0.2, whose table of contents links the
-             4 other hosts' roots before its own pages (so a single FIFO queue works on
-             127.0.0.2 first, whichever root answers first). Its 5th request, whatever the path, is answered
-             429 with `Retry-After: 3` (that host is a tiny stdlib server in this process,
-             behind nginx, so the one access log still counts everything); every other
-             request, that URL's retry included, gets the page.
-             Counted: requests to 127.0.0.2 in the 3 s after the first 429 (target 0), and
-             requests to the other hosts in those 3 s (they should go on). Delays as hosts20.
-             12 s.
+             Scrapy at CONCURRENT_REQUESTS 50 and 500, one request per slot,
+             DOWNLOAD_DELAY=1, no domain filter. 60 s.
+  retry429   5 hosts as in hosts20 and one root, 127.0.0.2, whose table of contents also
+             links the 4 other hosts' roots (so every crawler starts on the throttled host
+             and learns the others at once, whichever answers first). 127.0.0.2's 5th
+             request, whatever the path, is answered 429 with `Retry-After: 3`; every
+             other request, that URL's retry included, gets the page. (127.0.0.2 is a
+             tiny stdlib server in this process behind nginx, so the one access log still
+             counts everything.) Counted: requests to 127.0.0.2 in the 3 s after the
+             first 429 (target 0) and requests to the other hosts in those 3 s (they
+             should go on). Delay and concurrency as hosts20; 12 s.
 Every crawler runs with robots.txt off and (crawltop) no sitemaps, so only the scheduler
 is measured; `--robots` obeys robots.txt in both tools (each host's /robots.txt is a 404
 then, and counts as one of its requests).
@@ -334,7 +335,8 @@ def crawler_argv(sc: Scenario, tool: Tool, port: int, robots: bool, tag: str) ->
 def measure(sc: Scenario, hits: list[Hit], ended_itself: bool) -> dict:
     """The figures of one run from the server's log (see the module docstring)."""
     if not hits:
-        return {"requests": 0, "rate": 0.0, "hosts": 0}
+        return {"requests": 0, "rate": 0.0, "of_ideal": 0.0, "hosts": 0, "all_hosts_s": None, "min_gap_ms": None,
+                "gaps_under_delay": 0, "busiest_share": 0.0, "statuses": {}, "ended_itself": ended_itself}
     t0 = hits[0].start
     win = [h for h in hits if h.start <= t0 + sc.seconds]
     span = (win[-1].start - t0) if ended_itself else sc.seconds
@@ -479,6 +481,7 @@ def main() -> None:
                     help="before each run, wait up to this long for other load to settle (default 60; --quick 5)")
     ap.add_argument("--json", default=None, help="default bench/_work/politeness.json (--quick: politeness-quick.json)")
     a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so atexit and `with` stop the children
     runs = a.runs or (1 if a.quick else 3)
     quiet = a.quiet_wait if a.quiet_wait is not None else (5.0 if a.quick else 60.0)
     every = scenarios(a.quick, a.seconds, a.hosts)
