@@ -61,11 +61,14 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import errno
+import fcntl
 import http.server
 import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -216,9 +219,25 @@ class Throttled(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def ports_free(addrs: list[str], port: int) -> None:
+    """Exit if any ADDR:port is taken: our nginx would fail to bind, and the readiness
+    check would then pass against whoever holds the port (another run of this script,
+    from another worktree), and the two runs' crawls would mix in the counts."""
+    for addr in addrs:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((addr, port))
+            except OSError as e:
+                if e.errno != errno.EADDRINUSE:
+                    raise
+                sys.exit(f"{addr}:{port} is in use (another bench/politeness.py?): try --port")
+
+
 def serve(sc: Scenario, site: Path, port: int, log: Path) -> Nginx:
     """nginx on ADDR:port for every host of sc (plus 127.0.0.1:port, unused, for the
     readiness check), logging every request to `log`."""
+    ports_free(["127.0.0.1", *sc.hosts], port)
     log.write_text("")
     logline = f"access_log {log} polite buffer=64k flush=100ms;"
     plain = [a for a in sc.hosts if a != sc.hot]
@@ -491,6 +510,12 @@ def main() -> None:
         sys.exit(f"{CRAWLTOP} does not work (`crawltop crawl --help` fails)")
     if "scrapy" in kinds:
         ensure_scrapy()
+    # one run at a time per worktree: a second would rewrite the sites and truncate the log
+    lock = open(ensure_work() / "politeness.lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit("another bench/politeness.py runs in this worktree (bench/_work/politeness.lock)")
     out = Path(a.json) if a.json else ensure_work() / ("politeness-quick.json" if a.quick else "politeness.json")
     results: dict = {
         "when": time.strftime("%Y-%m-%d %H:%M:%S"), "quick": a.quick, "runs": runs, "robots": a.robots,
@@ -506,7 +531,9 @@ def main() -> None:
         per_tool: dict[str, list[dict]] = {t.label: [] for t in tools}
         print(f"{sc.name}: {len(sc.hosts)} hosts on port {a.port}, {sc.seconds:.0f} s a crawl, {runs} round(s)",
               flush=True)
-        with serve(sc, site, a.port, log):
+        with serve(sc, site, a.port, log) as ng:
+            if ng.proc is None or ng.proc.poll() is not None:
+                sys.exit(f"nginx did not start: see {ng.dir}/error.log")
             for r in range(runs):
                 for tool in tools[r % len(tools):] + tools[:r % len(tools)]:
                     wait_quiet(max_wait=quiet)
