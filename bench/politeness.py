@@ -1,6 +1,6 @@
 """A polite crawl of many hosts: crawltop and Scrapy side by side in one run (issue 19, §7).
 
-    .venv/bin/python bench/politeness.py                        # every scenario, 3 rounds (~15 min)
+    .venv/bin/python bench/politeness.py                        # every scenario, 3 rounds (~20-30 min)
     .venv/bin/python bench/politeness.py --quick                # smoke run: 10 s a case, 100 hosts, 1 round
     .venv/bin/python bench/politeness.py --scenario hosts20 --runs 1 --seconds 30
     .venv/bin/python bench/politeness.py --scenario hosts1000 --tools crawltop
@@ -15,8 +15,10 @@ own account.
 The hosts. All of 127.0.0.0/8 reaches `lo` on Linux, so one nginx (Debian's, our child)
 listens on PORT of many loopback addresses, one `listen ADDR:PORT` each, and serves each
 address its own generated static site (`root .../$server_addr`). Every request is logged
-as `$msec $request_time $server_addr $status $request_uri`; a request's start is
-$msec - $request_time (millisecond resolution), the time its first bytes reached nginx.
+as `$msec $request_time $server_addr $status $connection_requests $request_uri`
+(bench/_work/politeness/access-SCENARIO.log); a request's start is $msec - $request_time
+(millisecond resolution), the time its first bytes reached nginx; $connection_requests
+is 1 on a new connection.
 
 Scenarios (`--scenario`, comma separated; default all):
   hosts20    20 hosts (127.0.0.2 ... 127.0.0.21), 300 pages each (a table of contents
@@ -92,7 +94,7 @@ SAME_HOST_LINKS = 3      # random links a page to pages of its own host (besides
 HOT_NTH = 5              # retry429: the throttled host's 5th request gets the 429
 RETRY_AFTER = 3
 GAP_SLACK = 0.010        # s: a gap shorter than delay - this counts as too close (jitter, ms stamps)
-LOG_FORMAT = "$msec $request_time $server_addr $status $request_uri"
+LOG_FORMAT = "$msec $request_time $server_addr $status $connection_requests $request_uri"
 FILLER = ("<p>" + "polite crawl of many hosts, one nginx on loopback, per-host delay. " * 12 + "</p>")
 
 
@@ -276,6 +278,7 @@ class Hit:
     start: float
     addr: str
     status: int
+    nth: int             # the request's number on its connection: 1 = a new connection
     uri: str
 
 
@@ -285,9 +288,9 @@ def read_hits(log: Path, offset: int) -> list[Hit]:
         lines = fh.read().decode("utf-8", "replace").splitlines()
     hits = []
     for line in lines:
-        parts = line.split(" ", 4)
-        if len(parts) == 5:
-            hits.append(Hit(float(parts[0]) - float(parts[1]), parts[2], int(parts[3]), parts[4]))
+        parts = line.split(" ", 5)
+        if len(parts) == 6:
+            hits.append(Hit(float(parts[0]) - float(parts[1]), parts[2], int(parts[3]), int(parts[4]), parts[5]))
     return sorted(hits, key=lambda h: h.start)
 
 
