@@ -60,6 +60,19 @@ SIGKILL). Only requests that started inside the window count:
 Rounds interleave the tools (the order rotates), figures are medians over rounds (min
 gap: the minimum; 429 leaks: the maximum). Results go to bench/_work/politeness.json
 (--quick: politeness-quick.json).
+
+Reading the figures.
+  - A short gap on this shared 2-core machine is nearly always one request that reached
+    nginx late (a stalled event loop, on the crawler's side or nginx's) followed by the
+    next one on schedule: both crawlers space requests by when they let them go, not by
+    when they arrive. The access log shows it: the gap before the late request is as long
+    as the short one is short, on the same connection. Scrapy shows more of them (its
+    parsing shares the reactor with its sending, at 0.3-0.9 cores here).
+  - Scrapy's download slot is the URL's hostname; here every host is an IP address, so a
+    slot is a host and CONCURRENT_REQUESTS_PER_DOMAIN=1 is one request in flight per
+    host (CONCURRENT_REQUESTS_PER_IP, deprecated in the Scrapy 2.19 used here, stays 0).
+    Scrapy's default scheduler queue, DownloaderAwarePriorityQueue, already takes
+    requests from slots that are not busy.
 """
 from __future__ import annotations
 
