@@ -254,3 +254,22 @@ async def test_a_500_waits_its_own_back_off_without_a_worker_and_without_its_hos
     # fetched right after the first 500, long before the retry.
     others = [t for t, p in site.times if p.startswith("/p") and p != "/p0"]
     assert len(others) == 6 and max(others) < tries[0] + 0.1 < tries[1], (tries, site.times)
+
+
+async def test_the_adaptive_delay_follows_the_hosts_response_time(serve) -> None:
+    async def slow(req: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(0.1)
+        return web.Response(text="<p>ok</p>", content_type="text/html")
+
+    routes = tree(5)
+    for i in range(4):
+        routes[f"/p{i}"] = slow
+    site = await serve(routes, "127.0.0.2")
+    crawler, sink = await crawl(site.url + "/", robots=False, concurrency=4, delay_factor=2.0, per_host=1)
+    assert len(sink.records) == 5
+    starts = sorted(t for t, p in site.times)
+    # Each slow page's ~0.1 s answer sets the next gap to about 0.2 s (the first page
+    # answered at once, so the gap after it is short).
+    assert all(g >= 0.19 for g in gaps([(t, "") for t in starts[1:]])), gaps([(t, "") for t in starts])
+    row = crawler.host_table()[0]
+    assert row.source == "adaptive" and 0.19 <= row.delay < 1.0
