@@ -277,6 +277,8 @@ class Crawler(Steering):
         try:
             if self._robots is not None:
                 crawl_delay = (await self._robots.check(item.url))[1]
+        except Exception:  # a surprise must not cost a worker; the page's own check retries it
+            pass
         finally:
             ws.url = ws.host = None
             if crawl_delay is not None:
@@ -298,11 +300,13 @@ class Crawler(Steering):
         stats_host = host if host is not None else self.stats.host(ws.host)
         if host is None:
             stats_host.in_flight += 1  # a Host counts its own, from take() to finished()
+        elif not host.flags & RETIRED:
+            ws.slot = host  # take() gave us its slot: freed after the fetch, or below whatever happens
         started = self.stats.clock()
         try:
             if host is not None and host.flags & RETIRED:  # taken only for its Record
                 record = _record(item, tries=item.tries)
-                record.fail(errors.HostRetired(f"host {host.key} retired after {host.failures} failures "
+                record.fail(errors.HostRetired(f"host {host.key} retired after {host.strikes} failures "
                                                f"in a row (last: {host.last_error})"))
             else:
                 await self._wait_unpaused(ws)
@@ -322,6 +326,7 @@ class Crawler(Steering):
         finally:
             if host is None:
                 stats_host.in_flight -= 1
+            self._free_slot(ws)
             ws.url = ws.host = None
         record.elapsed_ms = round((self.stats.clock() - started) * 1000, 1)
         self._emit(record)
@@ -427,35 +432,43 @@ class Crawler(Steering):
                                     lambda: self.stats.set_phase(ws, "reading"),
                                     (lambda: sched.started(host, loop.time())) if self._exact_gaps else None)
         except NETWORK_ERRORS as exc:
-            sched.finished(host)
+            self._free_slot(ws)
             kind = errors.error_kind(exc)
             reach = kind in HOST_KINDS or type(exc).__name__ == "ConnectionTimeoutError"
-            self._host_failed(host, kind, reach, started, None)
+            self._host_failed(host, kind, started, None, block=reach, strike=reach or kind == "timeout")
             if last or host.flags & RETIRED:
                 record.fail(exc, _network_error(exc, self.config.timeout))
                 return None
             self.stats.retries += 1
             raise _Retry(attempt, 0.0 if reach else self._url_backoff(attempt)) from None
         except BaseException:
-            sched.finished(host)
+            self._free_slot(ws)
             raise
-        sched.finished(host)
+        self._free_slot(ws)
         if not retryable(resp.status):
             sched.succeeded(host, started, loop.time() - started)
             return resp
         host_wide = resp.status in (429, 503)
         wait = retry_after(resp.headers.get("Retry-After"), self.config.max_wait) if host_wide else None
-        self._host_failed(host, str(resp.status), host_wide, started, wait)
+        self._host_failed(host, str(resp.status), started, wait, block=host_wide, strike=False)
         if last or host.flags & RETIRED:
             return resp
         self.stats.retries += 1
         raise _Retry(attempt, 0.0 if host_wide else self._url_backoff(attempt))
 
-    def _host_failed(self, host: Host, why: str, block: bool, started: float, retry_after: float | None) -> None:
-        """One more failure in a row; `block`: the whole host backs off for it."""
+    def _free_slot(self, ws: WorkerState) -> None:
+        """The host's fetch slot goes back once: after the fetch, or when the URL ended
+        without one (robots said no, a cancel, a surprise)."""
+        host, ws.slot = ws.slot, None
+        if host is not None and self._sched is not None:
+            self._sched.finished(host)  # type: ignore[arg-type]
+
+    def _host_failed(self, host: Host, why: str, started: float, retry_after: float | None, *,
+                     block: bool, strike: bool) -> None:
+        """Tell the host (core/hosts.py Hosts.failed) and retire it when it says so."""
         assert self._sched is not None
         now = asyncio.get_running_loop().time()
-        if self._sched.failed(host, why, started, now, retry_after, block=block):
+        if self._sched.failed(host, why, started, now, retry_after, block=block, strike=strike):
             self._retire_host(host)
 
     def _url_backoff(self, attempt: int) -> float:

@@ -14,7 +14,7 @@ errors and timeouts exponential) blocks it on top. After --host-max-failures fai
 a row it is retired: every URL still queued for it comes out at once, for its Record.
 
 `Hosts` is the synchronous part shared by the stores (memory, SQLite); waiting for the
-next due host is the store's (core/frontier.py `HostWaiters`). `Host` is also the row the
+next due host is the store's (core/frontier.py `DueWaiters`). `Host` is also the row the
 live view reads (in flight, done, errors, latency), so one object per host is all it costs.
 """
 from __future__ import annotations
@@ -40,7 +40,6 @@ NEEDS_ROBOTS = 4  # robots.txt is the host's first request (Heritrix's prerequis
 ROBOTS_PENDING = 8  # a worker is fetching it: the host is not due meanwhile
 
 # Why a host backs off (Host.why), as the view shows it.
-BACKOFF_REASONS = ("429", "503", "connect", "timeout", "dns", "tls")
 # States of a host, in the order the header counts them.
 STATES = ("ready", "fetching", "waiting", "backoff", "paused", "budget", "retired", "done")
 JITTER = 0.1  # blocks computed together don't all end together
@@ -74,7 +73,7 @@ class Extra:
     """What few hosts need (a back-off, a Crawl-delay, a live delay, a budget overrun):
     kept apart, so a host that is only queued costs its core slots and nothing more."""
 
-    __slots__ = ("source", "crawl_delay", "live_delay", "adaptive", "failures", "backoff_until",
+    __slots__ = ("source", "crawl_delay", "live_delay", "adaptive", "failures", "strikes", "backoff_until",
                  "why", "block_at", "over", "last_error")
 
     def __init__(self) -> None:
@@ -82,9 +81,10 @@ class Extra:
         self.crawl_delay = 0.0
         self.live_delay: float | None = None
         self.adaptive = 0.0
-        self.failures = 0  # consecutive
+        self.failures = 0  # back-offs in a row (the exponent)
+        self.strikes = 0  # failures to reach the host in a row (retirement)
         self.backoff_until = 0.0
-        self.why = ""  # the back-off's reason (BACKOFF_REASONS)
+        self.why = ""  # the back-off's reason: 429, 503, connect, dns, tls, timeout
         self.block_at = 0.0  # when the current back-off began (in-flight failures escalate once)
         self.over = 0  # URLs refused: over --max-pages-per-host
         self.last_error = ""
@@ -133,6 +133,7 @@ class Host:
     crawl_delay = property(lambda self: self._e.crawl_delay)
     live_delay = property(lambda self: self._e.live_delay)
     failures = property(lambda self: self._e.failures)
+    strikes = property(lambda self: self._e.strikes)
     backoff_until = property(lambda self: self._e.backoff_until)
     why = property(lambda self: self._e.why)
     over = property(lambda self: self._e.over)
@@ -235,6 +236,8 @@ class Hosts:
             self.changed(h)
             return None
         h.admitted += 1
+        if budget is not None:
+            self.changed(h)  # a resume must not admit past the budget
         return h
 
     def put(self, h: Host, item: Item, front: bool = False) -> None:
@@ -360,42 +363,38 @@ class Hosts:
             h.extra().adaptive = self.policy.delay_factor * latency
             self.recompute(h)
         x = h.x
-        if x is not None and x.failures and started >= x.block_at:
-            x.failures = 0
+        if x is not None and (x.failures or x.strikes) and started >= x.block_at:
+            x.failures = x.strikes = 0
             x.why = ""
 
     def failed(self, h: Host, why: str, started: float, now: float, retry_after: float | None = None,
-               block: bool = True) -> bool:
-        """A failure in a row for the host; with `block`, back the whole host off (why:
-        429, 503, connect...). True when it should now be retired.
+               block: bool = True, strike: bool = True) -> bool:
+        """A failed request. `block`: the whole host backs off (429, 503, unreachable);
+        `strike`: it counts toward retiring the host (unreachable, timeouts: a rate
+        limit or a broken page does not). True when the host should now be retired.
 
-        A request that was already in flight when the current block began escalates it
-        at most once: a backlog of failures must not inflate the delay."""
+        A request that started before the current back-off began says nothing new about
+        the host: a backlog of failures must not inflate the delay or retire it."""
         x = h.extra()
-        if x.backoff_until > now and started < x.block_at:
-            return False
-        x.failures += 1
         x.last_error = why
-        if not block:
-            self.changed(h)
-            return x.failures >= self.policy.max_failures
-        p = self.policy
-        if retry_after is not None:
-            wait = min(retry_after, p.max_backoff)
-        else:
-            wait = min(p.max_backoff, p.backoff * 2 ** (x.failures - 1))
-        wait *= random.uniform(1.0, 1.0 + JITTER)
-        x.backoff_until = max(x.backoff_until, now + wait)
-        x.block_at = now
-        x.why = why
-        self._schedule(h)
+        if started < x.block_at:
+            return False
+        if strike:
+            x.strikes += 1
+        if block:
+            x.failures += 1
+            p = self.policy
+            if retry_after is not None:
+                wait = min(retry_after, p.max_backoff)
+            else:
+                wait = min(p.max_backoff, p.backoff * 2 ** (x.failures - 1))
+            wait *= random.uniform(1.0, 1.0 + JITTER)
+            x.backoff_until = max(x.backoff_until, now + wait)
+            x.block_at = now
+            x.why = why
+            self._schedule(h)
         self.changed(h)
-        return x.failures >= p.max_failures
-
-    def snooze(self, h: Host, seconds: float, now: float) -> None:
-        """A URL-level retry (a 500, say): the host waits a little, without a failure."""
-        h.next_at = max(h.next_at, now + seconds)
-        self._schedule(h)
+        return x.strikes >= self.policy.max_failures
 
     def retire(self, h: Host, why: str) -> int:
         """No more requests to it; its queued URLs come due at once for their Records."""
@@ -520,8 +519,8 @@ class Hosts:
                 d["live"] = x.live_delay
             if x.crawl_delay:
                 d["crawl"] = x.crawl_delay
-            if x.failures:
-                d["failures"], d["why"] = x.failures, x.why
+            if x.failures or x.strikes:
+                d["failures"], d["strikes"], d["why"] = x.failures, x.strikes, x.why
             if x.backoff_until:
                 d["until"] = x.backoff_until + wall_minus_mono  # wall clock: monotonic restarts
             if x.over:
@@ -540,6 +539,7 @@ class Hosts:
         x.live_delay = _num(d.get("live"))
         x.crawl_delay = _num(d.get("crawl")) or 0.0
         x.failures = int(_num(d.get("failures")) or 0)
+        x.strikes = int(_num(d.get("strikes")) or 0)
         x.why = str(d.get("why") or "")[:16]
         until = _num(d.get("until"))
         if until:

@@ -32,6 +32,7 @@ class WorkerState:
     since: float = 0.0
     tries: int = 0
     retiring: bool = False
+    slot: object | None = None  # the Host whose fetch slot this worker holds (core/crawler.py)
 
 
 @dataclass(slots=True)
@@ -72,9 +73,9 @@ class HostView:
     queued: int = 0
     wait: float = 0.0  # seconds until it may fetch (waiting, backoff)
     source: str = ""  # what decided the delay: delay, robots, robots (capped), adaptive, live
-    why: str = ""  # the back-off's reason: 429, 503, connect, timeout, 5xx
+    why: str = ""  # the back-off's reason: 429, 503, connect, dns, tls, timeout
     over: int = 0  # URLs refused over --max-pages-per-host
-    failures: int = 0  # consecutive
+    failures: int = 0  # in a row, toward --host-max-failures (unreachable, timeouts)
 
 
 def host_view(name: str, s: object, now: float) -> HostView:
@@ -86,7 +87,7 @@ def host_view(name: str, s: object, now: float) -> HostView:
         name, s.in_flight, done, s.errors, s.total_ms / done if done else 0.0, s.delay,  # type: ignore[attr-defined]
         s.paused, s.parked,  # type: ignore[attr-defined]
         state(now) if state else "", getattr(s, "queued", 0), wake(now) if wake else 0.0,
-        getattr(s, "source", ""), getattr(s, "why", ""), getattr(s, "over", 0), getattr(s, "failures", 0))
+        getattr(s, "source", ""), getattr(s, "why", ""), getattr(s, "over", 0), getattr(s, "strikes", 0))
 
 
 @dataclass(frozen=True, slots=True)

@@ -273,3 +273,50 @@ async def test_the_adaptive_delay_follows_the_hosts_response_time(serve) -> None
     assert all(g >= 0.19 for g in gaps([(t, "") for t in starts[1:]])), gaps([(t, "") for t in starts])
     row = crawler.host_table()[0]
     assert row.source == "adaptive" and 0.19 <= row.delay < 1.0
+
+
+async def test_a_robots_refusal_frees_the_hosts_slot(serve) -> None:
+    """The slot taken for a URL that robots.txt refuses goes back: with --per-host 1
+    the host's other pages still come (the crawl ends, nothing stays 'fetching')."""
+    async def robots(req: web.Request) -> web.Response:
+        return web.Response(text="User-agent: *\nDisallow: /x\n")
+
+    routes = {"/": page("/x1", "/x2", "/p1", "/p2"), "/p1": page(), "/p2": page(), "/robots.txt": robots}
+    site = await serve(routes, "127.0.0.2")
+    crawler, sink = await crawl(site.url + "/", per_host=1)
+    kinds = {r.url.rsplit("/", 1)[1]: r.error_kind for r in sink.records}
+    assert kinds == {"": None, "x1": "robots", "x2": "robots", "p1": None, "p2": None}
+    assert crawler.host_table()[0].in_flight == 0
+
+
+async def test_a_worker_woken_for_one_host_keeps_the_timer_on_the_next(serve) -> None:
+    """Two workers wait; host A comes due, then B a little later: B is taken on time by
+    the other worker, not when the first worker is done with A (a slow page)."""
+    async def slow(req: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(1.5)
+        return web.Response(text="<p>ok</p>", content_type="text/html")
+
+    a = await serve({"/": page("/slow"), "/slow": slow}, "127.0.0.2")
+    b = await serve({"/": page("/b1"), "/b1": page()}, "127.0.0.3")
+    crawler, sink = await crawl([a.url + "/", b.url + "/"], robots=False, concurrency=2, delay=0.3)
+    b1 = next(t for t, p in b.times if p == "/b1")
+    b0 = next(t for t, p in b.times if p == "/")
+    assert b1 - b0 < 0.3 + 0.5, b1 - b0  # due at +0.3 s; the slow page holds its worker 1.5 s
+    assert len(sink.records) == 4
+
+
+async def test_a_rate_limit_backs_off_but_never_retires_the_host(serve) -> None:
+    count: list[int] = [0]
+
+    async def limited(req: web.Request) -> web.StreamResponse:
+        count[0] += 1
+        if count[0] <= 6:
+            return web.Response(status=429, headers={"Retry-After": "0"})
+        return web.Response(text="<p>ok</p>", content_type="text/html")
+
+    routes = {"/": page(*[f"/p{i}" for i in range(3)])}
+    routes.update({f"/p{i}": limited for i in range(3)})
+    site = await serve(routes, "127.0.0.2")
+    crawler, sink = await crawl(site.url + "/", robots=False, per_host=1, host_max_failures=2, max_tries=10)
+    assert all(r.status == 200 for r in sink.records) and len(sink.records) == 4
+    assert crawler.host_table()[0].state == "done"
