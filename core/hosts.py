@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import random
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
@@ -212,6 +213,7 @@ class Hosts:
         if h is None:
             h = self.hosts[key] = Host(key, NEEDS_ROBOTS if self.policy.robots else 0)
             self.recompute(h)
+            h.next_at = time.monotonic()  # due since it was found: new hosts queue up behind known ones
         return h
 
     def of(self, url: str) -> Host:
@@ -277,6 +279,13 @@ class Hosts:
                 return None
             heapq.heappop(heap)
             h.heap_at = -1.0
+            due = self._due(h)
+            if due is None:
+                continue  # paused, capped or emptied since
+            if due > at:  # its time moved on (a request went out, a back-off began): back in line
+                h.heap_at = due
+                heapq.heappush(heap, (due, h))
+                continue
             item = h.q[h.head]
             h.q[h.head] = None  # type: ignore[call-overload]  # the list no longer keeps it alive
             h.head += 1
@@ -307,21 +316,28 @@ class Hosts:
             return self._later[0][0]
         return wake
 
-    def _schedule(self, h: Host) -> None:
-        """(Re)place the host in the ready heap, or take it out, from its state."""
+    def _due(self, h: Host) -> float | None:
+        """When the host may next be taken; None while it cannot be (nothing queued,
+        paused, at its cap, its robots.txt pending)."""
         if not h.queued or h.flags & (PAUSED | ROBOTS_PENDING):
+            return None
+        if h.flags & RETIRED:
+            return 0.0
+        cap = self.policy.per_host
+        if cap is not None and h.in_flight >= cap:
+            return None
+        x = h.x
+        return h.next_at if x is None or h.next_at > x.backoff_until else x.backoff_until
+
+    def _schedule(self, h: Host) -> None:
+        """Put the host in the ready heap at its due time, unless it is there earlier
+        already (entries are moved later lazily, by take(), so a request's start or a
+        back-off costs no push). A host that cannot be taken loses its entry."""
+        at = self._due(h)
+        if at is None:
             h.heap_at = -1.0
             return
-        if h.flags & RETIRED:
-            at = 0.0
-        else:
-            cap = self.policy.per_host
-            if cap is not None and h.in_flight >= cap:
-                h.heap_at = -1.0
-                return
-            x = h.x
-            at = h.next_at if x is None or h.next_at > x.backoff_until else x.backoff_until
-        if at != h.heap_at:
+        if h.heap_at < 0 or at < h.heap_at:  # a later time waits: take() moves the entry then
             h.heap_at = at
             heapq.heappush(self._heap, (at, h))
             self.notify(at)
@@ -490,7 +506,16 @@ class Hosts:
 
     def peek(self, n: int) -> list[Item]:
         """About what pop() gives next: the hosts due soonest, taking turns."""
-        hosts = [h for at, h in heapq.nsmallest(n * 2, self._heap) if at == h.heap_at][:n]
+        heap, hosts = self._heap, []
+        todo = [(heap[0][0], 0)] if heap else []  # walk the heap's top: O(n log n), not a scan
+        while todo and len(hosts) < n:
+            _, i = heapq.heappop(todo)
+            at, h = heap[i]
+            if at == h.heap_at and h.queued:
+                hosts.append(h)
+            for c in (2 * i + 1, 2 * i + 2):
+                if c < len(heap):
+                    heapq.heappush(todo, (heap[c][0], c))
         out: list[Item] = []
         for i in range(n):
             for h in hosts:

@@ -18,7 +18,7 @@ from crawltop.core.resume import open_state
 # gets to it: one can read a few ms late and shorten the next gap by as much. The gap is
 # counted from when the request's headers were written, so it is never short by more;
 # bench/politeness.py measures it at nginx, to the millisecond.
-SLACK = 0.010
+SLACK = 0.025  # generous: a loaded 2-core CI runs these servers late now and then
 
 
 def tree(n: int) -> dict:
@@ -43,9 +43,9 @@ async def test_twenty_hosts_run_in_parallel_each_at_its_delay(serve) -> None:
         assert len(s.times) == 5
         assert min(gaps(s.times)) >= 0.2 - SLACK, (s.url, gaps(s.times))
     # One host at a time would take 20 x 4 x 0.2 = 16 s; all at once, about 0.8 s.
-    assert took < 5, took
+    assert took < 8, took
     snap = crawler.stats.snapshot()
-    assert snap.host_counts.get("done") == 20 or sum(snap.host_counts.values()) == 20
+    assert snap.host_counts == {"done": 20}
 
 
 async def test_a_host_waits_out_retry_after_and_the_others_go_on(serve) -> None:
