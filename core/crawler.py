@@ -21,7 +21,7 @@ from .config import CrawlConfig
 from .fetch import REDIRECTS, Response, backoff, decode, fetch_once, on_sent, retry_after, retryable
 from .frontier import Frontier, Item, MemoryFrontier
 from .gate import HostGate
-from .hosts import RETIRED, ROBOTS_PENDING, Host, Hosts, Politeness
+from .hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness
 from .provenance import hop, utc_iso
 from .records import JsonlSink, Record, Sink
 from .robots import Robots
@@ -251,7 +251,7 @@ class Crawler(Steering):
                 if host is None and self._parked and self._park(item):  # its host is paused: aside
                     await asyncio.sleep(0)
                     continue
-                if host is not None and host.flags & ROBOTS_PENDING:  # the host's first step
+                if host is not None and host.flags & STEP_PENDING:  # robots.txt or the probe first
                     await self._prerequisite(ws, host, item)
                     continue
                 self._held[ws.id] = item
@@ -265,18 +265,26 @@ class Crawler(Steering):
             self.stats.workers.pop(ws.id, None)
 
     async def _prerequisite(self, ws: WorkerState, host: Host, item: Item) -> None:
-        """robots.txt as the host's first request: it takes the host's slot and delay,
-        so no other worker waits for it; the URL goes back first in its host's queue."""
+        """robots.txt as the host's first request, and its /sitemap.xml probe after its
+        first answer: each takes the host's turn and delay, so no other worker waits for
+        it and the gap holds; the URL goes back first in its host's queue."""
         assert self._sched is not None
         loop = asyncio.get_running_loop()
         started = loop.time()
         self._sched.started(host, started)
-        self.stats.set_phase(ws, "robots")
         ws.url, ws.host = item.url, host.key
         crawl_delay: float | None = None
         try:
-            if self._robots is not None:
-                crawl_delay = (await self._robots.check(item.url))[1]
+            if host.flags & NEEDS_ROBOTS:
+                host.flags &= ~NEEDS_ROBOTS
+                self.stats.set_phase(ws, "robots")
+                if self._robots is not None:
+                    crawl_delay = (await self._robots.check(item.url))[1]
+            elif host.flags & NEEDS_PROBE:
+                host.flags &= ~NEEDS_PROBE
+                self.stats.set_phase(ws, "connecting")
+                if self._sitemaps is not None:
+                    await self._sitemaps.answered(item.url)
         except Exception:  # a surprise must not cost a worker; the page's own check retries it
             pass
         finally:
@@ -387,7 +395,7 @@ class Crawler(Steering):
         if resp is None:
             return record
         if self._sitemaps is not None:  # the origin answered: its guessed /sitemap.xml may be probed
-            await self._sitemaps.answered(item.url)
+            await self._probe_after(host, item.url)
         record.status = resp.status
         record.content_type = resp.content_type
         record.size = len(resp.body)
@@ -455,6 +463,26 @@ class Crawler(Steering):
             return resp
         self.stats.retries += 1
         raise _Retry(attempt, 0.0 if host_wide else self._url_backoff(attempt))
+
+    async def _probe_after(self, host: Host | None, url: str) -> None:
+        """The probe is one of the host's requests: its next turn, or, when it has no URL
+        queued to take a turn with, now in this worker once the host is due."""
+        assert self._sitemaps is not None
+        if host is None or not self._sitemaps.wants_probe(url):
+            if host is None:
+                await self._sitemaps.answered(url)
+            return
+        if host.queued:
+            assert self._sched is not None
+            self._sched.want_probe(host)
+            return
+        loop = asyncio.get_running_loop()
+        wait = max(host.next_at, host.backoff_until) - loop.time()
+        if wait > 0:
+            await asyncio.sleep(wait)  # only this host's last page waits, and only once
+        if self._sched is not None:
+            self._sched.started(host, loop.time())
+        await self._sitemaps.answered(url)
 
     def _free_slot(self, ws: WorkerState) -> None:
         """The host's fetch slot goes back once: after the fetch, or when the URL ended

@@ -38,7 +38,8 @@ QueueBy = Literal["host", "domain"]
 PAUSED = 1
 RETIRED = 2
 NEEDS_ROBOTS = 4  # robots.txt is the host's first request (Heritrix's prerequisite)
-ROBOTS_PENDING = 8  # a worker is fetching it: the host is not due meanwhile
+STEP_PENDING = 8  # a worker does the host's robots.txt or probe: the host is not due meanwhile
+NEEDS_PROBE = 16  # its guessed /sitemap.xml is probed as one of its requests (core/sitemaps.py)
 
 # Why a host backs off (Host.why), as the view shows it.
 # States of a host, in the order the header counts them.
@@ -299,8 +300,8 @@ class Hosts:
             if not h.flags & RETIRED:  # a retired host's URLs only go to their Records
                 h.in_flight += 1
                 h.next_at = now + h.delay
-                if h.flags & NEEDS_ROBOTS:
-                    h.flags = (h.flags & ~NEEDS_ROBOTS) | ROBOTS_PENDING
+                if h.flags & (NEEDS_ROBOTS | NEEDS_PROBE):  # the worker does that step first
+                    h.flags |= STEP_PENDING
             self._schedule(h)
             return item, h
         return None
@@ -319,7 +320,7 @@ class Hosts:
     def _due(self, h: Host) -> float | None:
         """When the host may next be taken; None while it cannot be (nothing queued,
         paused, at its cap, its robots.txt pending)."""
-        if not h.queued or h.flags & (PAUSED | ROBOTS_PENDING):
+        if not h.queued or h.flags & (PAUSED | STEP_PENDING):
             return None
         if h.flags & RETIRED:
             return 0.0
@@ -352,11 +353,15 @@ class Hosts:
 
     def finished(self, h: Host) -> None:
         """One of its fetches (or its robots.txt) is over: a slot frees up."""
-        if h.flags & ROBOTS_PENDING:
-            h.flags &= ~ROBOTS_PENDING
+        if h.flags & STEP_PENDING:
+            h.flags &= ~STEP_PENDING
         h.in_flight = max(0, h.in_flight - 1)
         self._schedule(h)
         self.changed(h)
+
+    def want_probe(self, h: Host) -> None:
+        """Its next turn goes to its /sitemap.xml probe (a request like any other)."""
+        h.flags |= NEEDS_PROBE
 
     def untake(self, h: Host, item: Item) -> None:
         """A taken URL goes back to the front of its host's queue, its slot freed."""

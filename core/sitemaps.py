@@ -254,6 +254,10 @@ class Sitemaps:
         else:
             self._guess.add(origin)
 
+    def wants_probe(self, url: str) -> bool:
+        """The origin of `url` answered and its /sitemap.xml is still to be probed."""
+        return bool(self._guess) and url[: url.find("/", url.find("//") + 2)] in self._guess
+
     async def answered(self, url: str) -> None:
         """The origin of `url` answered a request: probe its /sitemap.xml now, once."""
         if not self._guess:

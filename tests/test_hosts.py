@@ -320,3 +320,16 @@ async def test_a_rate_limit_backs_off_but_never_retires_the_host(serve) -> None:
     crawler, sink = await crawl(site.url + "/", robots=False, per_host=1, host_max_failures=2, max_tries=10)
     assert all(r.status == 200 for r in sink.records) and len(sink.records) == 4
     assert crawler.host_table()[0].state == "done"
+
+
+async def test_the_sitemap_probe_is_one_of_the_hosts_requests_and_keeps_the_gap(serve) -> None:
+    routes = tree(4)
+    routes["/sitemap.xml"] = page()  # HTML: not a sitemap, so no record
+    multi = await serve(routes, "127.0.0.2")
+    single = await serve({"/": page(), "/sitemap.xml": page()}, "127.0.0.3")  # nothing left to take a turn
+    _, sink = await crawl([multi.url + "/", single.url + "/"], delay=0.2, sitemaps=True)
+    assert len(sink.records) == 4 + 1
+    for site in (multi, single):
+        paths = [p for _, p in sorted(site.times)]
+        assert "/sitemap.xml" in paths and paths[:2] == ["/robots.txt", "/"], paths
+        assert min(gaps(site.times)) >= 0.2 - SLACK, (paths, gaps(site.times))
