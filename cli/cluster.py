@@ -37,7 +37,8 @@ from ..core.errors import UsageError
 from ..core.export import export_csv, export_jsonl
 from ..core.runtime import check_name, default_base, state_dir
 from ..core.sanitize import clean
-from .options import positive
+from . import hangup
+from .options import add_crawl_options, positive
 from .listen import listen
 from .run import run_crawler
 from .state import extra_sinks
@@ -63,8 +64,31 @@ def add_arguments(sub: argparse._SubParsersAction, *parsers: argparse.ArgumentPa
     join.add_argument("--headless", action="store_true", help="no TUI (default when stdout is not a TTY)")
     join.add_argument("--exit-on-finish", action="store_true", help="TUI: close when the crawl ends")
     join.add_argument("--detach", action="store_true", help="run in the background (default: off)")
+    hangup.add_argument(join)
     # --processes' children: their parent writes the whole crawl's report, once
     join.add_argument("--no-final-report", action="store_true", help=argparse.SUPPRESS)
+    crawl_level(join)
+
+
+class _CrawlLevel(argparse.Action):
+    """A crawl option given to `join`: one line and exit 2, not argparse's "unrecognized"."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        parser.error(f"{option_string}: that is a crawl-level setting taken from Redis; join uses the crawl's own "
+                     f"(set it on the first `crawl --redis`)")
+
+
+def crawl_level(join: argparse.ArgumentParser) -> None:
+    """Every crawl option join does not take itself is known to it, to be refused clearly."""
+    probe = argparse.ArgumentParser(add_help=False)
+    add_crawl_options(probe)
+    taken = set(join._option_string_actions)
+    for action in probe._actions:
+        strings = [o for o in action.option_strings if o not in taken]
+        if strings:
+            join.add_argument(*strings, action=_CrawlLevel, nargs=0 if action.nargs == 0 else "?",
+                              help=argparse.SUPPRESS)
 
 
 def wants_cluster(args: argparse.Namespace) -> bool:
@@ -145,8 +169,10 @@ def _engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) 
         from .headless import report
 
         local = listen(member, args)
+        local.control.mode = "tui"
         code = run_tui(ClusterView(frontier.redis, name, list(crawler.roots), local=local, lease=frontier.lease),
-                       exit_on_finish=args.exit_on_finish)
+                       exit_on_finish=args.exit_on_finish,
+                       hangup=hangup.Hangup(getattr(args, "on_hangup", "detach"), local.control))
         report(member, sys.stdout)  # type: ignore[arg-type]
     records = crawler.stats.records
     print(f"  redis: {frontier.round_trips} round trips for {records} records "

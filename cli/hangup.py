@@ -59,7 +59,10 @@ class Hangup:
         os.write(2, f"crawltop: {stamp} {reason}; {then}\n".encode())
 
     async def carry_on(self, crawler: Any, task: asyncio.Task[Any]) -> None:
-        """The rest of the crawl without a screen: what a --detach child does."""
+        """The rest of the crawl without a screen: what a --detach child does. The signals
+        and the progress lines are about this process's own engine (the control server's),
+        not a whole shared crawl the screen may have shown."""
+        crawler = self.control.crawler
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, crawler.stop)

@@ -26,6 +26,7 @@ import errno
 import os
 import selectors
 import signal
+import termios
 import threading
 import time
 from codecs import getincrementaldecoder
@@ -38,6 +39,10 @@ from textual.drivers.web_driver import WebDriver
 STALL = float(os.environ.get("CRAWLTOP_TTY_STALL", "30"))  # seconds one write may block
 MAX_CONTROL = 64 * 1024  # control bytes kept while the terminal is not reading
 WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
+# What LinuxDriver.stop_application_mode writes: bracketed paste and mouse off, line wrap on,
+# kitty keys off, leave the alt screen, show the cursor, focus events off.
+RESTORE = (b"\x1b[?2004l\x1b[?7h\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l"
+           b"\x1b[<u\x1b[?1049l\x1b[?25h\x1b[?1004l")
 
 
 def driver_class() -> type[Driver] | None:
@@ -96,8 +101,11 @@ class Writer(threading.Thread):
         with self.cond:
             return self.busy_since is None and not self.chunks
 
-    def stop(self) -> None:
+    def stop(self, last: bytes = b"") -> None:
+        """Take nothing more; what is queued (and `last`) is still written, if it can be."""
         with self.cond:
+            if last and not self.dead:
+                self.chunks.append(last)
             self.dead = True
             self.cond.notify()
 
@@ -123,8 +131,7 @@ class Writer(threading.Thread):
                 self.dead = True
             self.on_error(f"terminal write failed ({errno.errorcode.get(exc.errno or 0, exc)})")
         finally:
-            if self.dead:
-                os.close(self.fd)
+            os.close(self.fd)
 
 
 class TtyDriver(LinuxDriver):
@@ -175,8 +182,16 @@ class TtyDriver(LinuxDriver):
             return
         self.gone = True
         self.exit_event.set()
-        if self._writer is not None:
-            self._writer.stop()
+        if self._writer is not None:  # a terminal that is still there (a SIGHUP sent by hand) gets its screen back
+            self._writer.stop(last=RESTORE)
+        if threading.current_thread() is threading.main_thread() and self.attrs_before is not None:
+            old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+            try:
+                termios.tcsetattr(self.fileno, termios.TCSANOW, self.attrs_before)
+            except termios.error:
+                pass
+            finally:
+                signal.signal(signal.SIGTTOU, old)
         loop = self._loop
         if loop is None:
             return
@@ -206,7 +221,9 @@ class TtyDriver(LinuxDriver):
 
     def stop_application_mode(self) -> None:
         if self._loop is not None:
-            self._loop.remove_signal_handler(signal.SIGHUP)
+            self._loop.remove_signal_handler(signal.SIGHUP)  # (that sets SIG_DFL)
+            if self.gone:  # more SIGHUPs come when a session leader exits: they must not kill us now
+                signal.signal(signal.SIGHUP, signal.SIG_IGN)
         if self._watch is not None:
             self._watch.cancel()
         if self.gone:  # nothing to restore on a terminal that is gone; write and wait for nothing
