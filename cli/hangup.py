@@ -20,7 +20,6 @@ import time
 from typing import Any
 
 from ..core.runtime import state_dir
-from ..tui.terminal import move_stdio
 from .headless import PROGRESS_EVERY, progress_line
 
 CHOICES = ("detach", "stop")
@@ -48,6 +47,8 @@ class Hangup:
 
     def moved(self, reason: str) -> None:
         """At the hang-up, on the loop: off the dead terminal before anything else is written."""
+        from ..tui.terminal import move_stdio  # (only a TUI has a hang-up: Textual is loaded)
+
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         name = self.control.name
         self.log = log_path(name)
