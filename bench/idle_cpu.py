@@ -94,7 +94,7 @@ def one_round(seconds: float) -> dict[str, float]:
         os.close(master)
     finally:
         ctl("idle", "stop")
-    tui, master = in_pty([*CLI, "demo", "--name", "idle-tui"])
+    tui, master = in_pty([*CLI, "demo", "--name", "idle-tui", "--exit-on-finish"])
     try:
         wait("idle-tui", lambda s: s["pages"] > 0)
         ctl("idle-tui", "pause")

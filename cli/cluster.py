@@ -212,9 +212,11 @@ def _processes(args: argparse.Namespace, name: str, config: CrawlConfig) -> int:
         logs.mkdir(mode=0o700, parents=True, exist_ok=True)
         children = [_child(url, name, config.concurrency, logs / f"{name}.p{i}.log", args.output, i)
                     for i in range(1, args.processes + 1)]
+        hup = hangup.Hangup(getattr(args, "on_hangup", "detach"), None, name=name)
         if not args.headless and sys.stdout.isatty():
-            _monitor(url, name, exit_on_finish=args.exit_on_finish)  # q stops the crawl; d leaves it to us
-        return _watch(url, name, children)
+            # q stops the crawl; d leaves it to us; a hang-up too (its log: NAME.log), or stops it
+            _monitor(url, name, exit_on_finish=args.exit_on_finish, on_hangup=hup)
+        return _watch(url, name, children, hup=hup.reason is None, stop_now=hup.reason is not None and hup.stop)
     finally:
         if server is not None:
             server.stop()
@@ -281,18 +283,19 @@ def _child(url: str, name: str, concurrency: int, log: Path, output: str | None,
             os._exit(code)
 
 
-def _watch(url: str, name: str, children: list[Forked]) -> int:
+def _watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop_now: bool = False) -> int:
     """Progress of the whole crawl on stderr until every child is gone; Ctrl-C stops the
     whole crawl (through Redis), and the children finish cleanly."""
     keys = Keys(name)
     r = redis.Redis.from_url(url, socket_timeout=5)
-    stopping = False
+    stopping = stop_now  # (--on-hangup stop after the monitor's terminal went away)
 
     def stop(*_: object) -> None:
         nonlocal stopping
         stopping = True
 
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    # SIGHUP stops the crawl, unless the terminal already went away and left it running
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hup else []))}
     started, sent, shown = time.monotonic(), False, 0.0
     try:
         while any(c.poll() is None for c in children):
@@ -364,14 +367,14 @@ def monitor(url: str, name: str | None) -> int:
     return code
 
 
-def _monitor(url: str, name: str, *, exit_on_finish: bool = False) -> int:
+def _monitor(url: str, name: str, *, exit_on_finish: bool = False, on_hangup: hangup.Hangup | None = None) -> int:
     from ..tui.app import CrawlApp
 
     async def run() -> int:
         r = cluster.client(url)
         roots = json.loads(await r.hget(Keys(name).meta, "roots") or b"[]")
         view = ClusterView(r, name, roots)
-        app = CrawlApp(view, exit_on_finish=exit_on_finish)
+        app = CrawlApp(view, exit_on_finish=exit_on_finish, hangup=on_hangup)
         try:
             await app.run_async()
         finally:

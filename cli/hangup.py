@@ -40,20 +40,24 @@ def log_path(name: str) -> str:
 class Hangup:
     """The HangupPolicy of tui/app.py for a crawl listening on `control` (core/control.py)."""
 
-    def __init__(self, action: str, control: Any) -> None:
+    def __init__(self, action: str, control: Any, *, name: str | None = None) -> None:
         self.stop = action == "stop"
-        self.control = control
+        self.control = control  # None: the monitor of `--processes`, whose engines are children
+        self.name: str = name or control.name
         self.log: str | None = None
+        self.reason: str | None = None
 
     def moved(self, reason: str) -> None:
         """At the hang-up, on the loop: off the dead terminal before anything else is written."""
         from ..tui.terminal import move_stdio  # (only a TUI has a hang-up: Textual is loaded)
 
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        name = self.control.name
+        self.reason = reason
+        name = self.name
         self.log = log_path(name)
         move_stdio(self.log)
-        self.control.mode = "stopping" if self.stop else "detached"
+        if self.control is not None:
+            self.control.mode = "stopping" if self.stop else "detached"
         then = ("stopping cleanly (--on-hangup stop)" if self.stop
                 else f"the crawl goes on detached: crawltop attach {name}")
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
