@@ -216,7 +216,9 @@ class TtyDriver(LinuxDriver):
         self._watch = self._loop.create_task(self._watch_terminal(), name="crawltop-tty-watch")
 
     def _sigcont_application(self, *_: Any) -> None:
-        if not self.gone:  # a hang-up comes with SIGCONT: don't take the dead tty back
+        # Only a ctrl+z of ours is undone here. A hang-up comes with a SIGCONT too, and it
+        # may run before the SIGHUP is handled: the dead tty must not be taken back.
+        if not self.gone and self._must_signal_resume:
             super()._sigcont_application()
 
     def stop_application_mode(self) -> None:
