@@ -45,7 +45,7 @@ from .line import Line
 from .summary import SummaryScreen, summary_content
 from .workers import WorkersPanel, WorkersTable
 from .keybar import KeyBar
-from .pace import Pace
+from .pace import Pace, machine_idle
 from .terminal import driver_class
 from .processes import ProcessesPanel
 
@@ -150,7 +150,8 @@ class CrawlApp(App[int]):
         self.hung_up: str | None = None  # why the terminal is gone, once it is
         self.exit_on_finish = exit_on_finish
         self.refresh_interval = 1.0 / max(0.5, min(refresh_hz, 30.0))
-        self.pace = Pace(self.refresh_interval) if adaptive else None
+        remote = callable(getattr(crawler, "detach", None))  # a monitor in its own process: mind the machine
+        self.pace = Pace(self.refresh_interval, idle=machine_idle() if remote else None) if adaptive else None
         self.crawl_task: asyncio.Task[Any] | None = None
         self.last_snapshot: Snapshot | None = None
         self.failure: str | None = None
