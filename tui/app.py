@@ -640,7 +640,10 @@ async def run_tui_async(
         await app.run_async(headless=headless)
     finally:
         task = app.crawl_task
-        if task is None:  # the app closed before the crawl started: still close the sinks
+        if task is None and app.hung_up and hangup is not None and not hangup.stop:
+            # the terminal went before the first frame: the crawl starts, detached
+            await hangup.carry_on(crawler, asyncio.create_task(crawler.crawl(), name="crawltop-crawl"))
+        elif task is None:  # the app closed before the crawl started: still close the sinks
             crawler.stop()
             with contextlib.suppress(BaseException):
                 await crawler.crawl()
