@@ -171,6 +171,47 @@ async def test_on_hangup_stop_stops_cleanly_and_resumes(small_site: str, rundir:
     assert pages_of(records) == all_pages(small_site)
 
 
+# What sshd does for `ssh -t HOST crawltop ...`: a pty whose master it holds and drains, the
+# command as the session leader with the pty as its controlling terminal. Killing it is the
+# dropped connection: the master closes, the kernel hangs the terminal up.
+FAKE_SSHD = """
+import fcntl, os, pty, struct, sys, termios
+pid, master = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+print(pid, flush=True)
+try:
+    while os.read(master, 65536):
+        pass
+except OSError:
+    pass
+"""
+
+
+async def test_a_dropped_ssh_session_detaches_the_crawl(small_site: str, rundir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    env = dict(os.environ, TERM="xterm-256color")
+    sshd = subprocess.Popen([sys.executable, "-c", FAKE_SSHD, *shlex.split(crawl_command(small_site, "ssh", out))],
+                            stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        crawl = int(sshd.stdout.readline())  # type: ignore[union-attr]
+        s = await started("ssh", lambda s: s["pages"] > 0)
+        assert s["mode"] == "tui" and s["pid"] == crawl
+        sshd.kill()  # the connection drops
+        sshd.wait()
+        s = await wait_status("ssh", lambda s: s["mode"] == "detached", 30)
+        assert s["pid"] == crawl
+        await wait_gone(crawl, 120)  # and it crawls to its end
+    finally:
+        if sshd.poll() is None:
+            sshd.kill()
+    assert pages_of(check_records(out)) == all_pages(small_site)
+    log = log_of("ssh").read_text()
+    assert "the terminal went away" in log or "SIGHUP" in log
+    assert "crawltop report" in log
+
+
 async def test_a_terminal_that_stops_reading_detaches_and_never_blocks_the_socket(
         small_site: str, rundir: Path, tmp_path: Path) -> None:
     master, slave = pty.openpty()
