@@ -199,10 +199,13 @@ class TtyDriver(LinuxDriver):
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is loop:
-            loop.call_soon(_report, self._app, reason)
-        else:
-            loop.call_soon_threadsafe(_report, self._app, reason)
+        try:
+            if running is loop:
+                loop.call_soon(_report, self._app, reason)
+            else:
+                loop.call_soon_threadsafe(_report, self._app, reason)
+        except RuntimeError:  # the loop has closed: the app is gone already, nothing to tell
+            pass
 
     # -- application mode ---------------------------------------------------------------
     def start_application_mode(self) -> None:
