@@ -54,8 +54,12 @@ class Hangup:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         self.reason = reason
         name = self.name
-        self.log = log_path(name)
-        move_stdio(self.log)
+        try:
+            self.log = log_path(name)
+            move_stdio(self.log)
+        except OSError:  # no writable state dir: the crawl still goes on, unlogged
+            self.log = None
+            move_stdio(None)
         if self.control is not None:
             self.control.mode = "stopping" if self.stop else "detached"
         then = ("stopping cleanly (--on-hangup stop)" if self.stop
