@@ -33,6 +33,16 @@ def ensure_work() -> Path:
     return WORK
 
 
+def ensure_scrapy() -> Path:
+    """Scrapy in its own venv (bench/_work/scrapy-venv), installed with pip on first use."""
+    scrapy = SCRAPY_VENV / "bin" / "scrapy"
+    if not scrapy.exists():
+        print(f"creating {SCRAPY_VENV} and installing scrapy", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(SCRAPY_VENV)], check=True)
+        subprocess.run([str(SCRAPY_VENV / "bin" / "pip"), "install", "-q", "scrapy"], check=True)
+    return scrapy
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -93,7 +103,8 @@ class Nginx:
     foreground (`daemon off`) as our child and stopped with SIGQUIT on exit."""
 
     def __init__(self, name: str, server_block: str, *, port: int | None = None,
-                 workers: int = 1, modules: tuple[str, ...] = (), http_extra: str = "") -> None:
+                 workers: int = 1, modules: tuple[str, ...] = (), http_extra: str = "",
+                 main_extra: str = "") -> None:
         self.port = port or free_port()
         self.dir = ensure_work() / f"nginx-{name}"
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -105,6 +116,7 @@ class Nginx:
 {user}
 daemon off;
 worker_processes {workers};
+{main_extra}
 pid {self.dir}/nginx.pid;
 error_log {self.dir}/error.log warn;
 events {{ worker_connections 4096; }}

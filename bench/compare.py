@@ -23,28 +23,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    BENCH, CRAWLTOP, SCRAPY_VENV, VENV_PY, RunResult, crawltop_works, ensure_work, fmt_table,
+    BENCH, CRAWLTOP, VENV_PY, RunResult, crawltop_works, ensure_scrapy, ensure_work, fmt_table,
     last_machine_busy, median, parse_wget_log, ratio, read_crawltop_jsonl, read_url_list, run_child,
     wait_quiet,
 )
 from nginx_site import DEFAULT_PORT, generate, serve, site_dir  # noqa: E402
 
 TOOLS = ("crawltop", "scrapy", "wget", "bare")
+# BENCH_CRAWLTOP_BEFORE=/path/to/an/older/crawltop adds it as the tool "before", side by side
+BEFORE = os.environ.get("BENCH_CRAWLTOP_BEFORE")
 TARGETS = {  # issue 5
     "crawltop/scrapy": 8.0,
     "crawltop/wget": 1.5,
     "crawltop/bare": 0.9,
 }
 RSS_TARGET_MB = 150.0
-
-
-def ensure_scrapy() -> Path:
-    scrapy = SCRAPY_VENV / "bin" / "scrapy"
-    if not scrapy.exists():
-        print(f"creating {SCRAPY_VENV} and installing scrapy", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(SCRAPY_VENV)], check=True)
-        subprocess.run([str(SCRAPY_VENV / "bin" / "pip"), "install", "-q", "scrapy"], check=True)
-    return scrapy
 
 
 def warm_cache(site: Path) -> None:
@@ -60,9 +53,10 @@ def run_tool(tool: str, root: str, conc: int, out: Path, tag: str, extra_args: l
     out.mkdir(parents=True, exist_ok=True)
     log = open(out / f"{tag}.log", "w")
     try:
-        if tool == "crawltop":
+        if tool in ("crawltop", "before"):
             jsonl = out / f"{tag}.jsonl"
-            argv = [str(CRAWLTOP), "crawl", root, "--headless", "-c", str(conc), "--no-robots",
+            binary = BEFORE if tool == "before" else str(CRAWLTOP)
+            argv = [binary, "crawl", root, "--headless", "-c", str(conc), "--no-robots",
                     "--output", str(jsonl), *extra_args]
             wall, cpu, rss, rc = run_child(argv, stdout=log, stderr=subprocess.STDOUT)
             html, n, info = read_crawltop_jsonl(jsonl)

@@ -37,8 +37,9 @@ from ..core.errors import UsageError
 from ..core.export import export_csv, export_jsonl
 from ..core.runtime import check_name, default_base, state_dir
 from ..core.sanitize import clean
+from ..core.secrets import require
 from . import hangup
-from .options import add_crawl_options, positive
+from .options import add_crawl_options, add_session_options, positive, session_options
 from .listen import listen
 from .run import run_crawler
 from .state import extra_sinks
@@ -65,6 +66,7 @@ def add_arguments(sub: argparse._SubParsersAction, *parsers: argparse.ArgumentPa
     join.add_argument("--exit-on-finish", action="store_true", help="TUI: close when the crawl ends")
     join.add_argument("--detach", action="store_true", help="run in the background (default: off)")
     hangup.add_argument(join)
+    add_session_options(join, join=True)  # the secrets: never in Redis, given to each process
     # --processes' children: their parent writes the whole crawl's report, once
     join.add_argument("--no-final-report", action="store_true", help=argparse.SUPPRESS)
     crawl_level(join)
@@ -122,7 +124,9 @@ def run(args: argparse.Namespace, config: CrawlConfig | None) -> int:
         if status == "finished":
             return _finished(args.redis, name)
         overrides = {"output": args.output, **({"concurrency": args.concurrency} if args.concurrency else {})}
-        return _engine(args, args.redis, name, dataclasses.replace(config, **overrides))
+        config = dataclasses.replace(config, **overrides, **_own_secrets(args))
+        require(config, f"joining {name}")
+        return _engine(args, args.redis, name, config)
     assert config is not None
     name = name_of(args, config.roots)
     if args.processes:
@@ -130,6 +134,35 @@ def run(args: argparse.Namespace, config: CrawlConfig | None) -> int:
     if asyncio.run(_start(args.redis, name, config)) == "finished":
         return _finished(args.redis, name)
     return _engine(args, args.redis, name, config)
+
+
+def _own_secrets(args: argparse.Namespace) -> dict[str, object]:
+    """Issue 21: what a joining process brings itself: header values, proxy, cookies.
+    Everything else (--header-host, the header names, the proxy's host) is the crawl's."""
+    given = session_options(args)
+    out = {k: given[k] for k in ("cookies", "save_cookies") if k in given}
+    if args.header:
+        out["headers"] = given["headers"]
+    if args.proxy:
+        out["proxy"] = given["proxy"]
+    if args.no_proxy:
+        out["env_proxy"] = False
+    return out
+
+
+def secret_argv(config: CrawlConfig, i: int) -> list[str]:
+    """The secrets of a --processes child, on the argv of a fork (never exec'd, so never
+    in the process list): the parent's own, as given."""
+    out = [a for h in config.headers for a in ("--header", h)]
+    if config.proxy:
+        out += ["--proxy", config.proxy]
+    if not config.env_proxy:
+        out.append("--no-proxy")
+    if config.cookies:
+        out += ["--cookies", config.cookies]
+    if config.save_cookies:
+        out += ["--save-cookies", f"{config.save_cookies}.p{i}"]
+    return out
 
 
 def _finished(url: str, name: str) -> int:
@@ -210,7 +243,8 @@ def _processes(args: argparse.Namespace, name: str, config: CrawlConfig) -> int:
         asyncio.run(_start(url, name, config))
         logs = state_dir() / "log"
         logs.mkdir(mode=0o700, parents=True, exist_ok=True)
-        children = [_child(url, name, config.concurrency, logs / f"{name}.p{i}.log", args.output, i)
+        children = [_child(url, name, config.concurrency, logs / f"{name}.p{i}.log", args.output, i,
+                           secret_argv(config, i))
                     for i in range(1, args.processes + 1)]
         hup = hangup.Hangup(getattr(args, "on_hangup", "detach"), None, name=name)
         if not args.headless and sys.stdout.isatty():
@@ -242,11 +276,12 @@ class Forked:
         return self.returncode
 
 
-def _child(url: str, name: str, concurrency: int, log: Path, output: str | None, i: int) -> Forked:
+def _child(url: str, name: str, concurrency: int, log: Path, output: str | None, i: int,
+           secrets: Sequence[str] = ()) -> Forked:
     """`crawltop join NAME` in a forked child: its own session, its log on stdout and
     stderr, SIGTERM when this process dies; it never returns into our stack."""
     argv = ["join", name, "--redis", url, "--headless", "-c", str(concurrency), "--no-final-report",
-            *(["-o", f"{output}.p{i}"] if output else [])]
+            *(["-o", f"{output}.p{i}"] if output else []), *secrets]
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()

@@ -17,8 +17,20 @@ def progress_line(s: Snapshot) -> str:
     return (
         f"[{s.elapsed:7.1f}s] {s.state.lower():8} pages {s.pages} ({s.rate_now:.0f}/s now, "
         f"{s.rate_avg:.0f}/s avg) queue {s.queued} seen {s.seen} busy {s.busy}/{s.concurrency} "
-        f"errors {s.errors} merges {s.merges}" + (f"  [{s.notice}]" if s.notice else "")
+        f"errors {s.errors} merges {s.merges}" + hosts_part(s) + (f"  [{s.notice}]" if s.notice else "")
     )
+
+
+def hosts_part(s: Snapshot) -> str:
+    """Hosts by state when there are several, and why the pool is idle if it is."""
+    counts = {k: v for k, v in s.host_counts.items() if v}
+    total = sum(counts.values())
+    if total <= 1 and not s.next_due:
+        return ""
+    text = f"  hosts {total}: " + " ".join(f"{n} {state}" for state, n in counts.items())
+    if s.next_due is not None and s.queued and not s.busy:
+        text += f", next due in {s.next_due:.1f}s"
+    return text
 
 
 def report(crawler: Crawler, out: TextIO) -> None:
@@ -31,9 +43,14 @@ def report(crawler: Crawler, out: TextIO) -> None:
       f"pages/s {s.rate_avg:.1f}\n")
     w(f"  redirects {s.redirects}  merges {s.merges}  retries {s.retries}  "
       f"robots-blocked {s.robots_blocked}  truncated {s.truncated}\n")
+    if s.sitemap_probes:  # guessed /sitemap.xml: no record unless found (core/sitemaps.py)
+        w(f"  sitemap probes {s.sitemap_probes} ({s.sitemap_found} found)\n")
     w("  status codes:\n")
     for code, n in sorted(s.statuses.items()):
         w(f"    {code:>5}  {n}\n")
+    if s.host_counts.get("retired") or s.hosts_over_budget:
+        w(f"  hosts {sum(s.host_counts.values())}: retired {s.host_counts.get('retired', 0)}  "
+          f"URLs over --max-pages-per-host {s.hosts_over_budget}\n")
     w(f"  errors: {s.errors}\n")
     for kind, n in sorted(s.errors_by_kind.items(), key=lambda kv: -kv[1]):
         w(f"    {n:>5}  {clean(kind, 80)}\n")

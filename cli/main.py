@@ -60,6 +60,7 @@ def _demo_child() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = [*(sys.argv[1:] if argv is None else argv), *detach.hidden_args()]  # secrets of a --detach
     args = build_parser().parse_args(argv)
     server: subprocess.Popen[str] | None = None
     try:
@@ -69,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return attach.run(args)
         if getattr(args, "detach", False):
             cluster.check_mix(args)  # a refusal here, not in a log nobody reads
-            return detach.spawn(sys.argv[1:] if argv is None else argv)
+            return detach.spawn(argv)
         if args.command == "report":
             return report.run(args)
         if args.command == "export" and args.redis:

@@ -6,12 +6,15 @@ is the same list.  Sizes take units (`10M`, `512k`); durations are plain seconds
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from typing import Callable, NoReturn, Sequence
 
+from ..core import cookies as cookiefile
 from ..core.config import CrawlConfig
 from ..core.errors import UsageError
 from ..core.patterns import PatternError, check
+from ..core.secrets import parse_headers, split_proxy
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
@@ -46,6 +49,17 @@ def size(text: str) -> int:
     return value
 
 
+def seconds(text: str) -> float:
+    """A duration in seconds: finite, >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text}") from None
+    if not (0 <= value < 1e6):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text}")
+    return value
+
+
 def human_size(n: int) -> str:
     for unit, factor in (("G", 1024**3), ("M", 1024**2), ("k", 1024)):
         if n >= factor and n % factor == 0:
@@ -53,8 +67,24 @@ def human_size(n: int) -> str:
     return str(n)
 
 
+POLITENESS = """\
+politeness, per host (or per registered domain with --queue-by domain):
+  Each host has its own queue; a worker only takes a URL whose host is due, so one
+  slow or delayed host never holds up the others. Between the starts of two requests
+  to a host there is at least its delay: the largest of --delay, robots.txt's
+  Crawl-delay (up to --max-crawl-delay), --delay-factor x its last response time, and a
+  delay set live (t, ctl host delay). robots.txt is the host's first request.
+  A 429 or 503 stops the whole host until its Retry-After (seconds or a date, up to
+  60 s), else backs it off exponentially; connection errors and timeouts back it off
+  too, and a success resets the count. After --host-max-failures failures in a row the
+  host is retired: each URL still queued for it gets a record (error_kind host-retired).
+"""
+
+
 def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.timeout) -> None:
     d = _DEFAULTS
+    p.epilog = POLITENESS
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     add = p.add_argument
     add("-c", "--concurrency", type=positive(int), default=d.concurrency, metavar="N",
         help=f"worker tasks fetching at once; +/- change it live (default {d.concurrency})")
@@ -78,8 +108,18 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.
         help=f"body size cap after decompression, e.g. 512k, 10M (default {human_size(d.max_bytes)})")
     add("--per-host", type=positive(int), default=None, metavar="N",
         help="fetches in flight per host at most (default: no cap beyond -c)")
-    add("--delay", type=float, default=d.delay, metavar="SECONDS",
-        help=f"pause between fetches to one host (default {d.delay:g})")
+    add("--delay", type=seconds, default=d.delay, metavar="SECONDS",
+        help=f"least gap between the starts of two requests to one host (default {d.delay:g})")
+    add("--queue-by", choices=("host", "domain"), default=d.queue_by,
+        help="the unit of politeness: each host, or each registered domain (default host)")
+    add("--max-crawl-delay", type=seconds, default=d.max_crawl_delay, metavar="SECONDS",
+        help=f"robots.txt Crawl-delay is obeyed up to this (default {d.max_crawl_delay:g})")
+    add("--delay-factor", type=seconds, default=d.delay_factor, metavar="F",
+        help="adaptive delay: F x the host's last response time (default off)")
+    add("--host-max-failures", type=positive(int), default=d.host_max_failures, metavar="N",
+        help=f"retire a host after N failures in a row: its URLs get records, unfetched (default {d.host_max_failures})")
+    add("--max-pages-per-host", type=positive(int), default=None, metavar="N",
+        help="queue at most N URLs per host; the rest are counted, not fetched (default: no budget)")
     add("--no-robots", action="store_true",
         help="ignore robots.txt (default: obey it, Crawl-delay included)")
     add("--no-sitemaps", action="store_true",
@@ -92,6 +132,34 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.
         help="no TUI: progress on stderr, report on stdout (default when stdout is not a TTY)")
     add("--exit-on-finish", action="store_true",
         help="TUI: close when the crawl ends (default: stay on the summary)")
+    add_session_options(p)
+
+
+def add_session_options(p: argparse.ArgumentParser, *, join: bool = False) -> None:
+    """Issue 21: request headers, proxy, cookies (core/session.py). Their secrets are never
+    stored (core/secrets.py): a resume or a join is given them again. `join` has these
+    too, except --header-host: a setting of the crawl, which a join takes from Redis."""
+    add = p.add_argument
+    add("--header", action="append", default=[], metavar="'NAME: VALUE'",
+        help="send this header with every request; repeatable; @FILE reads one per line; an empty value "
+             "drops a header; Authorization and Cookie go only to the roots' hosts (or --header-host); "
+             "values are never stored (default: none)")
+    add("--proxy", default=None, metavar="URL",
+        help="send every request through this http:// or https:// proxy, USER:PASSWORD@ allowed; the "
+             "password is never stored (default: HTTP_PROXY/HTTPS_PROXY/NO_PROXY from the environment)")
+    add("--no-proxy", action="store_true",
+        help="ignore HTTP_PROXY, HTTPS_PROXY and NO_PROXY (default: honour them unless --proxy)")
+    add("--cookies", default=None, metavar="FILE",
+        help="load cookies from this Netscape cookies.txt (curl, wget, browser exports); cookies servers "
+             "set are kept and sent back either way (default: start with none)")
+    add("--save-cookies", default=None, metavar="FILE",
+        help="write the cookie jar to this Netscape cookies.txt when the crawl ends, mode 0600 (default: don't)")
+    if not join:
+        add("--header-host", action="append", default=[], metavar="HOST",
+            help="send --header's Authorization and Cookie to exactly these hosts; repeatable "
+                 "(default: the roots' hosts)")
+
+
 
 
 def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
@@ -106,4 +174,46 @@ def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
         exclude=tuple(args.exclude), max_depth=args.max_depth, max_pages=args.max_pages,
         timeout=args.timeout, max_bytes=args.max_bytes, per_host=args.per_host,
         delay=args.delay, robots=not args.no_robots, sitemaps=not args.no_sitemaps, user_agent=args.user_agent, output=args.output,
+        queue_by=args.queue_by, max_crawl_delay=args.max_crawl_delay, delay_factor=args.delay_factor,
+        host_max_failures=args.host_max_failures, max_pages_per_host=args.max_pages_per_host,
+        **session_options(args),
     )
+
+
+def session_options(args: argparse.Namespace) -> dict[str, object]:
+    """CrawlConfig fields of add_session_options, checked: a bad header, proxy or cookie
+    file is a one-line usage error (exit 2) before anything starts."""
+    headers = expand_headers(getattr(args, "header", []))
+    parse_headers(headers)
+    if getattr(args, "proxy", None):
+        split_proxy(args.proxy)
+    out: dict[str, object] = {"headers": tuple(headers), "proxy": getattr(args, "proxy", None),
+                              "env_proxy": not getattr(args, "no_proxy", False)}
+    if hasattr(args, "header_host"):
+        out["header_hosts"] = tuple(h.strip().lower().rstrip(".") for h in args.header_host)
+    cookies, save = getattr(args, "cookies", None), getattr(args, "save_cookies", None)
+    if cookies:
+        cookiefile.read(cookies)  # unreadable or not cookies.txt: UsageError
+        out["cookies"] = os.path.abspath(cookies)
+    if save:
+        parent = os.path.dirname(os.path.abspath(save))
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            raise UsageError(f"--save-cookies {save}: cannot write in {parent}")
+        out["save_cookies"] = os.path.abspath(save)
+    return out
+
+
+def expand_headers(values: Sequence[str]) -> list[str]:
+    """`@FILE` stands for the headers in FILE, one a line (curl's -H @file): a secret
+    there stays out of the process list."""
+    out: list[str] = []
+    for v in values:
+        if not v.startswith("@"):
+            out.append(v)
+            continue
+        try:
+            with open(v[1:], encoding="utf-8") as fh:
+                out += [line.rstrip("\r\n") for line in fh if line.strip() and not line.startswith("#")]
+        except OSError as exc:
+            raise UsageError(f"--header {v}: {exc.strerror or exc}") from None
+    return out

@@ -3,6 +3,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Scope = Literal["host", "domain", "any"]
+QueueBy = Literal["host", "domain"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,3 +34,26 @@ class CrawlConfig:
     max_wait: float = 60.0
     # Start with workers paused (a resumed crawl that was quit while paused).
     start_paused: bool = False
+    # Scheduling by host (core/hosts.py): the politeness key, the cap on robots.txt
+    # Crawl-delay, the adaptive delay (factor x last response time; 0: off), retirement
+    # after N host failures in a row, and a budget of URLs per host (None: no budget).
+    queue_by: QueueBy = "host"
+    max_crawl_delay: float = 30.0
+    delay_factor: float = 0.0
+    host_max_failures: int = 5
+    max_pages_per_host: int | None = None
+    # -- issue 21: what a real site needs (core/session.py; secrets: core/secrets.py) --
+    # `Name: value` request headers; Authorization/Cookie/Proxy-Authorization go only to
+    # the roots' hosts, or to `header_hosts` when given. Values are secrets: stored redacted.
+    headers: tuple[str, ...] = ()
+    header_hosts: tuple[str, ...] = ()
+    # http(s)://[user:password@]host:port for every request; credentials stored redacted.
+    proxy: str | None = None
+    # Honour HTTP_PROXY / HTTPS_PROXY / NO_PROXY. The CLI turns it on unless --no-proxy;
+    # off here, so an embedded Crawler (and every test) ignores the environment.
+    env_proxy: bool = False
+    # A Netscape cookies.txt to load, one to write the jar to at the end, and the jar kept
+    # beside a --state file (set by the CLI, 0600; never inside the state file itself).
+    cookies: str | None = None
+    save_cookies: str | None = None
+    cookie_jar: str | None = None

@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import aiohttp
 
 from .. import __version__
 from . import errors, malloc
 from .config import CrawlConfig
-from .fetch import REDIRECTS, Response, backoff, decode, fetch_once, retry_after, retryable
+from .fetch import REDIRECTS, Response, backoff, decode, fetch_once, on_sent, retry_after, retryable
 from .frontier import Frontier, Item, MemoryFrontier
-from .hosts import HostGate
+from .gate import HostGate
+from .hosts import RETIRED, ROBOTS_PENDING, Host, Hosts, Politeness
 from .provenance import hop, utc_iso
 from .records import JsonlSink, Record, Sink
 from .robots import Robots
 from .scope import Scope
+from .session import CrawlSession
 from .sitemaps import Sitemaps, is_sitemap
 from .stats import Stats, WorkerState
 from .steer import Steering
@@ -32,6 +34,7 @@ from .urls import LinkExtractor, canonical, netloc_of
 
 VERSION = __version__
 NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
+HOST_KINDS = frozenset(("dns", "connect", "tls"))  # the host could not be reached: it backs off
 LARGE_BODY = 1 << 20  # after parsing a body this large, give its memory back (core/malloc.py)
 
 
@@ -61,6 +64,13 @@ class Crawler(Steering):
         self.stats = Stats(clock=clock)
         self.stats.queue_size = lambda: self.frontier.size
         self.stats.seen_size = lambda: self.frontier.seen_count
+        # A store with per-host queues schedules by host (core/hosts.py); the Redis store
+        # still gates at fetch time (core/cluster/gate.py) until it does too.
+        self._sched: Hosts | None = getattr(self.frontier, "hosts", None)
+        self._host_key: Callable[[str], str] = netloc_of
+        self._exact_gaps = self._sched is not None and (config.delay > 0 or config.delay_factor > 0)
+        if self._sched is not None:
+            self._share_hosts(self._sched)
         self._target = config.concurrency
         self.stats.target_concurrency = config.concurrency
         self._tasks: dict[int, asyncio.Task[None]] = {}
@@ -79,6 +89,26 @@ class Crawler(Steering):
         else:
             self.stats.state = "PAUSED"
         self._steer_init()
+
+    def _share_hosts(self, sched: Hosts) -> None:
+        c = self.config
+        sched.configure(Politeness(
+            delay=c.delay, per_host=c.per_host, max_crawl_delay=c.max_crawl_delay, delay_factor=c.delay_factor,
+            max_failures=c.host_max_failures, budget=c.max_pages_per_host, queue_by=c.queue_by,
+            robots=c.robots, backoff=c.backoff, max_backoff=c.max_wait))
+        self._host_key = sched.key
+        self.stats.hosts = sched.hosts  # type: ignore[assignment]  # Host rows are HostStats and more
+        self.stats.make_host = sched.host  # type: ignore[assignment]
+        self.stats.over_budget = lambda: sched.over_budget
+        counts: list[Any] = [-2.0, {}, ""]
+
+        def host_counts() -> dict[str, int]:  # O(hosts): at most once a second, and at the end
+            now = time.monotonic()
+            if now - counts[0] >= 1.0 or counts[2] != self.stats.state:
+                counts[:] = [now, {k: v for k, v in sched.counts(now).items() if v}, self.stats.state]
+            return counts[1]
+        self.stats.host_counts = host_counts
+        self.stats.next_due = lambda: self.frontier.next_wake_in() if self.frontier.size else None  # type: ignore[attr-defined]
 
     # -- control surface --------------------------------------------------------
     @property
@@ -145,21 +175,23 @@ class Crawler(Steering):
         timeout = aiohttp.ClientTimeout(
             total=self.config.timeout * 3, sock_connect=self.config.timeout, sock_read=self.config.timeout
         )
-        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-        self._session = aiohttp.ClientSession(
-            timeout=timeout,
-            connector=connector,
-            headers={"User-Agent": self.agent},
-            cookie_jar=aiohttp.DummyCookieJar(),
-            trust_env=False,
-        )
+        # issue 21: headers, proxy and cookie jar live in core/session.py. A request's gap
+        # counts from when its headers leave, read by a trace; it costs a little per
+        # response chunk, so only when a delay is asked for (a Crawl-delay or a live one
+        # then counts from just before the request).
+        self._http = CrawlSession(self.config, self.agent, self.roots)
+        self._session = self._http.open(timeout, [on_sent()] if self._exact_gaps else None)
         token = self.agent.split("/", 1)[0].split(" ", 1)[0] or "crawltop"
         self._robots = Robots(self._session, token, self.config.timeout) if self.config.robots else None
         if self.config.sitemaps:
             self._sitemaps = Sitemaps(robots=self._robots, scope=self.scope, admit=self._admit,
-                                      max_redirect=self.config.max_redirect, max_depth=self.config.max_depth)
+                                      max_redirect=self.config.max_redirect, max_depth=self.config.max_depth,
+                                      session=self._session, stats=self.stats, timeout=self.config.timeout)
         # Sinks may be added after construction (the CLI adds a WARC sink for a state file).
         self._response_sinks = [s for s in self.sinks if hasattr(s, "response")]
+        for sink in self._response_sinks:  # issue 21: --header values never reach an archive
+            if hasattr(sink, "redact_headers"):
+                sink.redact_headers(self._http.header_names)
         if hasattr(self.frontier, "on_error"):  # a store whose writer thread can fail
             loop = asyncio.get_running_loop()
             self.frontier.on_error = lambda exc: loop.call_soon_threadsafe(self._fail, exc)
@@ -184,7 +216,7 @@ class Crawler(Steering):
                 await self._cancel_workers()
                 if self._robots is not None:
                     self._robots.close()
-                await self._session.close()
+                await self._http.close()  # saves the cookie jar, closes the session
             finally:
                 self.ignore_rules.changed()  # save the patterns' final counts with the state
                 for sink in self.sinks:
@@ -215,12 +247,16 @@ class Crawler(Steering):
                 self.stats.set_phase(ws, "waiting")
                 item = await self.frontier.pop()
                 self.queue_stats.taken(item.url)
-                if self._parked and self._park(item):  # its host is paused: aside, next URL
+                host = self._sched.of(item.url) if self._sched is not None else None
+                if host is None and self._parked and self._park(item):  # its host is paused: aside
                     await asyncio.sleep(0)
+                    continue
+                if host is not None and host.flags & ROBOTS_PENDING:  # the host's first step
+                    await self._prerequisite(ws, host, item)
                     continue
                 self._held[ws.id] = item
                 try:
-                    await self._handle(ws, item)
+                    await self._handle(ws, item, host)
                 finally:
                     del self._held[ws.id]
                     self.frontier.done(item)
@@ -228,21 +264,53 @@ class Crawler(Steering):
             self._tasks.pop(ws.id, None)
             self.stats.workers.pop(ws.id, None)
 
+    async def _prerequisite(self, ws: WorkerState, host: Host, item: Item) -> None:
+        """robots.txt as the host's first request: it takes the host's slot and delay,
+        so no other worker waits for it; the URL goes back first in its host's queue."""
+        assert self._sched is not None
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        self._sched.started(host, started)
+        self.stats.set_phase(ws, "robots")
+        ws.url, ws.host = item.url, host.key
+        crawl_delay: float | None = None
+        try:
+            if self._robots is not None:
+                crawl_delay = (await self._robots.check(item.url))[1]
+        finally:
+            ws.url = ws.host = None
+            if crawl_delay is not None:
+                self._sched.set_crawl_delay(host, crawl_delay, started)
+            self._sched.untake(host, item)
+            self.queue_stats.added(item.url)
+
     async def _wait_unpaused(self, ws: WorkerState) -> None:
         """A loop, not one wait: pause, resume, pause in one tick must still hold us."""
         while self.paused:
             self.stats.set_phase(ws, "paused")
             await self._unpaused.wait()
 
-    async def _handle(self, ws: WorkerState, item: Item) -> None:
-        """Turn one item into exactly one Record, whatever happens."""
-        ws.url, ws.host, ws.tries = item.url, netloc_of(item.url), item.tries
-        host = self.stats.host(ws.host)
-        host.in_flight += 1
+    async def _handle(self, ws: WorkerState, item: Item, host: Host | None = None) -> None:
+        """Turn one item into exactly one Record, whatever happens (or, for a retry,
+        put it back in its host's queue: a worker never sleeps holding a URL)."""
+        ws.url, ws.tries = item.url, item.tries
+        ws.host = host.key if host is not None else netloc_of(item.url)
+        stats_host = host if host is not None else self.stats.host(ws.host)
+        if host is None:
+            stats_host.in_flight += 1  # a Host counts its own, from take() to finished()
         started = self.stats.clock()
         try:
-            await self._wait_unpaused(ws)
-            record = await self._process(ws, item)
+            if host is not None and host.flags & RETIRED:  # taken only for its Record
+                record = _record(item, tries=item.tries)
+                record.fail(errors.HostRetired(f"host {host.key} retired after {host.failures} failures "
+                                               f"in a row (last: {host.last_error})"))
+            else:
+                await self._wait_unpaused(ws)
+                record = await self._process(ws, item, host)
+        except _Retry as retry:
+            self.frontier.requeue(item._replace(tries=retry.tries), retry.after)
+            self.queue_stats.added(item.url)
+            return
         except asyncio.CancelledError:
             # Cancelled (cancel_worker or stop): the URL goes back, with the try it was on spent.
             self.frontier.requeue(item._replace(tries=ws.tries))
@@ -252,7 +320,8 @@ class Crawler(Steering):
             record = _record(item, tries=ws.tries)
             record.fail(exc)
         finally:
-            host.in_flight -= 1
+            if host is None:
+                stats_host.in_flight -= 1
             ws.url = ws.host = None
         record.elapsed_ms = round((self.stats.clock() - started) * 1000, 1)
         self._emit(record)
@@ -260,7 +329,7 @@ class Crawler(Steering):
     def _emit(self, record: Record) -> None:
         self.stats.records += 1
         if record.error is not None and record.error_kind != "ignored":  # counted in stats.ignored
-            self.stats.error(record.url, netloc_of(record.url), record.error, record.tries, record.via)
+            self.stats.error(record.url, self._host_key(record.url), record.error, record.tries, record.via)
         for sink in self.sinks:
             try:
                 sink.write(record)
@@ -293,7 +362,7 @@ class Crawler(Steering):
             self.stats.host(netloc).delay = delay
         return gate
 
-    async def _process(self, ws: WorkerState, item: Item) -> Record:
+    async def _process(self, ws: WorkerState, item: Item, host: Host | None = None) -> Record:
         record = _record(item)
         crawl_delay = 0.0
         if self._sitemaps is not None:  # an origin's first URL queues its sitemaps
@@ -306,9 +375,14 @@ class Crawler(Steering):
                 record.fail(errors.BlockedByRobots("disallowed by robots.txt"))
                 return record
         started = self.stats.clock()
-        resp = await self._fetch(ws, item, record, self._gate(ws.host or "", crawl_delay))
+        if host is not None:
+            resp = await self._fetch_scheduled(ws, item, record, host)
+        else:
+            resp = await self._fetch(ws, item, record, self._gate(ws.host or "", crawl_delay))
         if resp is None:
             return record
+        if self._sitemaps is not None:  # the origin answered: its guessed /sitemap.xml may be probed
+            await self._sitemaps.answered(item.url)
         record.status = resp.status
         record.content_type = resp.content_type
         record.size = len(resp.body)
@@ -332,8 +406,69 @@ class Crawler(Steering):
             self._parse(item, resp, record)
         return record
 
+    async def _fetch_scheduled(self, ws: WorkerState, item: Item, record: Record, host: Host) -> Response | None:
+        """One attempt; the host was due, so it goes out at once. A failure with tries
+        left raises _Retry: the URL goes back to its host's queue, no worker waits.
+        What the failure says decides who waits: 429, 503 and failures to reach the
+        host (DNS, refused, TLS, connect timeout) back the whole host off; a 500 or a
+        slow or cut response is this URL's, which alone waits its back-off. Every
+        failure counts toward retiring the host; a success resets the count."""
+        sched = self._sched
+        assert sched is not None
+        loop = asyncio.get_running_loop()
+        attempt = ws.tries = record.tries = item.tries + 1
+        last = attempt >= self.config.max_tries
+        started = loop.time()
+        sched.started(host, started)
+        self.stats.set_phase(ws, "connecting")
+        record.fetched_at = utc_iso()
+        try:
+            resp = await fetch_once(self._session, item.url, self.config.max_bytes,  # type: ignore[arg-type]
+                                    lambda: self.stats.set_phase(ws, "reading"),
+                                    (lambda: sched.started(host, loop.time())) if self._exact_gaps else None)
+        except NETWORK_ERRORS as exc:
+            sched.finished(host)
+            kind = errors.error_kind(exc)
+            reach = kind in HOST_KINDS or type(exc).__name__ == "ConnectionTimeoutError"
+            self._host_failed(host, kind, reach, started, None)
+            if last or host.flags & RETIRED:
+                record.fail(exc, _network_error(exc, self.config.timeout))
+                return None
+            self.stats.retries += 1
+            raise _Retry(attempt, 0.0 if reach else self._url_backoff(attempt)) from None
+        except BaseException:
+            sched.finished(host)
+            raise
+        sched.finished(host)
+        if not retryable(resp.status):
+            sched.succeeded(host, started, loop.time() - started)
+            return resp
+        host_wide = resp.status in (429, 503)
+        wait = retry_after(resp.headers.get("Retry-After"), self.config.max_wait) if host_wide else None
+        self._host_failed(host, str(resp.status), host_wide, started, wait)
+        if last or host.flags & RETIRED:
+            return resp
+        self.stats.retries += 1
+        raise _Retry(attempt, 0.0 if host_wide else self._url_backoff(attempt))
+
+    def _host_failed(self, host: Host, why: str, block: bool, started: float, retry_after: float | None) -> None:
+        """One more failure in a row; `block`: the whole host backs off for it."""
+        assert self._sched is not None
+        now = asyncio.get_running_loop().time()
+        if self._sched.failed(host, why, started, now, retry_after, block=block):
+            self._retire_host(host)
+
+    def _url_backoff(self, attempt: int) -> float:
+        return backoff(self.config.backoff, attempt, self.config.max_wait)
+
+    def _retire_host(self, host: Host) -> None:
+        """Retired: its queued URLs come out at once, each for its HostRetired Record."""
+        assert self._sched is not None
+        self._sched.retire(host, host.why)
+
     async def _fetch(self, ws: WorkerState, item: Item, record: Record, gate: HostGate) -> Response | None:
-        """Attempts with retries; None when every try failed (record.error says why)."""
+        """Attempts with retries; None when every try failed (record.error says why).
+        The path of a store without per-host queues (Redis): the gate makes it wait."""
         last = max(self.config.max_tries, item.tries + 1)
         for attempt in range(item.tries + 1, last + 1):
             ws.tries = record.tries = attempt
@@ -368,6 +503,8 @@ class Crawler(Steering):
         seen = await lookup(target) if lookup else self.frontier.seen(target)  # once: may be SQLite
         if not seen:
             self.stats.redirect(item.url, target, resp.status)
+        if item.depth == 0 and not item.discovery.strip("R") and not self.scope.allows(target):
+            self.scope.add_root(target)  # a seed that moved: its new host is a root's (seedsRedirectNewSeeds)
         if item.redirects_left <= 0:
             record.fail(errors.TooManyRedirects(f"more than {self.config.max_redirect} redirects"))
         elif not self.scope.allows(target):
@@ -395,6 +532,15 @@ class Crawler(Steering):
         record.num_new_urls = sum(self._admit(u, left, depth, via, embed if u in frames else link) for u in links)
         self.queue_stats.fetched(item.url, record.num_new_urls, self._inside)
         self._page_prefix = None
+
+
+class _Retry(Exception):
+    """A failed try with tries left: the URL goes back to its host's queue, at once
+    (its host backs off) or after its own back-off (`after` seconds)."""
+
+    def __init__(self, tries: int, after: float) -> None:
+        super().__init__(tries)
+        self.tries, self.after = tries, after
 
 
 def _record(item: Item, tries: int = 0) -> Record:

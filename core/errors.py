@@ -23,6 +23,7 @@ KINDS: dict[str, str] = {
     "robots": "robots.txt disallows the URL for our user agent",
     "ignored": "an ignore rule matched the URL",
     "cancelled": "the crawl stopped before the URL was fetched",
+    "host-retired": "its host failed --host-max-failures times in a row and was retired",
     "bad-url": "a URL that cannot be requested",
     "bad-sitemap": "a sitemap that is not XML or text, is malformed, too large or nested too deep",
     "other": "anything else (a bug or a surprise; the error text says what)",
@@ -71,6 +72,12 @@ class Cancelled(CrawlError):
     """The URL was in flight or queued when the crawl stopped."""
 
     kind = "cancelled"
+
+
+class HostRetired(CrawlError):
+    """The URL's host was retired after failures in a row: the URL was never fetched."""
+
+    kind = "host-retired"
 
 
 class Ignored(CrawlError):

@@ -41,10 +41,13 @@ class Response:
 
 
 async def fetch_once(
-    session: aiohttp.ClientSession, url: str, max_bytes: int, reading: Callable[[], None]
+    session: aiohttp.ClientSession, url: str, max_bytes: int, reading: Callable[[], None],
+    sent: Callable[[], None] | None = None,
 ) -> Response:
-    """GET without following redirects; read at most max_bytes of (decoded) body."""
-    async with session.get(url, allow_redirects=False) as resp:
+    """GET without following redirects; read at most max_bytes of (decoded) body.
+    `sent` is called when the request's headers are written (see `on_sent`)."""
+    ctx = {"sent": sent} if sent is not None else None
+    async with session.get(url, allow_redirects=False, trace_request_ctx=ctx) as resp:
         reading()
         sha1 = new_hasher()
         body, truncated = await read_capped(resp, max_bytes, sha1)
@@ -64,6 +67,20 @@ async def fetch_once(
             request_headers=resp.request_info.headers,
             digest=payload_digest(sha1),
         )
+
+
+def on_sent() -> aiohttp.TraceConfig:
+    """Politeness counts a gap from when a request really leaves, not from when a
+    worker asked for it: a busy loop or a new connection can stand between the two."""
+    trace = aiohttp.TraceConfig()
+
+    async def headers_sent(session: object, ctx: Any, params: object) -> None:
+        request_ctx = ctx.trace_request_ctx
+        if request_ctx:
+            request_ctx["sent"]()
+
+    trace.on_request_headers_sent.append(headers_sent)
+    return trace
 
 
 def _raw_content_type(value: str | None) -> str | None:

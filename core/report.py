@@ -89,6 +89,7 @@ class Report:
     broken: dict[str | None, list[Broken]] = field(default_factory=dict)  # via -> broken links on it
     chains: list[Chain] = field(default_factory=list)
     slowest: list[tuple[float, str, int | None]] = field(default_factory=list)  # (ms, url, status)
+    retired_hosts: set[str] = field(default_factory=set)  # hosts retired after failures in a row
 
     @property
     def broken_count(self) -> int:
@@ -114,6 +115,7 @@ class Report:
             "slowest": [{"url": u, "elapsed_ms": ms, "status": st} for ms, u, st in self.slowest],
             "by_status": {str(k): v for k, v in sorted(self.by_status.items(), key=lambda kv: str(kv[0]))},
             "by_error_kind": dict(sorted(self.by_error_kind.items())),
+            "retired_hosts": sorted(self.retired_hosts),
         }
 
 
@@ -210,6 +212,9 @@ def _add(report: Report, rec: dict[str, Any], options: Options, redirects: dict[
     report.by_status[status if status is not None else "none"] += 1
     if rec.get("error_kind"):
         report.by_error_kind[rec["error_kind"]] += 1
+        if rec["error_kind"] == "host-retired":
+            parts = str(url).split("/", 3)  # a record's URL is canonical; a foreign one must not crash
+            report.retired_hosts.add(parts[2] if len(parts) > 2 else str(url))
     if is_broken(rec, options):
         b = Broken(url, rec.get("via"), status, rec.get("error_kind"), rec.get("error"), rec.get("discovery") or "")
         report.broken.setdefault(b.via, []).append(b)

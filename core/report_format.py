@@ -42,6 +42,9 @@ def text(r: Report) -> str:
     w = out.append
     w(_fit(f"crawltop report: {r.source}", WIDTH))
     w(f"{r.records:,} records, {r.broken_count:,} broken on {len(r.broken):,} pages")
+    if r.retired_hosts:
+        w(_fit(f"{len(r.retired_hosts):,} hosts retired after failures in a row: "
+               + ", ".join(sorted(r.retired_hosts)), WIDTH))
     if r.broken:
         w("")
         w("Broken links, by the page they are on")
@@ -108,6 +111,9 @@ def _md(text: object) -> str:
 def markdown(r: Report) -> str:
     out = [f"# crawltop report: {_md(r.source)}", "",
            f"{r.records:,} records, **{r.broken_count:,} broken** on {len(r.broken):,} pages.", ""]
+    if r.retired_hosts:
+        out += [f"{len(r.retired_hosts):,} hosts retired after failures in a row: "
+                + ", ".join(_md(h) for h in sorted(r.retired_hosts)), ""]
     w = out.append
     if r.broken:
         w("## Broken links, by the page they are on")

@@ -24,6 +24,7 @@ import sqlite3
 from typing import Any, Iterator
 
 from .config import CrawlConfig
+from .secrets import redact_config
 
 SCHEMA_VERSION = 2  # 2: urls.via and urls.discovery (issue 12)
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -73,7 +74,14 @@ _INSERT_RECORDS = """
 INSERT INTO records(run, url, data)
 SELECT ?, json_extract(value, '$.url'), value FROM json_each(?)
 """
-_SQL = {"setting": "INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)"}
+_SQL = {
+    "setting": "INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)",
+    "host": "INSERT OR REPLACE INTO hosts(key, data) VALUES (?, ?)",
+    "host_default": "DELETE FROM hosts WHERE key = ?",
+}
+# Per-host politeness state (core/hosts.py Hosts.saved): only hosts that differ from the
+# defaults have a row. Added to older files of this schema version when they are opened.
+_HOSTS_TABLE = "CREATE TABLE IF NOT EXISTS hosts(key TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID"
 
 STATUS_RUNNING, STATUS_STOPPED, STATUS_FINISHED = "running", "stopped", "finished"
 
@@ -91,7 +99,9 @@ _TUPLE_FIELDS = {f.name for f in dataclasses.fields(CrawlConfig) if str(f.type).
 
 
 def config_to_json(config: CrawlConfig) -> str:
-    return json.dumps(dataclasses.asdict(config), sort_keys=True)
+    """The settings as stored (state file, Redis): header values and proxy credentials
+    redacted (core/secrets.py), so no secret is ever written down."""
+    return json.dumps(dataclasses.asdict(redact_config(config)), sort_keys=True)
 
 
 def config_from_json(text: str) -> CrawlConfig:

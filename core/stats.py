@@ -58,14 +58,35 @@ class WorkerView:
 
 @dataclass(frozen=True, slots=True)
 class HostView:
+    """One host queue's row (core/hosts.py `Host`); the Redis store fills the first ones."""
+
     host: str
     in_flight: int
     done: int
     errors: int
-    avg_ms: float
+    avg_ms: float  # server latency only, never politeness waits
     delay: float
     paused: bool = False
     parked: int = 0
+    state: str = ""  # ready, fetching, waiting, backoff, paused, budget, retired, done
+    queued: int = 0
+    wait: float = 0.0  # seconds until it may fetch (waiting, backoff)
+    source: str = ""  # what decided the delay: delay, robots, robots (capped), adaptive, live
+    why: str = ""  # the back-off's reason: 429, 503, connect, timeout, 5xx
+    over: int = 0  # URLs refused over --max-pages-per-host
+    failures: int = 0  # consecutive
+
+
+def host_view(name: str, s: object, now: float) -> HostView:
+    """A row from a `Host` (scheduling stores) or a `HostStats` (the Redis store)."""
+    done = s.done  # type: ignore[attr-defined]
+    state = getattr(s, "state", None)
+    wake = getattr(s, "wake", None)
+    return HostView(
+        name, s.in_flight, done, s.errors, s.total_ms / done if done else 0.0, s.delay,  # type: ignore[attr-defined]
+        s.paused, s.parked,  # type: ignore[attr-defined]
+        state(now) if state else "", getattr(s, "queued", 0), wake(now) if wake else 0.0,
+        getattr(s, "source", ""), getattr(s, "why", ""), getattr(s, "over", 0), getattr(s, "failures", 0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +143,13 @@ class Snapshot:
     recent_redirects: tuple[MergeEvent, ...] = ()
     ignored: int = 0
     notice: str = ""  # a condition the operator must see, e.g. "REDIS DOWN: retrying"
+    # Hosts by state (core/hosts.py STATES), and, when no worker has a due URL, when the
+    # earliest host comes due (seconds): the screen says why the pool is idle.
+    host_counts: dict[str, int] = field(default_factory=dict)
+    next_due: float | None = None
+    hosts_over_budget: int = 0  # URLs refused over --max-pages-per-host, all hosts
+    sitemap_probes: int = 0  # guessed /sitemap.xml probes sent (core/sitemaps.py), found or not
+    sitemap_found: int = 0  # of which looked like a sitemap and were queued
 
 
 @dataclass
@@ -143,11 +171,18 @@ class Stats:
     resumed_from: int = 0
     ignored: int = 0  # queued URLs dropped by an ignore pattern (each has its record)
     notice: str = ""  # set by a cluster member while Redis is away (core/cluster/member.py)
+    sitemap_probes: int = 0
+    sitemap_found: int = 0
     statuses: Counter[int] = field(default_factory=Counter)
     errors_by_kind: Counter[str] = field(default_factory=Counter)
     error_urls: Counter[str] = field(default_factory=Counter)
     workers: dict[int, WorkerState] = field(default_factory=dict)
     hosts: dict[str, HostStats] = field(default_factory=dict)
+    # A scheduling store shares its Host objects (core/hosts.py): these read it.
+    make_host: Callable[[str], HostStats] | None = None
+    host_counts: Callable[[], dict[str, int]] = dict
+    next_due: Callable[[], float | None] = lambda: None
+    over_budget: Callable[[], int] = lambda: 0
     recent_errors: deque[ErrorEvent] = field(default_factory=lambda: deque(maxlen=RING))
     recent_merges: deque[MergeEvent] = field(default_factory=lambda: deque(maxlen=RING))
     recent_redirects: deque[MergeEvent] = field(default_factory=lambda: deque(maxlen=RING))
@@ -167,7 +202,8 @@ class Stats:
     def host(self, name: str) -> HostStats:
         hs = self.hosts.get(name)
         if hs is None:
-            hs = self.hosts[name] = HostStats()
+            hs = self.make_host(name) if self.make_host else HostStats()
+            self.hosts[name] = hs
         return hs
 
     def set_phase(self, ws: WorkerState, phase: str) -> None:
@@ -242,12 +278,9 @@ class Stats:
         busy = sum(1 for w in workers if w.phase not in ("waiting", "paused"))
         recent = list(self._hist_pages)[-5:]
         rate_now = sum(recent) / len(recent) if recent else 0.0
-        top = heapq.nlargest(TOP_HOSTS, self.hosts.items(), key=lambda kv: (kv[1].paused, kv[1].in_flight, kv[1].done))
-        hosts = tuple(
-            HostView(h, s.in_flight, s.done, s.errors, s.total_ms / s.done if s.done else 0.0, s.delay,
-                     s.paused, s.parked)
-            for h, s in top
-        )
+        top = heapq.nlargest(TOP_HOSTS, self.hosts.items(), key=_busiest)
+        mono = time.monotonic()
+        hosts = tuple(host_view(h, s, mono) for h, s in top)
         return Snapshot(
             state=self.state,
             elapsed=elapsed,
@@ -281,4 +314,15 @@ class Stats:
             resumed_from=self.resumed_from,
             ignored=self.ignored,
             notice=self.notice,
+            host_counts=self.host_counts(),
+            next_due=self.next_due() if not busy else None,
+            hosts_over_budget=self.over_budget(),
+            sitemap_probes=self.sitemap_probes,
+            sitemap_found=self.sitemap_found,
         )
+
+
+def _busiest(kv: tuple[str, HostStats]) -> tuple[bool, int, bool, int]:
+    """The side panel's order: paused, busy, with work queued, most done."""
+    s = kv[1]
+    return (s.paused, s.in_flight, bool(getattr(s, "queued", 0)), s.done)

@@ -16,19 +16,31 @@ seeds are saved there and restored by the next run (`resume`).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from . import errors
 from .frontier import Item
 from .ignores import SETTING, IgnoreResult, Ignores, IgnoreView
 from .patterns import PatternSet
 from .queueview import QueueStats, QueueView
+from .hosts import STATES
 from .records import Record
+from .stats import HostView, host_view
 from .urls import canonical, netloc_of
 
 SEEDS = "seeds"  # settings key: seeds added while running (their hosts join the scope)
 MAX_DELAY = 3600.0
+# host_table sorts: (key, descending)
+HOST_SORTS: dict[str, tuple[Callable[[HostView], Any], bool]] = {
+    "queued": (lambda r: (r.queued, r.in_flight, r.host), True),
+    "errors": (lambda r: (r.errors, r.failures, r.host), True),
+    "latency": (lambda r: (r.avg_ms, r.host), True),
+    "wake": (lambda r: (r.wait, r.host), False),
+    "done": (lambda r: (r.done, r.host), True),
+    "host": (lambda r: r.host, False),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,17 +140,24 @@ class Steering:
 
     # -- hosts -----------------------------------------------------------------------
     def pause_host(self: Any, host: str) -> bool:
-        """Its URLs wait (parked as workers take them); other hosts go on."""
+        """Its URLs wait in its queue (or, on the Redis store, parked as workers take
+        them); other hosts go on."""
         host = host.strip().lower()
-        if not host or host in self._parked:
+        if not host:
+            return False
+        if self._sched is not None:
+            return bool(self._sched.pause(host))
+        if host in self._parked:
             return False
         self._parked[host] = []
         self.stats.host(host).paused = True
         return True
 
     def resume_host(self: Any, host: str) -> int:
-        """Re-queue the host's parked URLs; returns how many."""
+        """Its URLs are due again; returns how many wait."""
         host = host.strip().lower()
+        if self._sched is not None:
+            return max(0, self._sched.resume(host))
         items = self._parked.pop(host, None)
         if items is None:
             return 0
@@ -148,20 +167,44 @@ class Steering:
         return len(items)
 
     def paused_hosts(self: Any) -> dict[str, int]:
+        if self._sched is not None:
+            return self._sched.paused()
         return {h: len(items) for h, items in self._parked.items()}
 
     def set_host_delay(self: Any, host: str, seconds: float) -> None:
-        """Minimum gap between two fetches from this host (overrides --delay and Crawl-delay)."""
+        """A live delay for this host: the gap between two of its fetches is at least
+        this (and at least --delay, Crawl-delay and its back-off: the largest wins)."""
         host = host.strip().lower()
         if not host:
             raise ValueError("no host given")
         if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and 0 <= seconds <= MAX_DELAY):
             raise ValueError(f"a delay is 0 to {MAX_DELAY:g} seconds, not {seconds!r}")
+        if self._sched is not None:
+            self._sched.set_live_delay(host, float(seconds))
+            return
         self._host_delays[host] = float(seconds)
         gate = self._gates.get(host)
         if gate is not None:
             gate.delay = float(seconds)
         self.stats.host(host).delay = float(seconds)
+
+    def host_table(self: Any, sort: str = "queued", state: str | None = None,
+                   limit: int | None = None) -> list[HostView]:
+        """The queues view and `ctl hosts`: every host's row, sorted and filtered.
+        O(hosts log hosts): read on demand or at a low rate, never per page."""
+        if sort not in HOST_SORTS:
+            raise ValueError(f"sort by one of {', '.join(HOST_SORTS)}, not {sort!r}")
+        if state is not None and state not in STATES:
+            raise ValueError(f"a host state is one of {', '.join(STATES)}, not {state!r}")
+        if limit is not None and limit < 0:
+            raise ValueError(f"a limit is a number of rows, not {limit!r}")
+        now = time.monotonic()
+        rows = [host_view(k, h, now) for k, h in self.stats.hosts.items()]
+        if state is not None:
+            rows = [r for r in rows if r.state == state]
+        key, reverse = HOST_SORTS[sort]
+        rows.sort(key=key, reverse=reverse)
+        return rows[:limit] if limit is not None else rows
 
     def _park(self: Any, item: Item) -> bool:
         """Called by a worker for every URL it takes while some host is paused."""

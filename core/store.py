@@ -28,12 +28,14 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from collections import OrderedDict, deque
 from itertools import islice
 from typing import Any, Callable, Iterator
 
 from .bloom import BloomFilter
-from .frontier import Item
+from .frontier import DueWaiters, Item
+from .hosts import Host, Hosts
 from .provenance import intern_path
 from .records import Record
 # Re-exported: core.store is where the CLI, export and tests import them from.
@@ -50,6 +52,7 @@ FLUSH_INTERVAL = 0.2  # seconds between batches
 FLUSH_OPS = 2000  # or this many operations, whichever comes first
 MAX_BACKLOG = 16  # batches handed to the writer but not committed; pop() waits above it
 MEM_QUEUE = 10_000  # queue items kept in memory; the rest wait in SQLite
+MEM_QUEUE_MAX = 50_000  # while no host in memory is due, refills may go on up to this
 REFILL = 5_000  # items loaded per refill
 CACHE = 32_768  # URLs confirmed seen, kept to skip repeated lookups
 
@@ -68,7 +71,7 @@ class RecordSink:
         self._store.flush()
 
 
-class SqliteStore(StoreOpen, StoreWriter):
+class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
     """A persistent Frontier and record store. Create it with `open_state()` or
     `SqliteStore.open()`; all methods are called from the event loop's thread."""
 
@@ -91,14 +94,17 @@ class SqliteStore(StoreOpen, StoreWriter):
         self._jsonl: Any = None  # text file the writer appends committed records to
         self.jsonl_caught_up = 0  # records copied from the state into the JSONL at attach
 
-        # Frontier state (loop thread only).
-        self._mem: deque[Item] = deque()
+        # Frontier state (loop thread only). The queue head in memory is per-host
+        # queues (core/hosts.py); host states are kept in the hosts table for resume.
+        self.hosts = Hosts()
+        self.hosts.changed = self._host_changed
+        self._dirty_hosts: dict[str, Host] = {}
+        self._waiters_init()
         self._spilled = 0  # queued items only in SQLite, all after the ones in _mem
         self._mem_hi = 0  # highest seq ever put in _mem
         self._seq = 0
         self._unfinished = 0
         self._skip_done: dict[str, int] = {}
-        self._getters: deque[asyncio.Future[None]] = deque()
         self._joined: asyncio.Event | None = None
         self._refill_task: asyncio.Future[list[tuple]] | None = None
         self._removed: set[str] = set()  # taken off the queue while a refill may still bring them
@@ -199,16 +205,20 @@ class SqliteStore(StoreOpen, StoreWriter):
                                item.via, item.discovery)
         self._touch()
 
-    def _enqueue(self, item: Item, seq: int) -> None:
-        if self._spilled == 0 and len(self._mem) < MEM_QUEUE:
-            self._mem.append(item)
-            self._mem_hi = seq
+    def _enqueue(self, item: Item, seq: int, host: Host | None = None, front: bool = False) -> None:
+        if front or (self._spilled == 0 and self.hosts.size < MEM_QUEUE):
+            self.hosts.put(host or self.hosts.of(item.url), item, front)
+            if not front:
+                self._mem_hi = seq
         else:
             self._spilled += 1
         self._unfinished += 1
         if self._joined is not None:
             self._joined.clear()
-        self._wakeup()
+
+    def _host_changed(self, h: Host) -> None:
+        self._dirty_hosts[h.key] = h
+        self._touch()
 
     def _new(self, url: str) -> bool:
         """True, and the URL is now seen, if it was never seen before."""
@@ -222,20 +232,35 @@ class SqliteStore(StoreOpen, StoreWriter):
     def add(self, item: Item) -> bool:
         if not self._new(item.url):
             return False
+        host = None
+        if self.hosts.policy.budget is not None:  # else a spilled URL costs no Host until it is read back
+            host = self.hosts.within_budget(item.url)
+            if host is None:  # over its host's budget: seen, never queued
+                self._rows[item.url] = (item.url, SEEN_ONLY, 0, 0, 0, 0, None, "")
+                self._touch()
+                return False
         self._seq += 1
         seq = self._seq
         self._rows[item.url] = (item.url, QUEUED, seq, item.redirects_left, item.depth, item.tries,
                                item.via, item.discovery)
         self._touch()
-        self._enqueue(item, seq)
+        self._enqueue(item, seq, host)
         return True
 
-    def requeue(self, item: Item) -> None:
+    def requeue(self, item: Item, after: float = 0.0) -> None:
+        """First in its host's queue (or in `after` seconds), in memory; the row keeps
+        its queue position (it was in memory, so at or below _mem_hi: no refill brings
+        it twice)."""
         self._new(item.url)
-        self._seq += 1
-        self._state(item, QUEUED, self._seq)
+        self._state(item, QUEUED)
         self._skip_done[item.url] = self._skip_done.get(item.url, 0) + 1
-        self._enqueue(item, self._seq)
+        if after > 0:
+            self.hosts.defer(item, time.monotonic() + after)
+            self._unfinished += 1
+            if self._joined is not None:
+                self._joined.clear()
+        else:
+            self._enqueue(item, -1, front=True)
 
     def seen(self, url: str) -> bool:
         return self._is_seen(url)
@@ -247,46 +272,28 @@ class SqliteStore(StoreOpen, StoreWriter):
         self._touch()
         return True
 
-    def _wakeup(self) -> None:
-        while self._getters:
-            g = self._getters.popleft()
-            if not g.done():
-                g.set_result(None)
-                break
-
     def _has_items(self) -> bool:
-        return bool(self._mem) or self._spilled > 0
+        return bool(self.hosts.size) or self._spilled > 0
 
     async def pop(self) -> Item:
         loop = asyncio.get_running_loop()
         while len(self._uncommitted) > MAX_BACKLOG:  # the writer is behind: let it catch up
             await asyncio.sleep(0.005)
         while True:
-            if self._mem:
-                item = self._mem.popleft()
+            item = self._take(loop)
+            if item is not None:
                 self._state(item, IN_FLIGHT)
-                if self._spilled and len(self._mem) < REFILL // 2 and self._refill_task is None:
+                if self._spilled and self.hosts.size < REFILL // 2 and self._refill_task is None:
                     self._start_refill(loop)
                 return item
-            if self._spilled:
+            if self._spilled and self.hosts.size < MEM_QUEUE_MAX:
+                # Nothing in memory is due: read further, other hosts may be.
                 if self._refill_task is None:
                     self._start_refill(loop)
                 assert self._refill_task is not None
                 await asyncio.shield(self._refill_task)
                 continue
-            getter = loop.create_future()
-            self._getters.append(getter)
-            try:
-                await getter
-            except BaseException:
-                getter.cancel()
-                try:
-                    self._getters.remove(getter)
-                except ValueError:
-                    pass
-                if self._has_items() and not getter.cancelled():
-                    self._wakeup()
-                raise
+            await self._wait_due(loop)
 
     def _start_refill(self, loop: asyncio.AbstractEventLoop) -> None:
         self._flush()  # the spilled items may still be in the current batch
@@ -309,7 +316,8 @@ class SqliteStore(StoreOpen, StoreWriter):
             self._mem_hi = seq
             if url in removed:  # remove_matching already took it (and counted it off _spilled)
                 continue
-            self._mem.append(Item(url, redirects_left, depth, tries, via, intern_path(discovery)))
+            item = Item(url, redirects_left, depth, tries, via, intern_path(discovery))
+            self.hosts.put(self.hosts.of(url), item)
             taken += 1
         self._spilled -= taken
         if not rows and self._spilled:
@@ -317,8 +325,6 @@ class SqliteStore(StoreOpen, StoreWriter):
             self._spilled = 0
         if not fut.done():
             fut.set_result(rows)
-        for _ in range(min(len(rows), len(self._getters))):
-            self._wakeup()
 
     async def remove_matching(self, predicate: Callable[[str], bool]) -> list[Item]:
         """The queue head in memory is filtered at once; the rows only in SQLite are
@@ -352,17 +358,12 @@ class SqliteStore(StoreOpen, StoreWriter):
         return removed
 
     def peek(self, n: int) -> list[Item]:
-        return list(islice(self._mem, n))
+        return self.hosts.peek(n)
 
     def _take_from_mem(self, predicate: Callable[[str], bool]) -> list[Item]:
-        kept: deque[Item] = deque()
-        removed: list[Item] = []
-        for item in self._mem:
-            (removed if predicate(item.url) else kept).append(item)
-        if removed:
-            self._mem = kept
-            for item in removed:
-                self._state(item, IN_FLIGHT)
+        removed = self.hosts.remove_if(predicate)
+        for item in removed:
+            self._state(item, IN_FLIGHT)
         return removed
 
     def done(self, item: Item) -> None:
@@ -395,7 +396,7 @@ class SqliteStore(StoreOpen, StoreWriter):
 
     @property
     def size(self) -> int:
-        return len(self._mem) + self._spilled
+        return self.hosts.size + self._spilled
 
     @property
     def seen_count(self) -> int:
@@ -414,4 +415,4 @@ class SqliteStore(StoreOpen, StoreWriter):
 
     def memory_bytes(self) -> int:
         """Rough size of what the store keeps in memory (for benchmarks)."""
-        return self._bloom.nbytes + 200 * (len(self._mem) + len(self._cache) + self._nops)
+        return self._bloom.nbytes + 200 * (self.hosts.size + len(self._cache) + self._nops)

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Self
 from .bloom import BloomFilter
 from .config import CrawlConfig
 from .state import (
+    _HOSTS_TABLE,
     _SCHEMA,
     _SQL,
     SCHEMA_VERSION,
@@ -93,6 +94,7 @@ class StoreOpen:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
+                conn.execute(_HOSTS_TABLE)
                 conn.executemany(_SQL["setting"], [(k, json.dumps(v)) for k, v in self.settings.items()])
                 conn.execute("COMMIT")
                 self.run = 1
@@ -104,7 +106,16 @@ class StoreOpen:
                 "UPDATE urls SET state = 0 WHERE state = 1"
             ).rowcount
             conn.execute(_SQL["setting"], ("runs", json.dumps(self.run)))
+            conn.execute(_HOSTS_TABLE)
             conn.execute("COMMIT")
+            offset = time.time() - time.monotonic()
+            for key, data in conn.execute("SELECT key, data FROM hosts"):
+                try:
+                    saved = json.loads(data)
+                except ValueError:
+                    continue  # one bad row costs that host its history, not the resume
+                if isinstance(saved, dict):
+                    self.hosts.restore(key, saved, offset)
             self.settings["runs"] = self.run
             self.resumed_records = conn.execute("SELECT count(*) FROM records").fetchone()[0]
             self._seq = conn.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0]

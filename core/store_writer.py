@@ -31,6 +31,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from typing import Any
 
 from .state import _INSERT_RECORDS, _SQL, _UPSERT, StateError, _connect
@@ -49,7 +50,14 @@ class StoreWriter:
             self._timer = None
         if not self._nops:
             return
-        batch = (self._rows, self._recs, self._sets)
+        hosts: list[tuple[str, str | None]] = []
+        if self._dirty_hosts:  # host states as they are now (one row per host per batch)
+            offset = time.time() - time.monotonic()
+            for key, h in self._dirty_hosts.items():
+                saved = self.hosts.saved(h, offset)
+                hosts.append((key, json.dumps(saved, separators=(",", ":")) if saved else None))
+            self._dirty_hosts = {}
+        batch = (self._rows, self._recs, self._sets, hosts)
         self._uncommitted.append(self._rows)
         self._rows, self._recs, self._sets, self._nops = {}, [], [], 0
         self._submit(("batch", batch))
@@ -146,7 +154,7 @@ class StoreWriter:
             conn.close()
 
     def _apply(self, conn: sqlite3.Connection, batch: tuple) -> None:
-        rows, recs, sets = batch
+        rows, recs, sets, hosts = batch
         rows_json = json.dumps(list(rows.values()), ensure_ascii=False, separators=(",", ":")) if rows else None
         lines = [r.to_json() for r in recs]
         recs_json = "[" + ",".join(lines) + "]" if lines else None
@@ -157,6 +165,9 @@ class StoreWriter:
             conn.execute(_INSERT_RECORDS, (self.run, recs_json))
         if sets:
             conn.executemany(_SQL["setting"], sets)
+        if hosts:
+            conn.executemany(_SQL["host"], [(k, v) for k, v in hosts if v is not None])
+            conn.executemany(_SQL["host_default"], [(k,) for k, v in hosts if v is None])
         conn.execute("COMMIT")
         if lines and self._jsonl is not None:  # after the commit: the JSONL never runs ahead
             self._jsonl.write("\n".join(lines) + "\n")

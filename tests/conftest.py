@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from typing import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
@@ -54,6 +55,7 @@ class Site:
     def __init__(self, routes: dict[str, Handler]) -> None:
         self.routes = routes
         self.hits: dict[str, int] = {}
+        self.times: list[tuple[float, str]] = []  # (monotonic time, path) of every request, as it arrived
         self.in_flight = 0
         self.max_in_flight = 0
         self.url = ""
@@ -61,6 +63,7 @@ class Site:
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path_qs
+        self.times.append((time.monotonic(), path))
         self.hits[path] = self.hits.get(path, 0) + 1
         handler = self.routes.get(path) or self.routes.get(request.path)
         if handler is None:
@@ -74,15 +77,15 @@ class Site:
         finally:
             self.in_flight -= 1
 
-    async def start(self) -> str:
+    async def start(self, address: str = "127.0.0.1") -> str:
         app = web.Application(handler_args={"access_log": None})
         app.router.add_route("GET", "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.2)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, address, 0)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"http://{address}:{port}"
         return self.url
 
     async def stop(self) -> None:
@@ -94,9 +97,9 @@ class Site:
 async def serve() -> AsyncIterator[Callable[[dict[str, Handler]], Awaitable[Site]]]:
     sites: list[Site] = []
 
-    async def start(routes: dict[str, Handler]) -> Site:
+    async def start(routes: dict[str, Handler], address: str = "127.0.0.1") -> Site:
         site = Site(routes)
-        await site.start()
+        await site.start(address)
         sites.append(site)
         return site
 

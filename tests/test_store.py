@@ -117,8 +117,8 @@ async def test_requeue_puts_item_back_and_skips_its_done(path):
     st.requeue(a._replace(tries=a.tries + 1))  # cancelled worker
     st.done(a)  # the worker's finally
     assert st.size == 2 and st.unfinished == 2
+    again = await st.pop()  # first in its host's queue: the URL that was cut off goes next
     b = await st.pop()
-    again = await st.pop()
     assert b.url == item(2).url and again.url == a.url and again.tries == 1
     st.done(b)
     st.done(again)
@@ -205,12 +205,12 @@ async def test_spill_to_disk_and_refill_in_order(path, monkeypatch):
     _, st = open_state(path, CFG)
     for i in range(100):
         st.add(item(i))
-    assert len(st._mem) == 10 and st.size == 100
+    assert st.hosts.size == 10 and st.size == 100  # in memory, and in all
     out = []
     for n in range(100):
         it = await st.pop()
         out.append(it.url)
-        if n == 30:  # a requeue while spilled goes to the back
+        if n == 30:  # a requeue while spilled goes first in its host's queue
             st.requeue(it)
             st.done(it)
             continue
@@ -224,7 +224,7 @@ async def test_spill_to_disk_and_refill_in_order(path, monkeypatch):
         out.append(it.url)
         st.done(it)
     await asyncio.wait_for(st.join(), 1)
-    expected = [item(i).url for i in range(100)] + [item(30).url, item("late").url]
+    expected = [item(i).url for i in range(31)] + [item(i).url for i in range(30, 100)] + [item("late").url]
     assert out == expected
     st.close()
 

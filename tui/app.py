@@ -41,6 +41,7 @@ from .screens import (
 from .sparks import SparkPanel
 from .status import StatusBar
 from .steer import IgnoresScreen, QueueScreen, TextPrompt, trap_parts
+from .queues import QueuesScreen
 from .line import Line
 from .summary import SummaryScreen, summary_content
 from .workers import WorkersPanel, WorkersTable
@@ -113,6 +114,8 @@ class CrawlApp(App[int]):
         Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="Every key"),
         # Steering (core/steer.py): in the help screen and the palette, not the key bar.
         Binding("u", "queue", "Queue", id="queue", show=False, tooltip="Queue view: top prefixes, growth, traps, next URLs"),
+        Binding("H", "queues", "Host queues", id="queues", show=False, key_display="H",
+                tooltip="Host queues: every host's state, queue, delay; sort, filter"),
         Binding("i", "ignore", "Ignore", id="ignore", show=False, tooltip="Add an ignore regex (on the full URL); matching queued URLs are dropped"),
         Binding("I", "ignores", "Ignores", id="ignores", show=False, key_display="I", tooltip="Ignore patterns: what each dropped and stopped; delete one"),
         Binding("a", "add_seed", "Add URL", id="add-seed", show=False, tooltip="Add a URL to the crawl (a new seed)"),
@@ -373,6 +376,8 @@ class CrawlApp(App[int]):
             return live and main and self.screen_stack[0].focused is self.breakdown.hosts
         if action == "queue":
             return not isinstance(screen, QueueScreen)
+        if action == "queues":
+            return not isinstance(screen, QueuesScreen)
         if action == "ignores":
             return not isinstance(screen, IgnoresScreen)
         if action == "summary":
@@ -527,6 +532,10 @@ class CrawlApp(App[int]):
         if not isinstance(self.screen, QueueScreen):
             self.push_screen(QueueScreen(self.errors_panel.home))
 
+    def action_queues(self) -> None:
+        if not isinstance(self.screen, QueuesScreen):
+            self.push_screen(QueuesScreen())
+
     def action_add_seed(self) -> None:
         add = self._steering("add_seed")
         if add is None:
@@ -551,7 +560,12 @@ class CrawlApp(App[int]):
 
     def action_toggle_host(self) -> None:
         host = self._selected_host()
-        if host is None or self._steering("pause_host") is None:
+        if host is not None:
+            self.toggle_host(host)
+
+    def toggle_host(self, host: str) -> None:
+        """Pause or resume one host (the hosts panel's and the queues view's `h`)."""
+        if self._steering("pause_host") is None:
             return
         if host in self.crawler.paused_hosts():
             n = self.crawler.resume_host(host)
@@ -563,7 +577,14 @@ class CrawlApp(App[int]):
 
     def action_host_delay(self) -> None:
         host = self._selected_host()
-        if host is None or self._steering("set_host_delay") is None:
+        if host is not None:
+            current = next((h.delay for h in (self.last_snapshot.hosts if self.last_snapshot else ())
+                            if h.host == host), 0.0)
+            self.ask_host_delay(host, current)
+
+    def ask_host_delay(self, host: str, current: float) -> None:
+        """The delay prompt for one host (the hosts panel's and the queues view's `t`)."""
+        if self._steering("set_host_delay") is None:
             return
 
         def apply(text: str) -> str | None:
@@ -574,7 +595,6 @@ class CrawlApp(App[int]):
             self.refresh_now()
             return None
 
-        current = next((h.delay for h in (self.last_snapshot.hosts if self.last_snapshot else ()) if h.host == host), 0.0)
         self.push_screen(TextPrompt(f"Delay between fetches from {host}, in seconds:", value=f"{current:g}",
                                     apply=apply, id="delay-prompt"))
 
