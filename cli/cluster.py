@@ -90,7 +90,7 @@ def crawl_level(join: argparse.ArgumentParser) -> None:
         strings = [o for o in action.option_strings if o not in taken]
         if strings:
             join.add_argument(*strings, action=_CrawlLevel, nargs=0 if action.nargs == 0 else "?",
-                              help=argparse.SUPPRESS)
+                              default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # (no attribute when absent)
 
 
 def wants_cluster(args: argparse.Namespace) -> bool:
