@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from ..core.errors import UsageError
@@ -60,10 +61,10 @@ def run(args: argparse.Namespace) -> int:
     return run_ls(args) if args.command == "ls" else run_ctl(args)
 
 
-def crawls() -> list[dict[str, Any]]:
-    """One row per live crawl, stale sockets cleaned up on the way."""
+def crawls(removed: list[Path] | None = None) -> list[dict[str, Any]]:
+    """One row per live crawl, stale sockets cleaned up on the way (listed in `removed`)."""
     rows = []
-    for path in live_sockets():
+    for path in live_sockets(removed):
         row: dict[str, Any] = {"name": path.name, "socket": str(path)}
         try:
             with Client(path, timeout=2.0) as c:
@@ -75,22 +76,25 @@ def crawls() -> list[dict[str, Any]]:
 
 
 def run_ls(args: argparse.Namespace) -> int:
+    removed: list[Path] = []
     try:
         run_dir(create=False)
-        rows = crawls()
+        rows = crawls(removed)
     except (UsageError, OSError) as exc:
         print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
         return 1
+    for path in removed:  # once: the socket is gone now, so the next ls is silent about it
+        print(f"crawltop: removed {path}: its crawl is gone (nothing listened on it)", file=sys.stderr)
     if args.json:
         print(json.dumps(rows, indent=None))
         return 0
     if not rows:
         print("no live crawls")
         return 0
-    table = [("NAME", "PID", "STATE", "PAGES", "QUEUED", "PAGES/S", "STARTED", "ROOT")]
+    table = [("NAME", "PID", "STATE", "MODE", "PAGES", "QUEUED", "PAGES/S", "STARTED", "ROOT")]
     for r in rows:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["started"])) if "started" in r else "?"
-        table.append((r["name"], str(r.get("pid", "?")), r.get("state", "?"), str(r.get("pages", "?")),
+        table.append((r["name"], str(r.get("pid", "?")), r.get("state", "?"), r.get("mode", "?"), str(r.get("pages", "?")),
                       str(r.get("queued", "?")), f"{r['rate_now']:.0f}" if "rate_now" in r else "?",
                       started, clean(r.get("root", ""), 80)))
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]

@@ -16,7 +16,9 @@ Crawl -> client:
                                              roots, commands, state, paused, concurrency;
                                              snapshot: encode_snapshot();
                                              status: HEADLINE fields + name, pid, started
-                                             (epoch s), root, clients (connections now);
+                                             (epoch s), root, clients (connections now),
+                                             mode ("tui" | "headless" | "detached" |
+                                             "stopping": where its screen is, `ls` MODE);
                                              a command: {"result": its return value,
                                              "state", "paused", "concurrency"}
   {"id": n, "ok": false, "error": "one line"}  garbage, unknown op, bad args, wrong protocol
