@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import heapq
 import random
-import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
@@ -213,8 +212,7 @@ class Hosts:
         h = self.hosts.get(key)
         if h is None:
             h = self.hosts[key] = Host(key, NEEDS_ROBOTS if self.policy.robots else 0)
-            self.recompute(h)
-            h.next_at = time.monotonic()  # due since it was found: new hosts queue up behind known ones
+            self.recompute(h)  # due at once (0.0, shared: a float per host would cost 24 bytes)
         return h
 
     def of(self, url: str) -> Host:
