@@ -84,7 +84,16 @@ class StatusBar(Line):
     in a state to see) and the screen has room: the height changes only when that line
     comes or goes."""
 
+    _last: Snapshot | None = None
+
+    def on_resize(self) -> None:
+        """The hosts line's words depend on the width: a first frame laid out before the
+        bar knew its width is redone when it learns it."""
+        if self._last is not None:
+            self.show_snapshot(self._last)
+
     def show_snapshot(self, snap: Snapshot) -> None:
+        self._last = snap
         # not on a tiny screen (under 18 lines): there the workers need every line
         hosts = hosts_parts(snap, self.size.width or 80) if self.app.size.height >= 18 else []
         height = 3 if hosts else 2
