@@ -158,12 +158,15 @@ async def test_budget_per_host_counts_what_it_refuses(serve) -> None:
     assert crawler.stats.snapshot().hosts_over_budget == 20
 
 
-async def test_robots_is_the_hosts_first_request_and_sets_its_delay(serve) -> None:
-    async def robots(req: web.Request) -> web.Response:
-        return web.Response(text="User-agent: *\nCrawl-delay: 0.3\n")
+def robots_txt(text: str):
+    async def handler(req: web.Request) -> web.Response:
+        return web.Response(text=text)
+    return handler
 
+
+async def test_robots_is_the_hosts_first_request_and_sets_its_delay(serve) -> None:
     routes = tree(4)
-    routes["/robots.txt"] = robots
+    routes["/robots.txt"] = robots_txt("User-agent: *\nCrawl-delay: 0.3\n")
     site = await serve(routes, "127.0.0.2")
     crawler, sink = await crawl(site.url + "/", concurrency=4)
     assert [p for _, p in site.times][0] == "/robots.txt"
@@ -173,11 +176,8 @@ async def test_robots_is_the_hosts_first_request_and_sets_its_delay(serve) -> No
 
 
 async def test_crawl_delay_is_capped_and_the_row_says_so(serve) -> None:
-    async def robots(req: web.Request) -> web.Response:
-        return web.Response(text="User-agent: *\nCrawl-delay: 100\n")
-
     routes = tree(2)
-    routes["/robots.txt"] = robots
+    routes["/robots.txt"] = robots_txt("User-agent: *\nCrawl-delay: 100\n")
     site = await serve(routes, "127.0.0.2")
     crawler, _ = await crawl(site.url + "/", max_crawl_delay=0.2)
     row = crawler.host_table()[0]
@@ -307,10 +307,8 @@ async def test_the_adaptive_delay_follows_the_hosts_response_time(serve) -> None
 async def test_a_robots_refusal_frees_the_hosts_slot(serve) -> None:
     """The slot taken for a URL that robots.txt refuses goes back: with --per-host 1
     the host's other pages still come (the crawl ends, nothing stays 'fetching')."""
-    async def robots(req: web.Request) -> web.Response:
-        return web.Response(text="User-agent: *\nDisallow: /x\n")
-
-    routes = {"/": page("/x1", "/x2", "/p1", "/p2"), "/p1": page(), "/p2": page(), "/robots.txt": robots}
+    routes = {"/": page("/x1", "/x2", "/p1", "/p2"), "/p1": page(), "/p2": page(),
+              "/robots.txt": robots_txt("User-agent: *\nDisallow: /x\n")}
     site = await serve(routes, "127.0.0.2")
     crawler, sink = await crawl(site.url + "/", per_host=1)
     kinds = {r.url.rsplit("/", 1)[1]: r.error_kind for r in sink.records}

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from rich.text import Text
 
+from ..core.hosttext import secs as seconds  # noqa: F401  (time in a phase: 0.4s, 12s, 3m05s; one wording)
 from ..core.sanitize import clean
 
 
@@ -116,16 +117,6 @@ def duration(seconds: float) -> str:
     h, rem = divmod(s, 3600)
     m, s = divmod(rem, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
-def seconds(value: float) -> str:
-    """Time in a phase: 0.4s, 12s, 3m05s."""
-    if value < 10:
-        return f"{value:.1f}s"
-    if value < 600:
-        return f"{value:.0f}s"
-    m, s = divmod(int(value), 60)
-    return f"{m}m{s:02d}s"
 
 
 def rate(value: float) -> str:
