@@ -33,6 +33,16 @@ def ensure_work() -> Path:
     return WORK
 
 
+def ensure_scrapy() -> Path:
+    """Scrapy in its own venv (bench/_work/scrapy-venv), installed with pip on first use."""
+    scrapy = SCRAPY_VENV / "bin" / "scrapy"
+    if not scrapy.exists():
+        print(f"creating {SCRAPY_VENV} and installing scrapy", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(SCRAPY_VENV)], check=True)
+        subprocess.run([str(SCRAPY_VENV / "bin" / "pip"), "install", "-q", "scrapy"], check=True)
+    return scrapy
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

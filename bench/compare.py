@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    BENCH, CRAWLTOP, SCRAPY_VENV, VENV_PY, RunResult, crawltop_works, ensure_work, fmt_table,
+    BENCH, CRAWLTOP, VENV_PY, RunResult, crawltop_works, ensure_scrapy, ensure_work, fmt_table,
     last_machine_busy, median, parse_wget_log, ratio, read_crawltop_jsonl, read_url_list, run_child,
     wait_quiet,
 )
@@ -38,15 +38,6 @@ TARGETS = {  # issue 5
     "crawltop/bare": 0.9,
 }
 RSS_TARGET_MB = 150.0
-
-
-def ensure_scrapy() -> Path:
-    scrapy = SCRAPY_VENV / "bin" / "scrapy"
-    if not scrapy.exists():
-        print(f"creating {SCRAPY_VENV} and installing scrapy", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(SCRAPY_VENV)], check=True)
-        subprocess.run([str(SCRAPY_VENV / "bin" / "pip"), "install", "-q", "scrapy"], check=True)
-    return scrapy
 
 
 def warm_cache(site: Path) -> None:
