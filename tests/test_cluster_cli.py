@@ -209,4 +209,4 @@ def test_ctl_steers_the_whole_crawl_or_one_process(site, redis_url, rundir):  # 
     after = ctl("status")  # no process left: the totals come from Redis
     assert after["processes"] == [] and after["records"] == int(r.hget(Keys("c").count, "records")) > 0
     assert r.hget(Keys("c").meta, "status") == b"stopped" and r.hlen(Keys("c").procs) == 0
-    assert r.llen(Keys("c").q) > 0 and r.zcard(Keys("c").leases) == 0  # the rest waits in Redis
+    assert int(r.hget(Keys("c").count, "queued") or 0) > 0 and r.zcard(Keys("c").leases) == 0  # the rest waits in Redis
