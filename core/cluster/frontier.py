@@ -110,6 +110,7 @@ class RedisFrontier:
         self._cursor = 0  # where the next heartbeat's page of host rows starts
         self._waiters: deque[asyncio.Future[Item]] = deque()
         self._popper: asyncio.Task[None] | None = None
+        self._listener: asyncio.Future[Any] | None = None
         self._sender: asyncio.Task[None] | None = None
         self._add_soon: asyncio.TimerHandle | None = None
         self._closed = False
@@ -123,7 +124,7 @@ class RedisFrontier:
         """The KEYS every host script starts with (core/cluster/scripts.py)."""
         k = self.keys
         return [k.meta, k.count, k.ready, k.later, k.leases, k.owner, k.held(self.proc), k.seen, k.rec, k.hosts,
-                *extra]
+                k.idle, *extra]
 
     def std_args(self, *extra: Any) -> list[Any]:
         """The ARGV every host script starts with: who we are and the crawl's rules."""
@@ -148,6 +149,8 @@ class RedisFrontier:
     async def pop(self) -> Item:
         fut: asyncio.Future[Item] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
+        if self._listener is None:
+            self._listener = self.background(self._listen())
         if self._popper is None or self._popper.done():
             self._popper = self.background(self._pop_loop())
         try:
@@ -395,6 +398,24 @@ class RedisFrontier:
                 except TimeoutError:
                     pass
 
+    async def _listen(self) -> None:
+        """The bell (core/cluster/scripts.py): another process made a host due while we
+        slept. On its own connection; lost, it is simply opened again (MAX_SLEEP covers)."""
+        while not self._closed:
+            pubsub = self.redis.pubsub()
+            try:
+                await pubsub.subscribe(self.keys.bell)
+                async for message in pubsub.listen():
+                    if message.get("type") == "message":
+                        self._poke.set()
+            except (RedisError, *OUTAGE):
+                await asyncio.sleep(MAX_SLEEP)
+            finally:
+                try:
+                    await pubsub.aclose()
+                except (RedisError, *OUTAGE):
+                    pass
+
     def _hand(self, item: Item) -> None:
         while self._waiters:
             fut = self._waiters.popleft()
@@ -459,7 +480,7 @@ class RedisFrontier:
         self._closed = True
         if self._soon is not None:
             self._soon.cancel()
-        for task in (self._popper, self._sender):
+        for task in (self._popper, self._sender, self._listener):
             if task is not None:
                 task.cancel()
         await self.redis.aclose()

@@ -13,6 +13,8 @@ hash tag: all keys of one crawl land on one shard, so the scripts may touch them
                        budget, p paused, r retired, ok pages, er error records, ms latency
   ready         ZSET   host -> next-allowed time (ms, the server's clock): every host with
                        queued URLs that is not paused nor at its --per-host cap (retired: 0)
+  idle          HASH   processes whose last POP found nothing due (DONE, ADD ring `bell`)
+  bell          CHANNEL  published when a host comes due for an idle process
   later         ZSET   "HOST ITEM" -> when (ms): a URL retried after a back-off of its own
   seen          SET    8-byte fingerprints of every URL ever queued (blake2b-64 of the URL)
   leases        ZSET   "HOST ITEM" -> lease deadline (ms, the server's clock): URLs in flight
@@ -55,6 +57,7 @@ class Keys:
         p = self.prefix
         self.meta, self.seen, self.leases = p + "meta", p + "seen", p + "leases"
         self.hosts, self.ready, self.later = p + "hosts", p + "ready", p + "later"
+        self.idle, self.bell = p + "idle", p + "bell"
         self.owner, self.procs, self.rec, self.count = p + "owner", p + "procs", p + "rec", p + "count"
         self.ctl, self.beats, self.ignores, self.left = p + "ctl", p + "beats", p + "ignores", p + "left"
 

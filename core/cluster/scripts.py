@@ -11,7 +11,7 @@ is decided inside pop and done: nothing queued and no URL leased, in one atomic 
 
 Scripts that touch hosts share one calling convention (`_HOSTS`), so one helper in
 core/cluster/frontier.py builds every call:
-  KEYS  meta count ready later leases owner held:PROC seen rec hosts [script's own...]
+  KEYS  meta count ready later leases owner held:PROC seen rec hosts idle [script's own...]
   ARGV  prefix proc delay_ms per_host max_crawl_delay_ms delay_factor max_failures
         budget backoff_ms max_backoff_ms max_pages [script's own from ARGV[12]...]
 A host's own keys (hq:HOST, h:HOST) are built from the prefix inside the script: the
@@ -20,7 +20,7 @@ crawl's hash tag keeps them on the same shard.
 from __future__ import annotations
 
 ARG0 = 12  # first script-specific ARGV index (Lua, 1-based)
-NKEYS = 10  # the shared KEYS
+NKEYS = 11  # the shared KEYS
 
 # Fields of h:HOST that BEAT reads back for the queues view, in this order.
 HOST_FIELDS = ("n", "d", "src", "f", "x", "u", "w", "o", "p", "r", "ok", "er", "ms", "le")
@@ -33,8 +33,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 # Shared prelude of the host scripts: the convention above, link adds, scheduling, the
 # finish check, releasing a lease.
 _HOSTS = _NOW + """
-local META, COUNT, READY, LATER, LEASES, OWNER, HELD, SEEN, REC, HOSTS =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local META, COUNT, READY, LATER, LEASES, OWNER, HELD, SEEN, REC, HOSTS, IDLE =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local P, PROC = ARGV[1], ARGV[2]
 local DELAY, CAP, MAXCD, FACTOR = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local MAXFAIL, BUDGET, BACKOFF, MAXBACKOFF = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
@@ -121,6 +121,15 @@ local function add_links(first, last)
     end
   end
   return new
+end
+-- A process whose last POP found nothing due is in IDLE and sleeps until its first host
+-- is due; when a change here makes a host due now (a slot freed, links, a resume) or ends
+-- the crawl, ring it (PUBLISH on P..'bell'), so it pops at once instead of polling.
+local function bell(status)
+  if redis.call('HLEN', IDLE) > 0 and (status ~= 'running'
+      or #redis.call('ZRANGEBYSCORE', READY, '-inf', now, 'LIMIT', 0, 1) > 0) then
+    redis.call('PUBLISH', P .. 'bell', '1')
+  end
 end
 local function finish_if_done()
   if num(redis.call('HGET', COUNT, 'queued')) == 0 and redis.call('ZCARD', LEASES) == 0
@@ -218,6 +227,7 @@ if redis.call('HGET', META, 'status') == 'running' then
     end
   end
 end
+if #out == 0 then redis.call('HSET', IDLE, PROC, 1) else redis.call('HDEL', IDLE, PROC) end
 local wake = -1
 local first = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
 if #first > 0 then wake = math.max(0, tonumber(first[2]) - now) end
@@ -309,12 +319,14 @@ end
 if accepted > 0 then redis.call('HINCRBY', COUNT, 'records', accepted) end
 if rejected > 0 then redis.call('HINCRBY', COUNT, 'rejected', rejected) end
 local status = finish_if_done()
+bell(status)
 return {accepted, status, rejected, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN)}
 """
 
 # ARGV[12..]: (fp host item)...   (links found outside a page: roots, seeds, sitemaps)
 ADD = _HOSTS + """
 local new = add_links(12, #ARGV)
+bell('running')
 return {new, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN)}
 """
 
@@ -355,10 +367,11 @@ elseif op == 'delay' then
   recompute(h)
 end
 schedule(h)
+bell('running')
 return redis.call('LLEN', qk(h))
 """
 
-# KEYS[11..]: procs beats snap ctl ctlproc ignores
+# KEYS[12..]: procs beats snap ctl ctlproc ignores
 # ARGV[12..]: info snapshot snap_ttl_ms lease_ms cursor rows member...
 # Renew exactly the leases this process knows it holds (XX: a reaped one is not revived;
 # one a lost reply leased to us unknowingly runs out and is reaped), say who we are, and
@@ -370,9 +383,9 @@ local deadline = now + tonumber(ARGV[15])
 for j = 18, #ARGV do
   redis.call('ZADD', LEASES, 'XX', deadline, ARGV[j])
 end
-redis.call('HSET', KEYS[11], PROC, ARGV[12])
-redis.call('HSET', KEYS[12], PROC, now)
-if ARGV[13] ~= '' then redis.call('SET', KEYS[13], ARGV[13], 'PX', tonumber(ARGV[14])) end
+redis.call('HSET', KEYS[12], PROC, ARGV[12])
+redis.call('HSET', KEYS[13], PROC, now)
+if ARGV[13] ~= '' then redis.call('SET', KEYS[14], ARGV[13], 'PX', tonumber(ARGV[14])) end
 local head = {}
 for _, h in ipairs(redis.call('ZRANGE', READY, 0, 9)) do
   local raw = redis.call('LINDEX', qk(h), 0)
@@ -386,9 +399,9 @@ for _, h in ipairs(scan[2]) do
   rows[#rows + 1] = redis.call('LLEN', qk(h))
   for j = 1, #row do rows[#rows + 1] = row[j] or '' end
 end
-return {redis.call('HGETALL', KEYS[14]), redis.call('HGETALL', KEYS[15]), redis.call('HGET', META, 'status'),
+return {redis.call('HGETALL', KEYS[15]), redis.call('HGETALL', KEYS[16]), redis.call('HGET', META, 'status'),
         num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN), redis.call('ZCARD', LEASES),
-        redis.call('HGET', COUNT, 'records') or 0, head, redis.call('HKEYS', KEYS[16]),
+        redis.call('HGET', COUNT, 'records') or 0, head, redis.call('HKEYS', KEYS[17]),
         now, scan[1], rows, redis.call('SCARD', HOSTS), num(redis.call('HGET', COUNT, 'retired')),
         num(redis.call('HGET', COUNT, 'over'))}
 """
@@ -415,7 +428,7 @@ local function live_or_claim(beats_key, meta, proc, live_ms, claim)
 end
 """
 
-# KEYS[11..]: procs beats snap ctlproc left
+# KEYS[12..]: procs beats snap ctlproc left
 # ARGV[12..]: live_ms claim final_snapshot final_ttl_ms
 # A process leaving: whatever it still holds goes back first in its hosts' queues (their
 # in-flight counts come down), its rows go, its final snapshot stays a while for the
@@ -428,13 +441,14 @@ for _, m in ipairs(redis.call('SMEMBERS', HELD)) do
     push(h, raw, true)
   end
 end
-redis.call('DEL', HELD, KEYS[14])
-redis.call('SET', KEYS[13], ARGV[14], 'PX', tonumber(ARGV[15]))
-redis.call('SADD', KEYS[15], PROC)
-redis.call('PEXPIRE', KEYS[15], tonumber(ARGV[15]))
-redis.call('HDEL', KEYS[11], PROC)
+redis.call('DEL', HELD, KEYS[15])
+redis.call('HDEL', IDLE, PROC)
+redis.call('SET', KEYS[14], ARGV[14], 'PX', tonumber(ARGV[15]))
+redis.call('SADD', KEYS[16], PROC)
+redis.call('PEXPIRE', KEYS[16], tonumber(ARGV[15]))
 redis.call('HDEL', KEYS[12], PROC)
-return live_or_claim(KEYS[12], META, PROC, tonumber(ARGV[12]), ARGV[13])
+redis.call('HDEL', KEYS[13], PROC)
+return live_or_claim(KEYS[13], META, PROC, tonumber(ARGV[12]), ARGV[13])
 """
 
 LIVE = _NOW + _LIVE + """
