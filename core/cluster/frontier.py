@@ -8,8 +8,8 @@ Workers don't change. What does:
 - pop() hands out exactly as many items as workers wait for (one script call for all
   of them), and only URLs of hosts that are due (core/cluster/scripts.py POP): nobody
   hoards URLs another process could fetch, nobody holds one for a host that must wait.
-  When nothing is due, POP says when the first host will be, and we sleep until then
-  (or until our own links or finished URLs reach Redis).
+  When nothing is due, POP says when the first host will be, and we sleep until then,
+  or until a change in Redis (ours or another process's) rings the bell.
 - `hosts` (core/cluster/hosts.py) is what the crawler's scheduling path calls; its
   outcomes (latency, back-off, failures, Crawl-delay) ride in the DONE batches.
 - done() and requeue() are synchronous too: they queue an operation that one sender
@@ -105,7 +105,7 @@ class RedisFrontier:
         self._ops_args = 0  # their size in script arguments: pops wait while it is large
         self.hosts = RedisHosts(self)
         self._soon: asyncio.TimerHandle | None = None
-        self._poke = asyncio.Event()  # our links or finished URLs reached Redis: pop again
+        self._poke = asyncio.Event()  # the bell rang: a host came due, pop again
         self._wake_at: float | None = None  # when the first host comes due (time.monotonic)
         self._cursor = 0  # where the next heartbeat's page of host rows starts
         self._waiters: deque[asyncio.Future[Item]] = deque()
@@ -191,10 +191,7 @@ class RedisFrontier:
         """Pause, resume or a live delay for one host, for the whole crawl."""
         args = self.std_args(op, host, value)
 
-        async def send() -> None:
-            await self._call(lambda: self._hostctl(self.std_keys(), args))
-            self._poke.set()
-        self.background(send())
+        self.background(self._call(lambda: self._hostctl(self.std_keys(), args)))
 
     def seen(self, url: str) -> bool:
         return hash(url) in self._known
@@ -338,8 +335,7 @@ class RedisFrontier:
 
     async def _send_adds(self, pending: list[bytes | str]) -> None:
         res = await self._call(lambda: self._add(self.std_keys(), self.std_args(*pending)))
-        self._totals(res[1], res[2])
-        self._poke.set()
+        self._totals(res[1], res[2])  # new hosts due ring the bell (ADD's PUBLISH)
 
     def _totals(self, size: int, seen: int) -> None:
         self._size, self._seen = int(size), int(seen)
@@ -352,8 +348,8 @@ class RedisFrontier:
 
     async def _pop_loop(self) -> None:
         """While workers wait: one POP for all of them, from the hosts that are due. With
-        nothing due, sleep until the first host is (as POP says), our own links or
-        finished URLs reach Redis, or MAX_SLEEP passes (other processes' links); with
+        nothing due, sleep until the first host is (as POP says), until the bell rings (a
+        host came due: links, a freed slot, a resume, from any process), or MAX_SLEEP; with
         nothing queued anywhere, poll at most every 200 ms until the crawl is finished
         (decided by Redis, not by idleness)."""
         idle = 0.01
@@ -467,7 +463,9 @@ class RedisFrontier:
             raise _Again() from None
         self._totals(size, seen)
         self._status(status)
-        self._poke.set()  # a host may be under its cap again, links may be due
+        # a host freed here or links due now ring the bell (DONE's PUBLISH) for every idle
+        # process, this one included: no self-poke, or this process would always win the
+        # race for the slot it just freed
 
     async def flush(self) -> None:
         """Everything added and finished so far is in Redis."""

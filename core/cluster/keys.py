@@ -13,7 +13,8 @@ hash tag: all keys of one crawl land on one shard, so the scripts may touch them
                        budget, p paused, r retired, ok pages, er error records, ms latency
   ready         ZSET   host -> next-allowed time (ms, the server's clock): every host with
                        queued URLs that is not paused nor at its --per-host cap (retired: 0)
-  idle          HASH   processes whose last POP found nothing due (DONE, ADD ring `bell`)
+  idle          HASH   proc -> "since,last,n": processes whose last POP found nothing due;
+                       DONE and ADD ring `bell` for them, POP leaves them what they want
   bell          CHANNEL  published when a host comes due for an idle process
   later         ZSET   "HOST ITEM" -> when (ms): a URL retried after a back-off of its own
   seen          SET    8-byte fingerprints of every URL ever queued (blake2b-64 of the URL)

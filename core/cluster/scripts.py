@@ -189,8 +189,27 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', LATER, '-inf', now, 'LIMIT', 0, 1
   local h, raw = split(m)
   push(h, raw, true)
 end
+-- Fair between processes: what processes idle longer than this one asked for (live ones:
+-- they pop at least every second) is left to them, so a host freed by our own DONE is
+-- not always ours again. IDLE: proc -> "since,last,n" (ms, ms, URLs wanted).
+local mine = redis.call('HGET', IDLE, PROC)
+local since = now
+if mine then since = tonumber(string.match(mine, '^(%d+)')) or now end
+local reserved = 0
+local idle = redis.call('HGETALL', IDLE)
+for j = 1, #idle, 2 do
+  if idle[j] ~= PROC then
+    local s0, last, want = string.match(idle[j + 1], '^(%d+),(%d+),(%d+)$')
+    if s0 and tonumber(last) >= now - 1500 and tonumber(s0) < since then reserved = reserved + tonumber(want) end
+  end
+end
+local room = n
+if reserved > 0 then
+  room = math.max(0, math.min(n, redis.call('ZCOUNT', READY, '-inf', now) - reserved))
+end
 local out, delays = {}, {}
 if redis.call('HGET', META, 'status') == 'running' then
+  n = room
   while #out < n do
     local due = redis.call('ZRANGEBYSCORE', READY, '-inf', now, 'LIMIT', 0, n - #out)
     if #due == 0 then break end
@@ -227,12 +246,17 @@ if redis.call('HGET', META, 'status') == 'running' then
     end
   end
 end
-if #out == 0 then redis.call('HSET', IDLE, PROC, 1) else redis.call('HDEL', IDLE, PROC) end
+if #out == 0 then
+  redis.call('HSET', IDLE, PROC, since .. ',' .. now .. ',' .. tonumber(ARGV[12]))
+else
+  redis.call('HDEL', IDLE, PROC)
+end
 local wake = -1
 local first = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
 if #first > 0 then wake = math.max(0, tonumber(first[2]) - now) end
 local later = redis.call('ZRANGE', LATER, 0, 0, 'WITHSCORES')
 if #later > 0 and (wake < 0 or tonumber(later[2]) - now < wake) then wake = math.max(0, tonumber(later[2]) - now) end
+if room < tonumber(ARGV[12]) and #out == 0 then wake = math.max(wake, 20) end  -- yielded: look again soon
 local status = finish_if_done()
 return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN), wake}
 """
