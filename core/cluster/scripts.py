@@ -204,8 +204,20 @@ for j = 1, #idle, 2 do
   end
 end
 local room = n
-if reserved > 0 then
-  room = math.max(0, math.min(n, redis.call('ZCOUNT', READY, '-inf', now) - reserved))
+if reserved > 0 then  -- what the due hosts can give now: one URL from a host with a delay, more without
+  local can = 0
+  for _, h in ipairs(redis.call('ZRANGEBYSCORE', READY, '-inf', now, 'LIMIT', 0, n + reserved)) do
+    local s = redis.call('HMGET', hk(h), 'd', 'f', 'r')
+    if s[3] ~= '1' and (tonumber(s[1]) or DELAY) > 0 then
+      can = can + 1
+    else
+      local k = redis.call('LLEN', qk(h))
+      if s[3] ~= '1' and CAP > 0 then k = math.min(k, CAP - num(s[2])) end
+      can = can + k
+    end
+    if can >= n + reserved then break end
+  end
+  room = math.max(0, math.min(n, can - reserved))
 end
 local out, delays = {}, {}
 if redis.call('HGET', META, 'status') == 'running' then
