@@ -112,14 +112,15 @@ local function add_links(first, last)
         end
       end
       if admit then
-        redis.call('SADD', HOSTS, h)
-        redis.call('RPUSH', qk(h), ARGV[i + 2])
-        redis.call('HINCRBY', COUNT, 'queued', 1)
-        if redis.call('LLEN', qk(h)) == 1 then schedule(h) end
+        if redis.call('RPUSH', qk(h), ARGV[i + 2]) == 1 then  -- the host's queue was empty
+          redis.call('SADD', HOSTS, h)
+          schedule(h)
+        end
         new = new + 1
       end
     end
   end
+  if new > 0 then redis.call('HINCRBY', COUNT, 'queued', new) end
   return new
 end
 -- A process whose last POP found nothing due is in IDLE and sleeps until its first host
