@@ -190,9 +190,10 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', LATER, '-inf', now, 'LIMIT', 0, 1
   local h, raw = split(m)
   push(h, raw, true)
 end
--- Fair between processes: what processes idle longer than this one asked for (live ones:
--- they pop at least every second) is left to them, so a host freed by our own DONE is
--- not always ours again. IDLE: proc -> "since,last,n" (ms, ms, URLs wanted).
+-- Fair between processes: what processes idle longer than this one (and for 50 ms at
+-- least) asked for is left to them (live ones: they pop at least every second), so a
+-- host freed by our own DONE is not always ours again. IDLE: proc -> "since,last,n" (ms,
+-- ms, URLs wanted).
 local mine = redis.call('HGET', IDLE, PROC)
 local since = now
 if mine then since = tonumber(string.match(mine, '^(%d+)')) or now end
@@ -201,7 +202,10 @@ local idle = redis.call('HGETALL', IDLE)
 for j = 1, #idle, 2 do
   if idle[j] ~= PROC then
     local s0, last, want = string.match(idle[j + 1], '^(%d+),(%d+),(%d+)$')
-    if s0 and tonumber(last) >= now - 1500 and tonumber(s0) < since then reserved = reserved + tonumber(want) end
+    -- idle 50 ms or more: a process between two pops of a busy crawl does not count
+    if s0 and tonumber(last) >= now - 1500 and tonumber(s0) < since and tonumber(s0) <= now - 50 then
+      reserved = reserved + tonumber(want)
+    end
   end
 end
 local room = n
