@@ -13,7 +13,6 @@ import signal
 import socket
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis

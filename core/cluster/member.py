@@ -3,7 +3,8 @@
 `Member` wraps a Crawler the way core/control.py's Listening does: attribute access goes
 to the crawler, and crawl() also runs the heartbeat. Each beat (one script call):
 renews this process's leases, publishes its ProcessInfo and Stats snapshot for the
-monitors, and reads back the crawl's control and totals. Control is applied when its
+monitors, and reads back the crawl's control and totals, and a page of host rows (the
+queues view and the header counts are the whole crawl's, read from Redis). Control is applied when its
 effective value changes, so a key pressed in this process's own TUI is not undone by
 the next beat.
 """

@@ -19,9 +19,6 @@ crawl's hash tag keeps them on the same shard.
 """
 from __future__ import annotations
 
-ARG0 = 12  # first script-specific ARGV index (Lua, 1-based)
-NKEYS = 11  # the shared KEYS
-
 # Fields of h:HOST that BEAT reads back for the queues view, in this order.
 HOST_FIELDS = ("n", "d", "src", "f", "x", "u", "w", "o", "p", "r", "ok", "er", "ms", "le")
 
