@@ -235,10 +235,12 @@ class RedisFrontier:
         while True:
             cursor, hosts = await self._call(lambda: self.redis.sscan(self.keys.hosts, cursor, count=200))
             if hosts:
-                pipe = self.redis.pipeline(transaction=False)
-                for h in hosts:
-                    pipe.lrange(self.keys.hq(h.decode()), 0, -1)
-                queues = await self._call(pipe.execute)
+                def read(hosts: list[bytes] = hosts) -> Awaitable[list[Any]]:  # a fresh pipeline per try
+                    pipe = self.redis.pipeline(transaction=False)
+                    for h in hosts:
+                        pipe.lrange(self.keys.hq(h.decode()), 0, -1)
+                    return pipe.execute()
+                queues = await self._call(read)
                 match: list[str] = []
                 for h, raws in zip(hosts, queues):
                     match += [x for raw in raws if predicate(decode_item(raw).url) for x in (h.decode(), raw.decode())]
