@@ -103,7 +103,8 @@ class Nginx:
     foreground (`daemon off`) as our child and stopped with SIGQUIT on exit."""
 
     def __init__(self, name: str, server_block: str, *, port: int | None = None,
-                 workers: int = 1, modules: tuple[str, ...] = (), http_extra: str = "") -> None:
+                 workers: int = 1, modules: tuple[str, ...] = (), http_extra: str = "",
+                 main_extra: str = "") -> None:
         self.port = port or free_port()
         self.dir = ensure_work() / f"nginx-{name}"
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -115,6 +116,7 @@ class Nginx:
 {user}
 daemon off;
 worker_processes {workers};
+{main_extra}
 pid {self.dir}/nginx.pid;
 error_log {self.dir}/error.log warn;
 events {{ worker_connections 4096; }}

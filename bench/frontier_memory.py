@@ -18,6 +18,8 @@ thousand pages. The script runs, one after the other:
    done(), which sends the links and the record in the batched DONE call; adds stop at
    exactly --urls, then flush(). It reports its RSS before opening the frontier and
    after the flush (VmRSS, after gc) and its peak.
+6. hosts: 1,000,000 hosts with 3 queued URLs each, in the memory store and with --state
+   (bench/host_memory.py: bytes per host beyond what a host-blind queue holds).
 
 Peak RSS is each crawltop process's own ru_maxrss, from os.wait4 on that child. For the
 Redis modes, Redis's cost is `INFO memory` used_memory after the crawler exited minus
@@ -49,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RedisServer  # noqa: E402
 
-MODES = ("state", "resume", "memory", "redis", "redis-frontier")
+MODES = ("state", "resume", "memory", "redis", "redis-frontier", "hosts")
 CRAWLTOP = [str(Path(sys.executable).parent / "crawltop")]
 if not Path(CRAWLTOP[0]).exists():
     CRAWLTOP = [sys.executable, "-m", "crawltop.cli"]
@@ -268,6 +270,10 @@ def main() -> None:
                 results["redis"].update(redis_cost(rs, used0))
         if "redis-frontier" in modes:
             results["redis-frontier"] = redis_frontier(args, work)
+        if "hosts" in modes:
+            import host_memory
+            for kind, figures in host_memory.run(1_000_000, 3).items():
+                results[f"hosts-{kind}"] = figures
     finally:
         server.terminate()
         server.wait()

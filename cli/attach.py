@@ -34,6 +34,10 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.command == "attach":
+        from .orphan import watch_web_parent
+
+        watch_web_parent()  # a tab of `crawltop web`: end with it, however it ends
     if getattr(args, "redis", None):
         from .cluster import check_crawl, monitor
 

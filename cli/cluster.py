@@ -37,7 +37,9 @@ from ..core.errors import UsageError
 from ..core.export import export_csv, export_jsonl
 from ..core.runtime import check_name, default_base, state_dir
 from ..core.sanitize import clean
-from .options import positive
+from ..core.secrets import require
+from . import hangup
+from .options import add_crawl_options, add_session_options, positive, session_options
 from .listen import listen
 from .run import run_crawler
 from .state import extra_sinks
@@ -63,8 +65,32 @@ def add_arguments(sub: argparse._SubParsersAction, *parsers: argparse.ArgumentPa
     join.add_argument("--headless", action="store_true", help="no TUI (default when stdout is not a TTY)")
     join.add_argument("--exit-on-finish", action="store_true", help="TUI: close when the crawl ends")
     join.add_argument("--detach", action="store_true", help="run in the background (default: off)")
+    hangup.add_argument(join)
+    add_session_options(join, join=True)  # the secrets: never in Redis, given to each process
     # --processes' children: their parent writes the whole crawl's report, once
     join.add_argument("--no-final-report", action="store_true", help=argparse.SUPPRESS)
+    crawl_level(join)
+
+
+class _CrawlLevel(argparse.Action):
+    """A crawl option given to `join`: one line and exit 2, not argparse's "unrecognized"."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        parser.error(f"{option_string}: that is a crawl-level setting taken from Redis; join uses the crawl's own "
+                     f"(set it on the first `crawl --redis`)")
+
+
+def crawl_level(join: argparse.ArgumentParser) -> None:
+    """Every crawl option join does not take itself is known to it, to be refused clearly."""
+    probe = argparse.ArgumentParser(add_help=False)
+    add_crawl_options(probe)
+    taken = set(join._option_string_actions)
+    for action in probe._actions:
+        strings = [o for o in action.option_strings if o not in taken]
+        if strings:
+            join.add_argument(*strings, action=_CrawlLevel, nargs=0 if action.nargs == 0 else "?",
+                              default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # (no attribute when absent)
 
 
 def wants_cluster(args: argparse.Namespace) -> bool:
@@ -98,7 +124,9 @@ def run(args: argparse.Namespace, config: CrawlConfig | None) -> int:
         if status == "finished":
             return _finished(args.redis, name)
         overrides = {"output": args.output, **({"concurrency": args.concurrency} if args.concurrency else {})}
-        return _engine(args, args.redis, name, dataclasses.replace(config, **overrides))
+        config = dataclasses.replace(config, **overrides, **_own_secrets(args))
+        require(config, f"joining {name}")
+        return _engine(args, args.redis, name, config)
     assert config is not None
     name = name_of(args, config.roots)
     if args.processes:
@@ -106,6 +134,35 @@ def run(args: argparse.Namespace, config: CrawlConfig | None) -> int:
     if asyncio.run(_start(args.redis, name, config)) == "finished":
         return _finished(args.redis, name)
     return _engine(args, args.redis, name, config)
+
+
+def _own_secrets(args: argparse.Namespace) -> dict[str, object]:
+    """Issue 21: what a joining process brings itself: header values, proxy, cookies.
+    Everything else (--header-host, the header names, the proxy's host) is the crawl's."""
+    given = session_options(args)
+    out = {k: given[k] for k in ("cookies", "save_cookies") if k in given}
+    if args.header:
+        out["headers"] = given["headers"]
+    if args.proxy:
+        out["proxy"] = given["proxy"]
+    if args.no_proxy:
+        out["env_proxy"] = False
+    return out
+
+
+def secret_argv(config: CrawlConfig, i: int) -> list[str]:
+    """The secrets of a --processes child, on the argv of a fork (never exec'd, so never
+    in the process list): the parent's own, as given."""
+    out = [a for h in config.headers for a in ("--header", h)]
+    if config.proxy:
+        out += ["--proxy", config.proxy]
+    if not config.env_proxy:
+        out.append("--no-proxy")
+    if config.cookies:
+        out += ["--cookies", config.cookies]
+    if config.save_cookies:
+        out += ["--save-cookies", f"{config.save_cookies}.p{i}"]
+    return out
 
 
 def _finished(url: str, name: str) -> int:
@@ -145,8 +202,10 @@ def _engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) 
         from .headless import report
 
         local = listen(member, args)
+        local.control.mode = "tui"
         code = run_tui(ClusterView(frontier.redis, name, list(crawler.roots), local=local, lease=frontier.lease),
-                       exit_on_finish=args.exit_on_finish)
+                       exit_on_finish=args.exit_on_finish,
+                       hangup=hangup.Hangup(getattr(args, "on_hangup", "detach"), local.control))
         report(member, sys.stdout)  # type: ignore[arg-type]
     records = crawler.stats.records
     print(f"  redis: {frontier.round_trips} round trips for {records} records "
@@ -184,11 +243,14 @@ def _processes(args: argparse.Namespace, name: str, config: CrawlConfig) -> int:
         asyncio.run(_start(url, name, config))
         logs = state_dir() / "log"
         logs.mkdir(mode=0o700, parents=True, exist_ok=True)
-        children = [_child(url, name, config.concurrency, logs / f"{name}.p{i}.log", args.output, i)
+        children = [_child(url, name, config.concurrency, logs / f"{name}.p{i}.log", args.output, i,
+                           secret_argv(config, i))
                     for i in range(1, args.processes + 1)]
+        hup = hangup.Hangup(getattr(args, "on_hangup", "detach"), None, name=name)
         if not args.headless and sys.stdout.isatty():
-            _monitor(url, name, exit_on_finish=args.exit_on_finish)  # q stops the crawl; d leaves it to us
-        return _watch(url, name, children)
+            # q stops the crawl; d leaves it to us; a hang-up too (its log: NAME.log), or stops it
+            _monitor(url, name, exit_on_finish=args.exit_on_finish, on_hangup=hup)
+        return _watch(url, name, children, hup=hup.reason is None, stop_now=hup.reason is not None and hup.stop)
     finally:
         if server is not None:
             server.stop()
@@ -214,11 +276,12 @@ class Forked:
         return self.returncode
 
 
-def _child(url: str, name: str, concurrency: int, log: Path, output: str | None, i: int) -> Forked:
+def _child(url: str, name: str, concurrency: int, log: Path, output: str | None, i: int,
+           secrets: Sequence[str] = ()) -> Forked:
     """`crawltop join NAME` in a forked child: its own session, its log on stdout and
     stderr, SIGTERM when this process dies; it never returns into our stack."""
     argv = ["join", name, "--redis", url, "--headless", "-c", str(concurrency), "--no-final-report",
-            *(["-o", f"{output}.p{i}"] if output else [])]
+            *(["-o", f"{output}.p{i}"] if output else []), *secrets]
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()
@@ -255,18 +318,19 @@ def _child(url: str, name: str, concurrency: int, log: Path, output: str | None,
             os._exit(code)
 
 
-def _watch(url: str, name: str, children: list[Forked]) -> int:
+def _watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop_now: bool = False) -> int:
     """Progress of the whole crawl on stderr until every child is gone; Ctrl-C stops the
     whole crawl (through Redis), and the children finish cleanly."""
     keys = Keys(name)
     r = redis.Redis.from_url(url, socket_timeout=5)
-    stopping = False
+    stopping = stop_now  # (--on-hangup stop after the monitor's terminal went away)
 
     def stop(*_: object) -> None:
         nonlocal stopping
         stopping = True
 
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    # SIGHUP stops the crawl, unless the terminal already went away and left it running
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hup else []))}
     started, sent, shown = time.monotonic(), False, 0.0
     try:
         while any(c.poll() is None for c in children):
@@ -338,14 +402,14 @@ def monitor(url: str, name: str | None) -> int:
     return code
 
 
-def _monitor(url: str, name: str, *, exit_on_finish: bool = False) -> int:
+def _monitor(url: str, name: str, *, exit_on_finish: bool = False, on_hangup: hangup.Hangup | None = None) -> int:
     from ..tui.app import CrawlApp
 
     async def run() -> int:
         r = cluster.client(url)
         roots = json.loads(await r.hget(Keys(name).meta, "roots") or b"[]")
         view = ClusterView(r, name, roots)
-        app = CrawlApp(view, exit_on_finish=exit_on_finish)
+        app = CrawlApp(view, exit_on_finish=exit_on_finish, hangup=on_hangup)
         try:
             await app.run_async()
         finally:

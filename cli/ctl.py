@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from ..core.errors import UsageError
@@ -34,8 +35,17 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
     ctl.add_argument("action", metavar="ACTION",
                      help="pause | resume | stop | concurrency N | cancel-worker ID | status | "
                           "ignore add|remove REGEX | ignore list | seed URL | host pause|resume HOST | "
-                          "host delay HOST SECONDS")
+                          "host delay HOST SECONDS | hosts [--sort KEY] [--state STATE] [--json]")
     ctl.add_argument("value", nargs="*", metavar="ARG", help="the action's arguments (see ACTION)")
+    ctl.add_argument("--json", action="store_true",
+                     help="hosts: one JSON object per host (default: a table)")
+    ctl.add_argument("--sort", metavar="KEY", default="queued",
+                     help="hosts: queued, errors, latency, wake, done or host (default: queued)")
+    ctl.add_argument("--state", metavar="STATE", default=None, dest="host_state",
+                     help="hosts: only hosts in this state: ready, fetching, waiting, backoff, paused, "
+                          "budget, retired or done (default: all)")
+    ctl.add_argument("--limit", metavar="N", type=int, default=None,
+                     help="hosts: at most N rows (default: every host)")
     ctl.add_argument("--redis", metavar="URL", default=None,
                      help="a crawl shared through Redis: pause | resume | stop | concurrency N | status for the "
                           "whole crawl (default: the crawl's own socket on this machine)")
@@ -51,10 +61,10 @@ def run(args: argparse.Namespace) -> int:
     return run_ls(args) if args.command == "ls" else run_ctl(args)
 
 
-def crawls() -> list[dict[str, Any]]:
-    """One row per live crawl, stale sockets cleaned up on the way."""
+def crawls(removed: list[Path] | None = None) -> list[dict[str, Any]]:
+    """One row per live crawl, stale sockets cleaned up on the way (listed in `removed`)."""
     rows = []
-    for path in live_sockets():
+    for path in live_sockets(removed):
         row: dict[str, Any] = {"name": path.name, "socket": str(path)}
         try:
             with Client(path, timeout=2.0) as c:
@@ -66,22 +76,25 @@ def crawls() -> list[dict[str, Any]]:
 
 
 def run_ls(args: argparse.Namespace) -> int:
+    removed: list[Path] = []
     try:
         run_dir(create=False)
-        rows = crawls()
+        rows = crawls(removed)
     except (UsageError, OSError) as exc:
         print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
         return 1
+    for path in removed:  # once: the socket is gone now, so the next ls is silent about it
+        print(f"crawltop: removed {path}: its crawl is gone (nothing listened on it)", file=sys.stderr)
     if args.json:
         print(json.dumps(rows, indent=None))
         return 0
     if not rows:
         print("no live crawls")
         return 0
-    table = [("NAME", "PID", "STATE", "PAGES", "QUEUED", "PAGES/S", "STARTED", "ROOT")]
+    table = [("NAME", "PID", "STATE", "MODE", "PAGES", "QUEUED", "PAGES/S", "STARTED", "ROOT")]
     for r in rows:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["started"])) if "started" in r else "?"
-        table.append((r["name"], str(r.get("pid", "?")), r.get("state", "?"), str(r.get("pages", "?")),
+        table.append((r["name"], str(r.get("pid", "?")), r.get("state", "?"), r.get("mode", "?"), str(r.get("pages", "?")),
                       str(r.get("queued", "?")), f"{r['rate_now']:.0f}" if "rate_now" in r else "?",
                       started, clean(r.get("root", ""), 80)))
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
@@ -96,6 +109,8 @@ def _fail(message: str) -> int:
 
 
 def run_ctl(args: argparse.Namespace) -> int:
+    if args.action == "hosts":
+        return run_hosts(args)
     if args.action in STEER_ACTIONS:
         return run_steer(args)
     args.value = args.value[0] if len(args.value) == 1 else (None if not args.value else args.value)
@@ -183,4 +198,51 @@ def run_steer(args: argparse.Namespace) -> int:
         return _fail(f"host {kwargs['host']!r} is already paused")
     elif op == "host_resume":
         print(f"host {kwargs['host']} resumed: {result} URLs back on the queue")
+    return 0
+
+
+# -- the host table (issue 19): the queues view for scripts -----------------------------------
+HOST_COLUMNS = ("HOST", "STATE", "QUEUED", "FLIGHT", "DONE", "ERRORS", "DELAY", "SOURCE", "AVG_MS", "OVER")
+
+
+def run_hosts(args: argparse.Namespace) -> int:
+    """`ctl NAME hosts [--sort KEY] [--state STATE] [--limit N] [--json]`: every host's queue
+    row as the queues view (`H`) shows it. A bad key or state is a usage error (exit 2)."""
+    from ..core.hosttext import delay_text, state_text
+    from ..core.stats import HostView
+    from ..core.steer import HOST_SORTS, STATES
+
+    if args.value:
+        raise UsageError("hosts takes no value: crawltop ctl NAME hosts [--sort KEY] [--state STATE] [--json]")
+    if args.sort not in HOST_SORTS:
+        raise UsageError(f"--sort is one of {', '.join(HOST_SORTS)}, not {args.sort!r}")
+    if args.host_state is not None and args.host_state not in STATES:
+        raise UsageError(f"--state is one of {', '.join(STATES)}, not {args.host_state!r}")
+    if args.limit is not None and args.limit < 0:
+        raise UsageError(f"--limit is a number of rows, not {args.limit}")
+    kwargs: dict[str, Any] = {"sort": args.sort}
+    if args.host_state is not None:
+        kwargs["state"] = args.host_state
+    if args.limit is not None:
+        kwargs["limit"] = args.limit
+    try:
+        with Client(resolve(args.name)) as c:
+            rows = c.call("hosts", **kwargs)["result"]
+    except (RemoteError, OSError) as exc:
+        return _fail(str(exc))
+    if args.json:
+        for row in rows:
+            print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}))
+        return 0
+    table = [HOST_COLUMNS]
+    names = {f for f in HostView.__dataclass_fields__}
+    for row in rows:
+        h = HostView(**{k: v for k, v in row.items() if k in names})
+        table.append((clean(h.host, 200), state_text(h) or "-", str(h.queued), str(h.in_flight), str(h.done),
+                      str(h.errors), delay_text(h) or "0", h.source or "-",
+                      f"{h.avg_ms:.0f}" if h.done else "-", str(h.over)))
+    widths = [max(len(row[i]) for row in table) for i in range(len(HOST_COLUMNS))]
+    right = {2, 3, 4, 5, 8, 9}
+    for row in table:
+        print("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip())
     return 0

@@ -11,6 +11,7 @@ shell's process group.
 """
 from __future__ import annotations
 
+import json
 import os
 import select
 import subprocess
@@ -22,6 +23,8 @@ from typing import Sequence
 from ..core.runtime import state_dir
 from .listen import DETACH_FD, DETACH_LOG
 
+SECRET_ARGS = "CRAWLTOP_SECRET_ARGS"
+SECRET_OPTIONS = ("--header", "--proxy")
 READY_TIMEOUT = 600.0  # a resume of a big state file may take a while to open
 
 
@@ -30,11 +33,12 @@ def spawn(argv: Sequence[str]) -> int:
     args = [a for a in argv if a != "--detach"]
     if "--headless" not in args:
         args.append("--headless")
+    args, hidden = _split_secrets(args)
     logs = state_dir() / "log"
     logs.mkdir(mode=0o700, exist_ok=True)
     log_path = logs / f".starting-{os.getpid()}-{time.monotonic_ns()}.log"
     r, w = os.pipe()
-    env = dict(os.environ, **{DETACH_FD: str(w), DETACH_LOG: str(log_path)})
+    env = dict(os.environ, **{DETACH_FD: str(w), DETACH_LOG: str(log_path), SECRET_ARGS: json.dumps(hidden)})
     with open(log_path, "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "crawltop.cli", *args], stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=log, pass_fds=(w,), start_new_session=True, env=env)
@@ -58,6 +62,29 @@ def spawn(argv: Sequence[str]) -> int:
         text = ""
     print(text or "crawltop: error: the detached crawl did not start", file=sys.stderr)
     return code or 1
+
+
+def _split_secrets(args: list[str]) -> tuple[list[str], list[str]]:
+    """(args, the --header and --proxy options): the child gets those in its environment,
+    which only its user can read, not on its command line, which `ps` shows everyone for
+    as long as the crawl runs (issue 21)."""
+    keep: list[str] = []
+    hidden: list[str] = []
+    it = iter(args)
+    for a in it:
+        if a in SECRET_OPTIONS:
+            hidden += [a, next(it, "")]
+        elif a.split("=", 1)[0] in SECRET_OPTIONS and "=" in a:
+            hidden.append(a)
+        else:
+            keep.append(a)
+    return keep, hidden
+
+
+def hidden_args() -> list[str]:
+    """The secret options a detaching parent handed over (once: then gone from the env)."""
+    raw = os.environ.pop(SECRET_ARGS, None)
+    return [str(a) for a in json.loads(raw)] if raw else []
 
 
 def _wait_ready(r: int, log_path: Path) -> tuple[str | None, Path]:

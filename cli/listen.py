@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from ..core.control import Listening
 from ..core.runtime import claim, state_dir
+from . import hangup
 
 DETACH_FD = "CRAWLTOP_DETACH_FD"
 DETACH_LOG = "CRAWLTOP_DETACH_LOG"
@@ -26,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="name of this crawl for attach/ctl/ls (default: from the root's host, made unique)")
     p.add_argument("--detach", action="store_true",
                    help="run in the background, outliving the terminal; prints the crawl's name (default: off)")
+    hangup.add_argument(p)
 
 
 def listen(crawler: Any, args: argparse.Namespace) -> Listening:
@@ -38,7 +40,9 @@ def listen(crawler: Any, args: argparse.Namespace) -> Listening:
     if fd is not None:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         ready = _detached_child(int(fd), name)
-    return Listening(crawler, name, path, sock, on_listening=ready)
+    listening = Listening(crawler, name, path, sock, on_listening=ready)
+    listening.control.mode = "detached" if fd is not None else "headless"  # run_crawler: "tui"
+    return listening
 
 
 def _detached_child(fd: int, name: str) -> Any:

@@ -4,6 +4,7 @@ Textual is imported only on the path that opens the TUI."""
 from __future__ import annotations
 
 import argparse
+import signal
 import subprocess
 import sys
 from typing import NoReturn, Sequence
@@ -12,6 +13,7 @@ from ..core.crawler import VERSION, Crawler
 from ..core.errors import UsageError
 from ..core.sanitize import clean
 from . import attach, cluster, ctl, detach, listen, report, state
+from ..core.cluster.server import die_with_parent
 from .options import Parser, add_crawl_options, config_from
 from .run import run_crawler
 
@@ -38,9 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _start_demo(fast: bool) -> tuple[subprocess.Popen[str], str]:
-    """The demo site runs in its own process, so it doesn't share the crawler's CPU."""
+    """The demo site runs in its own process, so it doesn't share the crawler's CPU. It
+    lives exactly as long as the crawl: a hang-up that detaches the crawl doesn't kill it
+    (SIGHUP ignored), and the crawl's death, even by SIGKILL, does (PR_SET_PDEATHSIG)."""
     cmd = [sys.executable, "-m", "crawltop.demo.serve"] + (["--fast"] if fast else [])
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, preexec_fn=_demo_child)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     if not url.startswith("http://"):
@@ -49,7 +53,14 @@ def _start_demo(fast: bool) -> tuple[subprocess.Popen[str], str]:
     return proc, url
 
 
+def _demo_child() -> None:
+    """Between fork and exec (no threads run yet): see _start_demo."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    die_with_parent()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = [*(sys.argv[1:] if argv is None else argv), *detach.hidden_args()]  # secrets of a --detach
     args = build_parser().parse_args(argv)
     server: subprocess.Popen[str] | None = None
     try:
@@ -59,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return attach.run(args)
         if getattr(args, "detach", False):
             cluster.check_mix(args)  # a refusal here, not in a log nobody reads
-            return detach.spawn(sys.argv[1:] if argv is None else argv)
+            return detach.spawn(argv)
         if args.command == "report":
             return report.run(args)
         if args.command == "export" and args.redis:

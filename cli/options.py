@@ -6,12 +6,15 @@ is the same list.  Sizes take units (`10M`, `512k`); durations are plain seconds
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from typing import Callable, NoReturn, Sequence
 
+from ..core import cookies as cookiefile
 from ..core.config import CrawlConfig
 from ..core.errors import UsageError
 from ..core.patterns import PatternError, check
+from ..core.secrets import parse_headers, split_proxy
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
@@ -129,6 +132,34 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.
         help="no TUI: progress on stderr, report on stdout (default when stdout is not a TTY)")
     add("--exit-on-finish", action="store_true",
         help="TUI: close when the crawl ends (default: stay on the summary)")
+    add_session_options(p)
+
+
+def add_session_options(p: argparse.ArgumentParser, *, join: bool = False) -> None:
+    """Issue 21: request headers, proxy, cookies (core/session.py). Their secrets are never
+    stored (core/secrets.py): a resume or a join is given them again. `join` has these
+    too, except --header-host: a setting of the crawl, which a join takes from Redis."""
+    add = p.add_argument
+    add("--header", action="append", default=[], metavar="'NAME: VALUE'",
+        help="send this header with every request; repeatable; @FILE reads one per line; an empty value "
+             "drops a header; Authorization and Cookie go only to the roots' hosts (or --header-host); "
+             "values are never stored (default: none)")
+    add("--proxy", default=None, metavar="URL",
+        help="send every request through this http:// or https:// proxy, USER:PASSWORD@ allowed; the "
+             "password is never stored (default: HTTP_PROXY/HTTPS_PROXY/NO_PROXY from the environment)")
+    add("--no-proxy", action="store_true",
+        help="ignore HTTP_PROXY, HTTPS_PROXY and NO_PROXY (default: honour them unless --proxy)")
+    add("--cookies", default=None, metavar="FILE",
+        help="load cookies from this Netscape cookies.txt (curl, wget, browser exports); cookies servers "
+             "set are kept and sent back either way (default: start with none)")
+    add("--save-cookies", default=None, metavar="FILE",
+        help="write the cookie jar to this Netscape cookies.txt when the crawl ends, mode 0600 (default: don't)")
+    if not join:
+        add("--header-host", action="append", default=[], metavar="HOST",
+            help="send --header's Authorization and Cookie to exactly these hosts; repeatable "
+                 "(default: the roots' hosts)")
+
+
 
 
 def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
@@ -145,4 +176,44 @@ def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
         delay=args.delay, robots=not args.no_robots, sitemaps=not args.no_sitemaps, user_agent=args.user_agent, output=args.output,
         queue_by=args.queue_by, max_crawl_delay=args.max_crawl_delay, delay_factor=args.delay_factor,
         host_max_failures=args.host_max_failures, max_pages_per_host=args.max_pages_per_host,
+        **session_options(args),
     )
+
+
+def session_options(args: argparse.Namespace) -> dict[str, object]:
+    """CrawlConfig fields of add_session_options, checked: a bad header, proxy or cookie
+    file is a one-line usage error (exit 2) before anything starts."""
+    headers = expand_headers(getattr(args, "header", []))
+    parse_headers(headers)
+    if getattr(args, "proxy", None):
+        split_proxy(args.proxy)
+    out: dict[str, object] = {"headers": tuple(headers), "proxy": getattr(args, "proxy", None),
+                              "env_proxy": not getattr(args, "no_proxy", False)}
+    if hasattr(args, "header_host"):
+        out["header_hosts"] = tuple(h.strip().lower().rstrip(".") for h in args.header_host)
+    cookies, save = getattr(args, "cookies", None), getattr(args, "save_cookies", None)
+    if cookies:
+        cookiefile.read(cookies)  # unreadable or not cookies.txt: UsageError
+        out["cookies"] = os.path.abspath(cookies)
+    if save:
+        parent = os.path.dirname(os.path.abspath(save))
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            raise UsageError(f"--save-cookies {save}: cannot write in {parent}")
+        out["save_cookies"] = os.path.abspath(save)
+    return out
+
+
+def expand_headers(values: Sequence[str]) -> list[str]:
+    """`@FILE` stands for the headers in FILE, one a line (curl's -H @file): a secret
+    there stays out of the process list."""
+    out: list[str] = []
+    for v in values:
+        if not v.startswith("@"):
+            out.append(v)
+            continue
+        try:
+            with open(v[1:], encoding="utf-8") as fh:
+                out += [line.rstrip("\r\n") for line in fh if line.strip() and not line.startswith("#")]
+        except OSError as exc:
+            raise UsageError(f"--header {v}: {exc.strerror or exc}") from None
+    return out

@@ -18,8 +18,11 @@ def run_crawler(crawler: Crawler, args: argparse.Namespace) -> int:
 
         return asyncio.run(run_headless(crawler))
     from ..tui.app import run_tui
+    from .hangup import Hangup
     from .headless import report
 
-    code = run_tui(crawler, exit_on_finish=args.exit_on_finish)
-    report(crawler, sys.stdout)  # the screen is gone: leave the totals in the scrollback
+    crawler.control.mode = "tui"
+    hangup = Hangup(getattr(args, "on_hangup", "detach"), crawler.control)
+    code = run_tui(crawler, exit_on_finish=args.exit_on_finish, hangup=hangup)
+    report(crawler, sys.stdout)  # the screen is gone: leave the totals in the scrollback (or the log)
     return code

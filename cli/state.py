@@ -17,13 +17,15 @@ from ..core.export import export_csv, export_jsonl
 from ..core.records import Sink
 from ..core.sanitize import clean
 from ..core.resume import open_state
+from ..core.secrets import require
 from ..core.store import STATUS_FINISHED, STATUS_STOPPED, SqliteStore, StateError
 from ..core.warc import WarcSink
 from .options import Parser, add_crawl_options, config_from
 from .run import run_crawler
 
 # argparse dest -> CrawlConfig field, for options that a resume may override
-_FIELD = {"no_robots": "robots", "no_sitemaps": "sitemaps"}
+_FIELD = {"no_robots": "robots", "no_sitemaps": "sitemaps",
+          "header": "headers", "header_host": "header_hosts", "no_proxy": "env_proxy"}
 _NOT_CONFIG = {"headless", "exit_on_finish", "warc", "state", "fast", "command", "roots", "_pos"}
 
 
@@ -127,6 +129,7 @@ def _crawl(args: argparse.Namespace, argv: list[str]) -> int:
         overrides["output"] = os.path.abspath(str(overrides["output"]))
     config, store = open_state(path, config, overrides, resume_only=resume_only)
     try:
+        config = _secrets(config, store, overrides, path)
         if store.finished:
             print(f"crawltop: {clean(path)}: this crawl already finished ({store.resumed_records} records); "
                   f"nothing to do. Export its records with: crawltop export {clean(path)} --jsonl FILE",
@@ -150,6 +153,19 @@ def _crawl(args: argparse.Namespace, argv: list[str]) -> int:
         return code
     finally:
         store.close()
+
+
+def _secrets(config: CrawlConfig, store: SqliteStore, overrides: dict[str, object], path: str) -> CrawlConfig:
+    """Issue 21: a resumed crawl's secrets come from this command line (the state holds
+    them redacted: refused with the list of what is missing); its cookie jar lives beside
+    the state file, 0600, never in it, and on resume it replaces the --cookies file read
+    the first time (it holds those cookies, as the servers left them)."""
+    if store.resumed and not store.finished:
+        require(config, f"resuming {path}")
+    jar = os.path.abspath(path) + ".cookies"
+    if store.resumed and "cookies" not in overrides and os.path.exists(jar):
+        config = dataclasses.replace(config, cookies=None)
+    return dataclasses.replace(config, cookie_jar=jar)
 
 
 def _add_output_sinks(crawler: Crawler, args: argparse.Namespace, config: CrawlConfig,

@@ -10,12 +10,15 @@ time on every request (the page, its static files, the websocket). From another 
 from __future__ import annotations
 
 import hmac
+import os
 import secrets
 import shlex
 import sys
 
 from aiohttp import web
 from textual_serve.server import Server
+
+from .orphan import WEB_PID
 
 COOKIE = "crawltop_token"
 
@@ -48,7 +51,21 @@ class TokenServer(Server):
 def serve_web(name: str, port: int, *, redis: str | None = None) -> int:
     """Serve `crawltop attach NAME [--redis URL]`; prints the URL with its token first."""
     token = secrets.token_urlsafe(24)
-    command = shlex.join([sys.executable, "-m", "crawltop.cli", "attach", name, *(["--redis", redis] if redis else [])])
+    # `exec`: the shell textual-serve starts becomes the attach, so its parent is us (cli/orphan.py)
+    command = "exec " + shlex.join([sys.executable, "-m", "crawltop.cli", "attach", name,
+                                    *(["--redis", redis] if redis else [])])
     print(f"crawltop web: the monitor of {name!r} at http://127.0.0.1:{port}/?token={token}", flush=True)
-    TokenServer(command, token=token, host="127.0.0.1", port=port, title=f"crawltop {name}").serve()
+    os.environ[WEB_PID] = str(os.getpid())  # each attach child dies with us (cli/orphan.py)
+    try:
+        TokenServer(command, token=token, host="127.0.0.1", port=port, title=f"crawltop {name}").serve()
+    finally:
+        sys.unraisablehook = _quiet_at_exit
     return 0
+
+
+def _quiet_at_exit(unraisable: sys.UnraisableHookArgs) -> None:
+    """After Ctrl-C, textual-serve's subprocess transports are collected after its loop
+    closed ("Event loop is closed"): noise, not news. Anything else is still shown."""
+    if isinstance(unraisable.exc_value, RuntimeError) and "closed" in str(unraisable.exc_value):
+        return
+    sys.__unraisablehook__(unraisable)

@@ -42,3 +42,18 @@ class CrawlConfig:
     delay_factor: float = 0.0
     host_max_failures: int = 5
     max_pages_per_host: int | None = None
+    # -- issue 21: what a real site needs (core/session.py; secrets: core/secrets.py) --
+    # `Name: value` request headers; Authorization/Cookie/Proxy-Authorization go only to
+    # the roots' hosts, or to `header_hosts` when given. Values are secrets: stored redacted.
+    headers: tuple[str, ...] = ()
+    header_hosts: tuple[str, ...] = ()
+    # http(s)://[user:password@]host:port for every request; credentials stored redacted.
+    proxy: str | None = None
+    # Honour HTTP_PROXY / HTTPS_PROXY / NO_PROXY. The CLI turns it on unless --no-proxy;
+    # off here, so an embedded Crawler (and every test) ignores the environment.
+    env_proxy: bool = False
+    # A Netscape cookies.txt to load, one to write the jar to at the end, and the jar kept
+    # beside a --state file (set by the CLI, 0600; never inside the state file itself).
+    cookies: str | None = None
+    save_cookies: str | None = None
+    cookie_jar: str | None = None

@@ -53,6 +53,7 @@ class ControlServer:
         self.path = path
         self.sock = sock
         self.started = time.time()
+        self.mode = "headless"  # tui | headless | detached | stopping (the CLI sets it; `ls` shows it)
         self._inode = os.stat(path).st_ino  # unlink only our own socket, not a successor's
         self.clients: set[asyncio.StreamWriter] = set()
         self.dropped = 0  # clients disconnected for misbehaving (tests read it)
@@ -204,7 +205,7 @@ class ControlServer:
         if op == "status":
             out = headline(self._snapshot(), self.crawler.paused)
             out.update(name=self.name, pid=os.getpid(), started=self.started, root=self.crawler.roots[0],
-                       clients=len(self.clients))
+                       clients=len(self.clients), mode=self.mode)
             return out
         if op == "hello":
             raise ProtocolError("hello twice")

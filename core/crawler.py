@@ -21,11 +21,12 @@ from .config import CrawlConfig
 from .fetch import REDIRECTS, Response, backoff, decode, fetch_once, on_sent, retry_after, retryable
 from .frontier import Frontier, Item, MemoryFrontier
 from .gate import HostGate
-from .hosts import RETIRED, ROBOTS_PENDING, Host, Hosts, Politeness
+from .hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness
 from .provenance import hop, utc_iso
 from .records import JsonlSink, Record, Sink
 from .robots import Robots
 from .scope import Scope
+from .session import CrawlSession
 from .sitemaps import Sitemaps, is_sitemap
 from .stats import Stats, WorkerState
 from .steer import Steering
@@ -67,6 +68,7 @@ class Crawler(Steering):
         # are in Redis: core/cluster/hosts.py); a store without gates at fetch time.
         self._sched: Hosts | None = getattr(self.frontier, "hosts", None)
         self._host_key: Callable[[str], str] = netloc_of
+        self._exact_gaps = self._sched is not None and (config.delay > 0 or config.delay_factor > 0)
         if self._sched is not None:
             self._share_hosts(self._sched)
         self._target = config.concurrency
@@ -173,22 +175,23 @@ class Crawler(Steering):
         timeout = aiohttp.ClientTimeout(
             total=self.config.timeout * 3, sock_connect=self.config.timeout, sock_read=self.config.timeout
         )
-        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-        self._session = aiohttp.ClientSession(
-            timeout=timeout,
-            connector=connector,
-            headers={"User-Agent": self.agent},
-            cookie_jar=aiohttp.DummyCookieJar(),
-            trust_env=False,
-            trace_configs=[on_sent()] if self._sched is not None else None,
-        )
+        # issue 21: headers, proxy and cookie jar live in core/session.py. A request's gap
+        # counts from when its headers leave, read by a trace; it costs a little per
+        # response chunk, so only when a delay is asked for (a Crawl-delay or a live one
+        # then counts from just before the request).
+        self._http = CrawlSession(self.config, self.agent, self.roots)
+        self._session = self._http.open(timeout, [on_sent()] if self._exact_gaps else None)
         token = self.agent.split("/", 1)[0].split(" ", 1)[0] or "crawltop"
         self._robots = Robots(self._session, token, self.config.timeout) if self.config.robots else None
         if self.config.sitemaps:
             self._sitemaps = Sitemaps(robots=self._robots, scope=self.scope, admit=self._admit,
-                                      max_redirect=self.config.max_redirect, max_depth=self.config.max_depth)
+                                      max_redirect=self.config.max_redirect, max_depth=self.config.max_depth,
+                                      session=self._session, stats=self.stats, timeout=self.config.timeout)
         # Sinks may be added after construction (the CLI adds a WARC sink for a state file).
         self._response_sinks = [s for s in self.sinks if hasattr(s, "response")]
+        for sink in self._response_sinks:  # issue 21: --header values never reach an archive
+            if hasattr(sink, "redact_headers"):
+                sink.redact_headers(self._http.header_names)
         if hasattr(self.frontier, "on_error"):  # a store whose writer thread can fail
             loop = asyncio.get_running_loop()
             self.frontier.on_error = lambda exc: loop.call_soon_threadsafe(self._fail, exc)
@@ -213,7 +216,7 @@ class Crawler(Steering):
                 await self._cancel_workers()
                 if self._robots is not None:
                     self._robots.close()
-                await self._session.close()
+                await self._http.close()  # saves the cookie jar, closes the session
             finally:
                 self.ignore_rules.changed()  # save the patterns' final counts with the state
                 for sink in self.sinks:
@@ -248,7 +251,7 @@ class Crawler(Steering):
                 if host is None and self._parked and self._park(item):  # its host is paused: aside
                     await asyncio.sleep(0)
                     continue
-                if host is not None and host.flags & ROBOTS_PENDING:  # the host's first step
+                if host is not None and host.flags & STEP_PENDING:  # robots.txt or the probe first
                     await self._prerequisite(ws, host, item)
                     continue
                 self._held[ws.id] = item
@@ -262,18 +265,28 @@ class Crawler(Steering):
             self.stats.workers.pop(ws.id, None)
 
     async def _prerequisite(self, ws: WorkerState, host: Host, item: Item) -> None:
-        """robots.txt as the host's first request: it takes the host's slot and delay,
-        so no other worker waits for it; the URL goes back first in its host's queue."""
+        """robots.txt as the host's first request, and its /sitemap.xml probe after its
+        first answer: each takes the host's turn and delay, so no other worker waits for
+        it and the gap holds; the URL goes back first in its host's queue."""
         assert self._sched is not None
         loop = asyncio.get_running_loop()
         started = loop.time()
         self._sched.started(host, started)
-        self.stats.set_phase(ws, "robots")
         ws.url, ws.host = item.url, host.key
         crawl_delay: float | None = None
         try:
-            if self._robots is not None:
-                crawl_delay = (await self._robots.check(item.url))[1]
+            if host.flags & NEEDS_ROBOTS:
+                host.flags &= ~NEEDS_ROBOTS
+                self.stats.set_phase(ws, "robots")
+                if self._robots is not None:
+                    crawl_delay = (await self._robots.check(item.url))[1]
+            elif host.flags & NEEDS_PROBE:
+                host.flags &= ~NEEDS_PROBE
+                self.stats.set_phase(ws, "connecting")
+                if self._sitemaps is not None:
+                    await self._sitemaps.answered(item.url)
+        except Exception:  # a surprise must not cost a worker; the page's own check retries it
+            pass
         finally:
             ws.url = ws.host = None
             if crawl_delay is not None:
@@ -295,11 +308,13 @@ class Crawler(Steering):
         stats_host = host if host is not None else self.stats.host(ws.host)
         if host is None:
             stats_host.in_flight += 1  # a Host counts its own, from take() to finished()
+        elif not host.flags & RETIRED:
+            ws.slot = host  # take() gave us its slot: freed after the fetch, or below whatever happens
         started = self.stats.clock()
         try:
             if host is not None and host.flags & RETIRED:  # taken only for its Record
                 record = _record(item, tries=item.tries)
-                record.fail(errors.HostRetired(f"host {host.key} retired after {host.failures} failures "
+                record.fail(errors.HostRetired(f"host {host.key} retired after {host.strikes} failures "
                                                f"in a row (last: {host.last_error})"))
             else:
                 await self._wait_unpaused(ws)
@@ -319,6 +334,7 @@ class Crawler(Steering):
         finally:
             if host is None:
                 stats_host.in_flight -= 1
+            self._free_slot(ws)
             ws.url = ws.host = None
         record.elapsed_ms = round((self.stats.clock() - started) * 1000, 1)
         self._emit(record)
@@ -378,6 +394,8 @@ class Crawler(Steering):
             resp = await self._fetch(ws, item, record, self._gate(ws.host or "", crawl_delay))
         if resp is None:
             return record
+        if self._sitemaps is not None:  # the origin answered: its guessed /sitemap.xml may be probed
+            await self._probe_after(host, item.url)
         record.status = resp.status
         record.content_type = resp.content_type
         record.size = len(resp.body)
@@ -414,42 +432,71 @@ class Crawler(Steering):
         attempt = ws.tries = record.tries = item.tries + 1
         last = attempt >= self.config.max_tries
         started = loop.time()
+        sched.started(host, started)
         self.stats.set_phase(ws, "connecting")
         record.fetched_at = utc_iso()
         try:
             resp = await fetch_once(self._session, item.url, self.config.max_bytes,  # type: ignore[arg-type]
                                     lambda: self.stats.set_phase(ws, "reading"),
-                                    lambda: sched.started(host, loop.time()))
+                                    (lambda: sched.started(host, loop.time())) if self._exact_gaps else None)
         except NETWORK_ERRORS as exc:
-            sched.finished(host)
+            self._free_slot(ws)
             kind = errors.error_kind(exc)
             reach = kind in HOST_KINDS or type(exc).__name__ == "ConnectionTimeoutError"
-            self._host_failed(host, kind, reach, started, None)
+            self._host_failed(host, kind, started, None, block=reach, strike=reach or kind == "timeout")
             if last or host.flags & RETIRED:
                 record.fail(exc, _network_error(exc, self.config.timeout))
                 return None
             self.stats.retries += 1
             raise _Retry(attempt, 0.0 if reach else self._url_backoff(attempt)) from None
         except BaseException:
-            sched.finished(host)
+            self._free_slot(ws)
             raise
-        sched.finished(host)
+        self._free_slot(ws)
         if not retryable(resp.status):
             sched.succeeded(host, started, loop.time() - started)
             return resp
         host_wide = resp.status in (429, 503)
         wait = retry_after(resp.headers.get("Retry-After"), self.config.max_wait) if host_wide else None
-        self._host_failed(host, str(resp.status), host_wide, started, wait)
+        self._host_failed(host, str(resp.status), started, wait, block=host_wide, strike=False)
         if last or host.flags & RETIRED:
             return resp
         self.stats.retries += 1
         raise _Retry(attempt, 0.0 if host_wide else self._url_backoff(attempt))
 
-    def _host_failed(self, host: Host, why: str, block: bool, started: float, retry_after: float | None) -> None:
-        """One more failure in a row; `block`: the whole host backs off for it."""
+    async def _probe_after(self, host: Host | None, url: str) -> None:
+        """The probe is one of the host's requests: its next turn, or, when it has no URL
+        queued to take a turn with, now in this worker once the host is due."""
+        assert self._sitemaps is not None
+        if host is None or not self._sitemaps.wants_probe(url):
+            if host is None:
+                await self._sitemaps.answered(url)
+            return
+        if host.queued:
+            assert self._sched is not None
+            self._sched.want_probe(host)
+            return
+        loop = asyncio.get_running_loop()
+        wait = max(host.next_at, host.backoff_until) - loop.time()
+        if wait > 0:
+            await asyncio.sleep(wait)  # only this host's last page waits, and only once
+        if self._sched is not None:
+            self._sched.started(host, loop.time())
+        await self._sitemaps.answered(url)
+
+    def _free_slot(self, ws: WorkerState) -> None:
+        """The host's fetch slot goes back once: after the fetch, or when the URL ended
+        without one (robots said no, a cancel, a surprise)."""
+        host, ws.slot = ws.slot, None
+        if host is not None and self._sched is not None:
+            self._sched.finished(host)  # type: ignore[arg-type]
+
+    def _host_failed(self, host: Host, why: str, started: float, retry_after: float | None, *,
+                     block: bool, strike: bool) -> None:
+        """Tell the host (core/hosts.py Hosts.failed) and retire it when it says so."""
         assert self._sched is not None
         now = asyncio.get_running_loop().time()
-        if self._sched.failed(host, why, started, now, retry_after, block=block):
+        if self._sched.failed(host, why, started, now, retry_after, block=block, strike=strike):
             self._retire_host(host)
 
     def _url_backoff(self, attempt: int) -> float:

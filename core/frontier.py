@@ -114,10 +114,13 @@ class DueWaiters:
         got = self.hosts.take(loop.time())
         if got is None:
             return None
-        if self._getters:  # more may be due: pass the turn on
+        if self._getters:  # others wait: pass the turn on, or keep the timer on the earliest
             wake = self.hosts.next_wake()
-            if wake is not None and wake <= loop.time():
-                self._wake_one()
+            if wake is not None:
+                if wake <= loop.time():
+                    self._wake_one()
+                elif wake < self._timer_at:
+                    self._arm(loop, wake)
         return got[0]
 
     async def _wait_due(self, loop: asyncio.AbstractEventLoop) -> None:

@@ -14,7 +14,7 @@ errors and timeouts exponential) blocks it on top. After --host-max-failures fai
 a row it is retired: every URL still queued for it comes out at once, for its Record.
 
 `Hosts` is the synchronous part shared by the stores (memory, SQLite); waiting for the
-next due host is the store's (core/frontier.py `HostWaiters`). `Host` is also the row the
+next due host is the store's (core/frontier.py `DueWaiters`). `Host` is also the row the
 live view reads (in flight, done, errors, latency), so one object per host is all it costs.
 """
 from __future__ import annotations
@@ -37,10 +37,10 @@ QueueBy = Literal["host", "domain"]
 PAUSED = 1
 RETIRED = 2
 NEEDS_ROBOTS = 4  # robots.txt is the host's first request (Heritrix's prerequisite)
-ROBOTS_PENDING = 8  # a worker is fetching it: the host is not due meanwhile
+STEP_PENDING = 8  # a worker does the host's robots.txt or probe: the host is not due meanwhile
+NEEDS_PROBE = 16  # its guessed /sitemap.xml is probed as one of its requests (core/sitemaps.py)
 
 # Why a host backs off (Host.why), as the view shows it.
-BACKOFF_REASONS = ("429", "503", "connect", "timeout", "dns", "tls")
 # States of a host, in the order the header counts them.
 STATES = ("ready", "fetching", "waiting", "backoff", "paused", "budget", "retired", "done")
 JITTER = 0.1  # blocks computed together don't all end together
@@ -74,7 +74,7 @@ class Extra:
     """What few hosts need (a back-off, a Crawl-delay, a live delay, a budget overrun):
     kept apart, so a host that is only queued costs its core slots and nothing more."""
 
-    __slots__ = ("source", "crawl_delay", "live_delay", "adaptive", "failures", "backoff_until",
+    __slots__ = ("source", "crawl_delay", "live_delay", "adaptive", "failures", "strikes", "backoff_until",
                  "why", "block_at", "over", "last_error")
 
     def __init__(self) -> None:
@@ -82,9 +82,10 @@ class Extra:
         self.crawl_delay = 0.0
         self.live_delay: float | None = None
         self.adaptive = 0.0
-        self.failures = 0  # consecutive
+        self.failures = 0  # back-offs in a row (the exponent)
+        self.strikes = 0  # failures to reach the host in a row (retirement)
         self.backoff_until = 0.0
-        self.why = ""  # the back-off's reason (BACKOFF_REASONS)
+        self.why = ""  # the back-off's reason: 429, 503, connect, dns, tls, timeout
         self.block_at = 0.0  # when the current back-off began (in-flight failures escalate once)
         self.over = 0  # URLs refused: over --max-pages-per-host
         self.last_error = ""
@@ -133,6 +134,7 @@ class Host:
     crawl_delay = property(lambda self: self._e.crawl_delay)
     live_delay = property(lambda self: self._e.live_delay)
     failures = property(lambda self: self._e.failures)
+    strikes = property(lambda self: self._e.strikes)
     backoff_until = property(lambda self: self._e.backoff_until)
     why = property(lambda self: self._e.why)
     over = property(lambda self: self._e.over)
@@ -210,7 +212,7 @@ class Hosts:
         h = self.hosts.get(key)
         if h is None:
             h = self.hosts[key] = Host(key, NEEDS_ROBOTS if self.policy.robots else 0)
-            self.recompute(h)
+            self.recompute(h)  # due at once (0.0, shared: a float per host would cost 24 bytes)
         return h
 
     def of(self, url: str) -> Host:
@@ -235,6 +237,8 @@ class Hosts:
             self.changed(h)
             return None
         h.admitted += 1
+        if budget is not None:
+            self.changed(h)  # a resume must not admit past the budget
         return h
 
     def put(self, h: Host, item: Item, front: bool = False) -> None:
@@ -274,6 +278,13 @@ class Hosts:
                 return None
             heapq.heappop(heap)
             h.heap_at = -1.0
+            due = self._due(h)
+            if due is None:
+                continue  # paused, capped or emptied since
+            if due > at:  # its time moved on (a request went out, a back-off began): back in line
+                h.heap_at = due
+                heapq.heappush(heap, (due, h))
+                continue
             item = h.q[h.head]
             h.q[h.head] = None  # type: ignore[call-overload]  # the list no longer keeps it alive
             h.head += 1
@@ -287,8 +298,8 @@ class Hosts:
             if not h.flags & RETIRED:  # a retired host's URLs only go to their Records
                 h.in_flight += 1
                 h.next_at = now + h.delay
-                if h.flags & NEEDS_ROBOTS:
-                    h.flags = (h.flags & ~NEEDS_ROBOTS) | ROBOTS_PENDING
+                if h.flags & (NEEDS_ROBOTS | NEEDS_PROBE):  # the worker does that step first
+                    h.flags |= STEP_PENDING
             self._schedule(h)
             return item, h
         return None
@@ -304,21 +315,28 @@ class Hosts:
             return self._later[0][0]
         return wake
 
+    def _due(self, h: Host) -> float | None:
+        """When the host may next be taken; None while it cannot be (nothing queued,
+        paused, at its cap, its robots.txt pending)."""
+        if not h.queued or h.flags & (PAUSED | STEP_PENDING):
+            return None
+        if h.flags & RETIRED:
+            return 0.0
+        cap = self.policy.per_host
+        if cap is not None and h.in_flight >= cap:
+            return None
+        x = h.x
+        return h.next_at if x is None or h.next_at > x.backoff_until else x.backoff_until
+
     def _schedule(self, h: Host) -> None:
-        """(Re)place the host in the ready heap, or take it out, from its state."""
-        if not h.queued or h.flags & (PAUSED | ROBOTS_PENDING):
+        """Put the host in the ready heap at its due time, unless it is there earlier
+        already (entries are moved later lazily, by take(), so a request's start or a
+        back-off costs no push). A host that cannot be taken loses its entry."""
+        at = self._due(h)
+        if at is None:
             h.heap_at = -1.0
             return
-        if h.flags & RETIRED:
-            at = 0.0
-        else:
-            cap = self.policy.per_host
-            if cap is not None and h.in_flight >= cap:
-                h.heap_at = -1.0
-                return
-            x = h.x
-            at = h.next_at if x is None or h.next_at > x.backoff_until else x.backoff_until
-        if at != h.heap_at:
+        if h.heap_at < 0 or at < h.heap_at:  # a later time waits: take() moves the entry then
             h.heap_at = at
             heapq.heappush(self._heap, (at, h))
             self.notify(at)
@@ -326,18 +344,22 @@ class Hosts:
     # -- a fetch's life -----------------------------------------------------------------
     def started(self, h: Host, now: float) -> None:
         """A request to the host goes out now: the gap counts from here."""
-        if now + h.delay > h.next_at:
+        if h.delay and now + h.delay > h.next_at:  # (no delay: nothing to move)
             h.next_at = now + h.delay
             if h.heap_at >= 0:
                 self._schedule(h)
 
     def finished(self, h: Host) -> None:
         """One of its fetches (or its robots.txt) is over: a slot frees up."""
-        if h.flags & ROBOTS_PENDING:
-            h.flags &= ~ROBOTS_PENDING
+        if h.flags & STEP_PENDING:
+            h.flags &= ~STEP_PENDING
         h.in_flight = max(0, h.in_flight - 1)
         self._schedule(h)
         self.changed(h)
+
+    def want_probe(self, h: Host) -> None:
+        """Its next turn goes to its /sitemap.xml probe (a request like any other)."""
+        h.flags |= NEEDS_PROBE
 
     def untake(self, h: Host, item: Item) -> None:
         """A taken URL goes back to the front of its host's queue, its slot freed."""
@@ -360,42 +382,38 @@ class Hosts:
             h.extra().adaptive = self.policy.delay_factor * latency
             self.recompute(h)
         x = h.x
-        if x is not None and x.failures and started >= x.block_at:
-            x.failures = 0
+        if x is not None and (x.failures or x.strikes) and started >= x.block_at:
+            x.failures = x.strikes = 0
             x.why = ""
 
     def failed(self, h: Host, why: str, started: float, now: float, retry_after: float | None = None,
-               block: bool = True) -> bool:
-        """A failure in a row for the host; with `block`, back the whole host off (why:
-        429, 503, connect...). True when it should now be retired.
+               block: bool = True, strike: bool = True) -> bool:
+        """A failed request. `block`: the whole host backs off (429, 503, unreachable);
+        `strike`: it counts toward retiring the host (unreachable, timeouts: a rate
+        limit or a broken page does not). True when the host should now be retired.
 
-        A request that was already in flight when the current block began escalates it
-        at most once: a backlog of failures must not inflate the delay."""
+        A request that started before the current back-off began says nothing new about
+        the host: a backlog of failures must not inflate the delay or retire it."""
         x = h.extra()
-        if x.backoff_until > now and started < x.block_at:
-            return False
-        x.failures += 1
         x.last_error = why
-        if not block:
-            self.changed(h)
-            return x.failures >= self.policy.max_failures
-        p = self.policy
-        if retry_after is not None:
-            wait = min(retry_after, p.max_backoff)
-        else:
-            wait = min(p.max_backoff, p.backoff * 2 ** (x.failures - 1))
-        wait *= random.uniform(1.0, 1.0 + JITTER)
-        x.backoff_until = max(x.backoff_until, now + wait)
-        x.block_at = now
-        x.why = why
-        self._schedule(h)
+        if started < x.block_at:
+            return False
+        if strike:
+            x.strikes += 1
+        if block:
+            x.failures += 1
+            p = self.policy
+            if retry_after is not None:
+                wait = min(retry_after, p.max_backoff)
+            else:
+                wait = min(p.max_backoff, p.backoff * 2 ** (x.failures - 1))
+            wait *= random.uniform(1.0, 1.0 + JITTER)
+            x.backoff_until = max(x.backoff_until, now + wait)
+            x.block_at = now
+            x.why = why
+            self._schedule(h)
         self.changed(h)
-        return x.failures >= p.max_failures
-
-    def snooze(self, h: Host, seconds: float, now: float) -> None:
-        """A URL-level retry (a 500, say): the host waits a little, without a failure."""
-        h.next_at = max(h.next_at, now + seconds)
-        self._schedule(h)
+        return x.strikes >= self.policy.max_failures
 
     def retire(self, h: Host, why: str) -> int:
         """No more requests to it; its queued URLs come due at once for their Records."""
@@ -491,7 +509,16 @@ class Hosts:
 
     def peek(self, n: int) -> list[Item]:
         """About what pop() gives next: the hosts due soonest, taking turns."""
-        hosts = [h for at, h in heapq.nsmallest(n * 2, self._heap) if at == h.heap_at][:n]
+        heap, hosts = self._heap, []
+        todo = [(heap[0][0], 0)] if heap else []  # walk the heap's top: O(n log n), not a scan
+        while todo and len(hosts) < n:
+            _, i = heapq.heappop(todo)
+            at, h = heap[i]
+            if at == h.heap_at and h.queued:
+                hosts.append(h)
+            for c in (2 * i + 1, 2 * i + 2):
+                if c < len(heap):
+                    heapq.heappush(todo, (heap[c][0], c))
         out: list[Item] = []
         for i in range(n):
             for h in hosts:
@@ -520,8 +547,8 @@ class Hosts:
                 d["live"] = x.live_delay
             if x.crawl_delay:
                 d["crawl"] = x.crawl_delay
-            if x.failures:
-                d["failures"], d["why"] = x.failures, x.why
+            if x.failures or x.strikes:
+                d["failures"], d["strikes"], d["why"] = x.failures, x.strikes, x.why
             if x.backoff_until:
                 d["until"] = x.backoff_until + wall_minus_mono  # wall clock: monotonic restarts
             if x.over:
@@ -540,6 +567,7 @@ class Hosts:
         x.live_delay = _num(d.get("live"))
         x.crawl_delay = _num(d.get("crawl")) or 0.0
         x.failures = int(_num(d.get("failures")) or 0)
+        x.strikes = int(_num(d.get("strikes")) or 0)
         x.why = str(d.get("why") or "")[:16]
         until = _num(d.get("until"))
         if until:

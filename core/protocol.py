@@ -16,7 +16,9 @@ Crawl -> client:
                                              roots, commands, state, paused, concurrency;
                                              snapshot: encode_snapshot();
                                              status: HEADLINE fields + name, pid, started
-                                             (epoch s), root, clients (connections now);
+                                             (epoch s), root, clients (connections now),
+                                             mode ("tui" | "headless" | "detached" |
+                                             "stopping": where its screen is, `ls` MODE);
                                              a command: {"result": its return value,
                                              "state", "paused", "concurrency"}
   {"id": n, "ok": false, "error": "one line"}  garbage, unknown op, bad args, wrong protocol
@@ -34,7 +36,8 @@ field) are sent incrementally: only events newer than the client's `since[field]
 client keeps its own bounded copy. A client may ask for at most `workers` worker rows.
 
 Adding a command is one COMMANDS entry: the name on the wire, the Crawler attribute it
-calls (a dotted path), and its arguments with their types.
+calls (a dotted path), and its arguments with their types (those named `optional` may be
+left out or null, and the method's default applies).
 """
 from __future__ import annotations
 
@@ -62,6 +65,7 @@ class Command(NamedTuple):
     target: str  # attribute path on the Crawler: "pause", "stats.top_error_urls"
     args: tuple[tuple[str, type], ...] = ()
     steers: bool = True  # changes the crawl (a read-only query says False)
+    optional: tuple[str, ...] = ()  # args that may be left out (or null): the method's default then
 
 
 COMMANDS: dict[str, Command] = {
@@ -80,10 +84,13 @@ COMMANDS: dict[str, Command] = {
     "host_pause": Command("pause_host", (("host", str),)),
     "host_resume": Command("resume_host", (("host", str),)),
     "host_delay": Command("set_host_delay", (("host", str), ("seconds", float))),
+    # The queues view and `ctl hosts`: HostView rows, sorted and filtered by the engine.
+    "hosts": Command("host_table", (("sort", str), ("state", str), ("limit", int)), steers=False,
+                     optional=("sort", "state", "limit")),
 }
 
 HEADLINE = ("state", "paused", "pages", "records", "queued", "seen", "errors", "rate_now", "rate_avg",
-            "concurrency", "busy", "elapsed")
+            "concurrency", "busy", "elapsed", "sitemap_probes", "sitemap_found")
 
 
 # -- framing -------------------------------------------------------------------------
@@ -116,6 +123,8 @@ def check_args(name: str, raw: Any) -> dict[str, Any]:
     out = {}
     for arg, kind in command.args:
         value = raw.get(arg)
+        if value is None and arg in command.optional:
+            continue
         if type(value) is not kind:  # bool is not an int here
             raise ProtocolError(f"{name}: argument {arg!r} must be {kind.__name__}")
         out[arg] = value

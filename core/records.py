@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 from typing import IO, Protocol
 
 from .errors import describe, error_kind
+from .secrets import scrub
 
 
 @dataclass(slots=True, kw_only=True)
@@ -41,7 +42,7 @@ class Record:
 
     def fail(self, exc: BaseException, message: str | None = None) -> None:
         """Set the human error and its stable kind together."""
-        self.error = message if message is not None else describe(exc)
+        self.error = scrub(message if message is not None else describe(exc))  # no secret in a record
         self.error_kind = error_kind(exc)
 
     def to_dict(self) -> dict[str, object]:

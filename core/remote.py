@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import __version__
 from .protocol import MAX_REPLY, PROTOCOL, ProtocolError, SnapshotDecoder, decode, encode
-from .stats import Snapshot
+from .stats import HostView, Snapshot
 
 
 class CrawlLost(Exception):
@@ -92,6 +92,10 @@ class RemoteCrawler:
         self._next_id = 10
         self._pending: dict[int, tuple[str, asyncio.Future[Any] | None]] = {}
         self._snap_pending = False
+        # host_table(): the last rows received, for which (sort, state, limit), or why not
+        self._hosts: tuple[tuple[Any, ...], list[HostView]] = ((), [])
+        self._hosts_error: str | None = None
+        self._hosts_pending = False
         self._done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._reader_task = asyncio.create_task(self._read(), name="crawltop-remote")
 
@@ -154,6 +158,52 @@ class RemoteCrawler:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._send(op, args, fut)
         return await fut
+
+    def host_table(self, sort: str = "queued", state: str | None = None,
+                   limit: int | None = None) -> list[HostView]:
+        """The queues view's rows, pulled as snapshots are: the newest table received and a
+        request for the next, so the caller's own timer sets the rate and at most one request
+        is in flight. Rows asked for differently than the last reply are re-sorted and filtered
+        here until the engine's answer arrives. RemoteError: the crawl cannot answer (an engine
+        older than the `hosts` command)."""
+        from .steer import HOST_SORTS, STATES  # the engine's own checks, before a round trip
+
+        if sort not in HOST_SORTS:
+            raise ValueError(f"sort by one of {', '.join(HOST_SORTS)}, not {sort!r}")
+        if state is not None and state not in STATES:
+            raise ValueError(f"a host state is one of {', '.join(STATES)}, not {state!r}")
+        if self._hosts_error is not None:
+            raise RemoteError(self._hosts_error)
+        wanted = (sort, state, limit)
+        if not self._hosts_pending and not self.detached and self.ended is None:
+            self._hosts_pending = True
+            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            fut.add_done_callback(lambda f: self._got_hosts(wanted, f))
+            args: dict[str, Any] = {"sort": sort}
+            if state is not None:
+                args["state"] = state
+            if limit is not None:
+                args["limit"] = limit
+            self._send("hosts", args, fut)
+        got, rows = self._hosts
+        if got == wanted:
+            return rows
+        if state is not None:
+            rows = [r for r in rows if r.state == state]
+        key, reverse = HOST_SORTS[sort]
+        return sorted(rows, key=key, reverse=reverse)[:limit]
+
+    def _got_hosts(self, wanted: tuple[Any, ...], fut: asyncio.Future[Any]) -> None:
+        self._hosts_pending = False
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            if "unknown command" in str(exc):  # an older engine: asking again will not help
+                self._hosts_error = f"this crawl's engine has no host table ({exc})"
+            return
+        rows = fut.result() or []
+        self._hosts = (wanted, [_host_row(r) for r in rows if isinstance(r, dict)])
 
     def _expect(self, *, paused: bool | None = None, state: str | None = None, only_from: str = "",
                 concurrency: int | None = None) -> None:
@@ -255,6 +305,13 @@ class RemoteCrawler:
         self._reader_task.cancel()
         with contextlib.suppress(BaseException):
             await self._reader_task
+
+
+def _host_row(data: dict[str, Any]) -> HostView:
+    """A HostView from its wire form; fields this side lacks are left out, missing ones
+    keep their defaults (an engine a version apart still shows its rows)."""
+    names = {f.name for f in dataclasses.fields(HostView)}
+    return HostView(**{k: v for k, v in data.items() if k in names})
 
 
 async def _ask(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, message: dict[str, Any],

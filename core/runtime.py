@@ -122,8 +122,9 @@ def clean_stale(path: Path) -> bool:
     return True
 
 
-def live_sockets() -> list[Path]:
-    """The sockets in the run directory, stale ones cleaned up on the way."""
+def live_sockets(removed: list[Path] | None = None) -> list[Path]:
+    """The sockets in the run directory, stale ones cleaned up on the way (and appended
+    to `removed`, so `ls` can say what it removed)."""
     d = run_dir(create=False)
     if not d.exists():
         return []
@@ -138,6 +139,8 @@ def live_sockets() -> list[Path]:
             continue
         if not clean_stale(p):
             out.append(p)
+        elif removed is not None:
+            removed.append(p)
     return out
 
 

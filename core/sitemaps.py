@@ -4,11 +4,26 @@ How a sitemap gets into the crawl
 ---------------------------------
 The first time a worker takes a URL of an origin (scheme://host:port), `visit()` reads
 the `Sitemap:` lines of that origin's robots.txt (the same fetch, cached, that decides
-robots rules) and queues each sitemap in scope; with none named (or `--no-robots`) it
-queues `/sitemap.xml`.  A sitemap is then a frontier item like any other: it is fetched
-with the crawl's own session, per-host politeness, retries, robots check and size cap,
-and it ends in exactly one Record.  Only what happens to its body differs: it is read
-here instead of being parsed as HTML.
+robots rules) and queues each sitemap in scope.  A sitemap is then a frontier item like
+any other: it is fetched with the crawl's own session, per-host politeness, retries,
+robots check and size cap, and it ends in exactly one Record.  Only what happens to its
+body differs: it is read here instead of being parsed as HTML.
+
+The guessed /sitemap.xml: a probe that leaves no trace
+-------------------------------------------------------
+With no sitemap named (or `--no-robots`), nobody asked for /sitemap.xml, so it is not
+queued blindly (issue 21; lychee, Scrapy's SitemapSpider and Heritrix don't invent
+records for URLs nobody named either).  Once the origin has answered one request
+(`answered()`, called by the worker after a fetch got any HTTP response), the worker
+probes it: one GET, never retried, robots.txt obeyed, redirects followed within scope,
+reading only its first SNIFF_BYTES.  Only if that looks like a sitemap (XML urlset or
+index, gzip, or a list of URLs) is /sitemap.xml queued, as a frontier item with
+discovery `M` and via null, and then fetched and recorded like a named one.  A 404, an
+HTML page or a network error leaves no record and no error line, and no --max-pages
+budget is spent; it only counts in `stats.sitemap_probes`.  An origin that refuses
+connections or times out never answers, so it is never probed and fails as fast as
+with --no-sitemaps.  The probe is a side request like robots.txt: it does not wait for
+the host's --delay.  Each process probes an origin once per run.
 
 What a sitemap's record looks like
 ----------------------------------
@@ -19,8 +34,7 @@ robots.txt that named it, the index that listed it, or null for a guessed /sitem
 paths end in `S` and their `via` is the sitemap.  A sitemap that is not XML or text,
 malformed, over SITEMAP_MAX_BYTES uncompressed (a gzip bomb), over MAX_ENTRIES, or an
 index nested deeper than MAX_NESTING gets `error_kind: bad-sitemap` and the crawl goes
-on; entries read before a parse error are kept.  The guessed /sitemap.xml is a probe:
-a 404 or an HTML page there (sites without a sitemap) is recorded but is no error.
+on; entries read before a parse error are kept.
 
 Safety
 ------
@@ -32,15 +46,18 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 from xml.etree.ElementTree import ParseError
 
+import aiohttp
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import iterparse
 
 from . import errors
+from .fetch import read_capped
 from .provenance import hop
 from .urls import canonical
 
@@ -50,6 +67,7 @@ if TYPE_CHECKING:
     from .records import Record
     from .robots import Robots
     from .scope import Scope
+    from .stats import Stats
 
 SITEMAP_MAX_BYTES = 50 * 1024 * 1024  # the sitemaps.org limit, uncompressed
 MAX_ENTRIES = 50_000  # the sitemaps.org limit per file
@@ -57,6 +75,8 @@ MAX_NESTING = 3  # sitemap files from a root: named/guessed, listed by an index,
 IN_THREAD = 1024 * 1024  # parse bodies bigger than this off the event loop
 _GZIP = b"\x1f\x8b"
 _ROOTS = {"urlset": "urlset", "sitemapindex": "index"}
+SNIFF_BYTES = 16 * 1024  # what a probe reads of a guessed /sitemap.xml to judge it
+_SITEMAP_ROOT = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?(?:urlset|sitemapindex)[\s>/]")
 
 
 @dataclass(slots=True)
@@ -113,6 +133,22 @@ def parse(body: bytes, cap: int = SITEMAP_MAX_BYTES, max_entries: int = MAX_ENTR
     if head.startswith(b"<"):
         return _xml(body, max_entries)
     return _text(body, max_entries)
+
+
+def looks_like_sitemap(head: bytes) -> bool:
+    """Judge a sitemap by its first bytes: an XML urlset or index, or a URL per line."""
+    if head[:2] == _GZIP:
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
+        except zlib.error:
+            return False
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text[:512].lower().startswith((b"<!doctype html", b"<html")):
+        return False
+    if text.startswith(b"<"):
+        return _SITEMAP_ROOT.search(text) is not None
+    first = text.split(b"\n", 1)[0].strip().decode("utf-8", errors="replace")
+    return first.lower().startswith(("http://", "https://")) and canonical(first) is not None
 
 
 def _xml(body: bytes, max_entries: int) -> Parsed:
@@ -182,6 +218,9 @@ class Sitemaps:
         admit: Callable[[str, int, int, str | None, str], bool],
         max_redirect: int,
         max_depth: int | None,
+        session: aiohttp.ClientSession | None = None,
+        stats: Stats | None = None,
+        timeout: float = 30.0,
     ) -> None:
         self._robots = robots
         self._scope = scope
@@ -189,9 +228,14 @@ class Sitemaps:
         self._max_redirect = max_redirect
         self._max_depth = max_depth
         self._origins: set[str] = set()
+        self._session = session  # None: no probes (the guess is queued, as before issue 21)
+        self._stats = stats
+        self._timeout = aiohttp.ClientTimeout(total=timeout * 3, sock_connect=timeout, sock_read=timeout)
+        self._guess: set[str] = set()  # origins whose /sitemap.xml waits for their first answer
 
     async def visit(self, url: str) -> None:
-        """On an origin's first URL: queue the sitemaps robots.txt names, else /sitemap.xml."""
+        """On an origin's first URL: queue the sitemaps robots.txt names; with none, the
+        origin waits for its first answer to have /sitemap.xml probed (`answered()`)."""
         origin = url[: url.find("/", url.find("//") + 2)]
         if origin in self._origins:
             return
@@ -205,8 +249,45 @@ class Sitemaps:
             for u in dict.fromkeys(named):
                 if self._scope.allows(u):
                     self._admit(u, self._max_redirect, 0, origin + "/robots.txt", "M")
-        else:
+        elif self._session is None:
             self._admit(origin + "/sitemap.xml", self._max_redirect, 0, None, "M")
+        else:
+            self._guess.add(origin)
+
+    def wants_probe(self, url: str) -> bool:
+        """The origin of `url` answered and its /sitemap.xml is still to be probed."""
+        return bool(self._guess) and url[: url.find("/", url.find("//") + 2)] in self._guess
+
+    async def answered(self, url: str) -> None:
+        """The origin of `url` answered a request: probe its /sitemap.xml now, once."""
+        if not self._guess:
+            return
+        origin = url[: url.find("/", url.find("//") + 2)]
+        if origin not in self._guess:
+            return
+        self._guess.discard(origin)
+        guess = origin + "/sitemap.xml"
+        if not self._scope.allows(guess):
+            return
+        if self._robots is not None and not (await self._robots.check(guess))[0]:
+            return
+        if self._stats is not None:
+            self._stats.sitemap_probes += 1
+        if await self._sniff(guess) and self._admit(guess, self._max_redirect, 0, None, "M"):
+            if self._stats is not None:
+                self._stats.sitemap_found += 1
+
+    async def _sniff(self, url: str) -> bool:
+        """One GET, never retried: True if the answer looks like a sitemap."""
+        assert self._session is not None
+        try:
+            async with self._session.get(url, timeout=self._timeout, max_redirects=self._max_redirect) as resp:
+                if resp.status != 200 or not self._scope.allows(str(resp.url)):
+                    return False
+                head, _ = await read_capped(resp, SNIFF_BYTES)
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError, UnicodeError):
+            return False
+        return looks_like_sitemap(head)
 
     async def read(self, item: Item, resp: Response, record: Record) -> None:
         """Queue a fetched sitemap's entries; errors go on its record."""

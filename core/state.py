@@ -24,6 +24,7 @@ import sqlite3
 from typing import Any, Iterator
 
 from .config import CrawlConfig
+from .secrets import redact_config
 
 SCHEMA_VERSION = 2  # 2: urls.via and urls.discovery (issue 12)
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -98,7 +99,9 @@ _TUPLE_FIELDS = {f.name for f in dataclasses.fields(CrawlConfig) if str(f.type).
 
 
 def config_to_json(config: CrawlConfig) -> str:
-    return json.dumps(dataclasses.asdict(config), sort_keys=True)
+    """The settings as stored (state file, Redis): header values and proxy credentials
+    redacted (core/secrets.py), so no secret is ever written down."""
+    return json.dumps(dataclasses.asdict(redact_config(config)), sort_keys=True)
 
 
 def config_from_json(text: str) -> CrawlConfig:

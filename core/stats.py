@@ -32,6 +32,7 @@ class WorkerState:
     since: float = 0.0
     tries: int = 0
     retiring: bool = False
+    slot: object | None = None  # the Host whose fetch slot this worker holds (core/crawler.py)
 
 
 @dataclass(slots=True)
@@ -72,9 +73,9 @@ class HostView:
     queued: int = 0
     wait: float = 0.0  # seconds until it may fetch (waiting, backoff)
     source: str = ""  # what decided the delay: delay, robots, robots (capped), adaptive, live
-    why: str = ""  # the back-off's reason: 429, 503, connect, timeout, 5xx
+    why: str = ""  # the back-off's reason: 429, 503, connect, dns, tls, timeout
     over: int = 0  # URLs refused over --max-pages-per-host
-    failures: int = 0  # consecutive
+    failures: int = 0  # in a row, toward --host-max-failures (unreachable, timeouts)
 
 
 def host_view(name: str, s: object, now: float) -> HostView:
@@ -86,7 +87,7 @@ def host_view(name: str, s: object, now: float) -> HostView:
         name, s.in_flight, done, s.errors, s.total_ms / done if done else 0.0, s.delay,  # type: ignore[attr-defined]
         s.paused, s.parked,  # type: ignore[attr-defined]
         state(now) if state else "", getattr(s, "queued", 0), wake(now) if wake else 0.0,
-        getattr(s, "source", ""), getattr(s, "why", ""), getattr(s, "over", 0), getattr(s, "failures", 0))
+        getattr(s, "source", ""), getattr(s, "why", ""), getattr(s, "over", 0), getattr(s, "strikes", 0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +149,8 @@ class Snapshot:
     host_counts: dict[str, int] = field(default_factory=dict)
     next_due: float | None = None
     hosts_over_budget: int = 0  # URLs refused over --max-pages-per-host, all hosts
+    sitemap_probes: int = 0  # guessed /sitemap.xml probes sent (core/sitemaps.py), found or not
+    sitemap_found: int = 0  # of which looked like a sitemap and were queued
 
 
 @dataclass
@@ -169,6 +172,8 @@ class Stats:
     resumed_from: int = 0
     ignored: int = 0  # queued URLs dropped by an ignore pattern (each has its record)
     notice: str = ""  # set by a cluster member while Redis is away (core/cluster/member.py)
+    sitemap_probes: int = 0
+    sitemap_found: int = 0
     statuses: Counter[int] = field(default_factory=Counter)
     errors_by_kind: Counter[str] = field(default_factory=Counter)
     error_urls: Counter[str] = field(default_factory=Counter)
@@ -313,6 +318,8 @@ class Stats:
             host_counts=self.host_counts(),
             next_due=self.next_due() if not busy else None,
             hosts_over_budget=self.over_budget(),
+            sitemap_probes=self.sitemap_probes,
+            sitemap_found=self.sitemap_found,
         )
 
 

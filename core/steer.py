@@ -15,6 +15,7 @@ seeds are saved there and restored by the next run (`resume`).
 """
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from dataclasses import dataclass
@@ -40,6 +41,15 @@ HOST_SORTS: dict[str, tuple[Callable[[HostView], Any], bool]] = {
     "wake": (lambda r: (r.wait, r.host), False),
     "done": (lambda r: (r.done, r.host), True),
     "host": (lambda r: r.host, False),
+}
+# The same orders on a Host itself (core/hosts.py), so a limited table builds few views.
+HOST_KEYS: dict[str, tuple[Callable[[Any, float], Any], bool]] = {
+    "queued": (lambda h, now: (h.queued, h.in_flight, h.key), True),
+    "errors": (lambda h, now: (h.errors, h.strikes, h.key), True),
+    "latency": (lambda h, now: (h.total_ms / h.done if h.done else 0.0, h.key), True),
+    "wake": (lambda h, now: (h.wake(now), h.key), False),
+    "done": (lambda h, now: (h.done, h.key), True),
+    "host": (lambda h, now: h.key, False),
 }
 
 
@@ -196,7 +206,17 @@ class Steering:
             raise ValueError(f"sort by one of {', '.join(HOST_SORTS)}, not {sort!r}")
         if state is not None and state not in STATES:
             raise ValueError(f"a host state is one of {', '.join(STATES)}, not {state!r}")
+        if limit is not None and limit < 0:
+            raise ValueError(f"a limit is a number of rows, not {limit!r}")
         now = time.monotonic()
+        if self._sched is not None and limit is not None:
+            # The views of the rows shown only: O(hosts) to choose, O(limit) to build.
+            hosts = self._sched.hosts.values()
+            if state is not None:
+                hosts = [h for h in hosts if h.state(now) == state]
+            raw, reverse = HOST_KEYS[sort]
+            pick = heapq.nlargest if reverse else heapq.nsmallest
+            return [host_view(h.key, h, now) for h in pick(limit, hosts, key=lambda h: raw(h, now))]
         rows = [host_view(k, h, now) for k, h in self.stats.hosts.items()]
         if state is not None:
             rows = [r for r in rows if r.state == state]

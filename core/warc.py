@@ -12,6 +12,8 @@ aiohttp hands us the decoded body, so the HTTP headers stored are rewritten to m
 it: Content-Encoding and Transfer-Encoding are dropped (kept as
 X-Crawltop-Orig-Content-Encoding / -Transfer-Encoding) and Content-Length is the
 stored length.  A body cut by --max-bytes gets `WARC-Truncated: length`.
+Secrets are redacted (core/secrets.py): the request record's Authorization, Cookie,
+Proxy-Authorization and --header values, the response record's Set-Cookie values.
 
 Opening an existing archive appends to it (a resumed crawl); a partial record at the
 end (the process was killed mid-write) is cut off first, so the file stays readable.
@@ -30,6 +32,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from .records import Record
+from .secrets import redact_pairs
 
 MAX_QUEUED_BYTES = 64 * 1024 * 1024
 _DROP = {"content-encoding", "transfer-encoding", "content-length"}
@@ -74,6 +77,7 @@ class WarcSink:
         self._cond = threading.Condition()
         self._error: BaseException | None = None
         self._closed = False
+        self.redacted: set[str] = set()  # header names whose values never reach the archive
         if not existing:
             from . import __version__ as version  # noqa: PLC0415
 
@@ -83,6 +87,10 @@ class WarcSink:
             self._fh.flush()
         self._thread = threading.Thread(target=self._run, name="crawltop-warc", daemon=True)
         self._thread.start()
+
+    def redact_headers(self, names: set[str]) -> None:
+        """Called by the crawler with its --header names (issue 21): their values are secrets."""
+        self.redacted |= {n.lower() for n in names}
 
     # -- Sink ------------------------------------------------------------------------
     def write(self, record: Record) -> None:
@@ -187,6 +195,7 @@ class WarcSink:
                 continue
             stored.append((name, value))
         stored.extend(orig)
+        stored = redact_pairs(stored, request=False)  # Set-Cookie values: session credentials
         stored.append(("Content-Length", str(len(body))))
         if truncated is None:
             # Without a word from the crawler: a plain body shorter than announced was cut.
@@ -204,7 +213,7 @@ class WarcSink:
         )
         parts = urlsplit(url)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        req_list = list(request_headers)
+        req_list = redact_pairs(request_headers, self.redacted)  # Authorization, Cookie, --header
         if not any(n.lower() == "host" for n, _ in req_list):
             req_list.insert(0, ("Host", parts.netloc))
         req_headers = StatusAndHeaders(f"{method} {target}", req_list, protocol="HTTP/1.1", is_http_request=True)

@@ -39,7 +39,7 @@ async def test_detach_ls_attach_pause_detach_attach_stop(site: str, rundir: Path
     rc, text, _ = await cli("ls")
     assert rc == 0
     header, row = text.splitlines()[:2]
-    assert header.split()[:6] == ["NAME", "PID", "STATE", "PAGES", "QUEUED", "PAGES/S"]
+    assert header.split()[:7] == ["NAME", "PID", "STATE", "MODE", "PAGES", "QUEUED", "PAGES/S"]
     assert row.split()[:3] == ["t1", str(pid), "RUNNING"] and site in row
     rc, text, _ = await cli("ls", "--json")
     [entry] = json.loads(text)

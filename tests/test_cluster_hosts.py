@@ -167,7 +167,7 @@ async def test_a_killed_engines_leases_return_to_their_hosts_queues(serve, redis
 
     routes = tree(12)
     sites = [await serve({p: slow for p in routes}, f"127.0.0.{i}") for i in range(2, 6)]
-    env = {"CRAWLTOP_LEASE": "2"}
+    env = {"CRAWLTOP_LEASE": "4"}  # renewed every second: a loaded CI must not let it lapse before the kill
     name, k = "kill", Keys("kill")
     common = ["--redis", redis_url, "--headless", "-c", "4"]
     a = await engine("crawl", *(s.url + "/" for s in sites), "--name", name, "--no-sitemaps", "--no-robots",

@@ -5,8 +5,11 @@ retirement, fairness, budgets, resume, and a seed that redirects to another host
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import time
 from email.utils import formatdate
+from pathlib import Path
 
 from aiohttp import web
 from conftest import ListSink, crawl, page, redirect
@@ -14,11 +17,12 @@ from conftest import ListSink, crawl, page, redirect
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.resume import open_state
 
-# These servers share the crawler's event loop, so a request is timestamped when the loop
-# gets to it: one can read a few ms late and shorten the next gap by as much. The gap is
-# counted from when the request's headers were written, so it is never short by more;
-# bench/politeness.py measures it at nginx, to the millisecond.
-SLACK = 0.010
+# Most servers here share the crawler's event loop, so a request is timestamped when the
+# loop gets to it: one can read a few ms late and shorten the next gap by as much. The gap
+# is counted from when the request's headers were written, so it is never short by more.
+# The 20-host test serves from a child process (tests/hostsites.py), and
+# bench/politeness.py measures at nginx, to the millisecond.
+SLACK = 0.025  # generous: a loaded 2-core CI runs these servers late now and then
 
 
 def tree(n: int) -> dict:
@@ -33,19 +37,44 @@ def gaps(times: list[tuple[float, str]]) -> list[float]:
     return [b - a for a, b in zip(ts, ts[1:])]
 
 
-async def test_twenty_hosts_run_in_parallel_each_at_its_delay(serve) -> None:
-    sites = [await serve(tree(5), f"127.0.0.{i}") for i in range(2, 22)]
-    started = time.monotonic()
-    crawler, sink = await crawl([s.url + "/" for s in sites], delay=0.2, concurrency=20, robots=False)
-    took = time.monotonic() - started
+async def child_sites(pages: int, addresses: list[str]) -> tuple[asyncio.subprocess.Process, dict[str, str]]:
+    """tests/hostsites.py in a child process: {address: root URL}."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(Path(__file__).with_name("hostsites.py")), str(pages), *addresses,
+        stdout=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None
+    ports = json.loads(await asyncio.wait_for(proc.stdout.readline(), 20))
+    return proc, {a: f"http://{a}:{p}/" for a, p in ports.items()}
+
+
+async def child_times(proc: asyncio.subprocess.Process) -> dict[str, list[tuple[float, str]]]:
+    """Stop the child; each address's requests as (time, path), as it stamped them."""
+    proc.terminate()
+    out, _ = await asyncio.wait_for(proc.communicate(), 20)
+    times: dict[str, list[tuple[float, str]]] = {}
+    for line in out.decode().split("\n"):
+        if line.strip():
+            t, address, path = line.split(" ", 2)
+            times.setdefault(address, []).append((float(t), path))
+    return times
+
+
+async def test_twenty_hosts_run_in_parallel_each_at_its_delay() -> None:
+    addresses = [f"127.0.0.{i}" for i in range(2, 22)]
+    proc, roots = await child_sites(5, addresses)
+    try:
+        started = time.monotonic()
+        crawler, sink = await crawl(list(roots.values()), delay=0.2, concurrency=20, robots=False)
+        took = time.monotonic() - started
+    finally:
+        times = await child_times(proc)
     assert len(sink.records) == 100 and all(r.status == 200 for r in sink.records)
-    for s in sites:
-        assert len(s.times) == 5
-        assert min(gaps(s.times)) >= 0.2 - SLACK, (s.url, gaps(s.times))
+    for address in addresses:
+        assert len(times[address]) == 5
+        assert min(gaps(times[address])) >= 0.2 - SLACK, (address, gaps(times[address]))
     # One host at a time would take 20 x 4 x 0.2 = 16 s; all at once, about 0.8 s.
-    assert took < 5, took
-    snap = crawler.stats.snapshot()
-    assert snap.host_counts.get("done") == 20 or sum(snap.host_counts.values()) == 20
+    assert took < 8, took
+    assert crawler.stats.snapshot().host_counts == {"done": 20}
 
 
 async def test_a_host_waits_out_retry_after_and_the_others_go_on(serve) -> None:
@@ -232,6 +261,9 @@ async def test_report_and_headless_summary_count_retired_hosts(serve, tmp_path) 
     text = io.StringIO()
     headless_report(crawler, text)
     assert "retired 1" in text.getvalue()
+    from crawltop.tui.summary import summary_content
+    plain = summary_content(crawler.stats.snapshot(), []).plain
+    assert "hosts retired" in plain and "over host budget" in plain
 
 
 async def test_a_500_waits_its_own_back_off_without_a_worker_and_without_its_host(serve) -> None:
@@ -251,3 +283,82 @@ async def test_a_500_waits_its_own_back_off_without_a_worker_and_without_its_hos
     # fetched right after the first 500, long before the retry.
     others = [t for t, p in site.times if p.startswith("/p") and p != "/p0"]
     assert len(others) == 6 and max(others) < tries[0] + 0.1 < tries[1], (tries, site.times)
+
+
+async def test_the_adaptive_delay_follows_the_hosts_response_time(serve) -> None:
+    async def slow(req: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(0.1)
+        return web.Response(text="<p>ok</p>", content_type="text/html")
+
+    routes = tree(5)
+    for i in range(4):
+        routes[f"/p{i}"] = slow
+    site = await serve(routes, "127.0.0.2")
+    crawler, sink = await crawl(site.url + "/", robots=False, concurrency=4, delay_factor=2.0, per_host=1)
+    assert len(sink.records) == 5
+    starts = sorted(t for t, p in site.times)
+    # Each slow page's ~0.1 s answer sets the next gap to about 0.2 s (the first page
+    # answered at once, so the gap after it is short).
+    assert all(g >= 0.19 for g in gaps([(t, "") for t in starts[1:]])), gaps([(t, "") for t in starts])
+    row = crawler.host_table()[0]
+    assert row.source == "adaptive" and 0.19 <= row.delay < 1.0
+
+
+async def test_a_robots_refusal_frees_the_hosts_slot(serve) -> None:
+    """The slot taken for a URL that robots.txt refuses goes back: with --per-host 1
+    the host's other pages still come (the crawl ends, nothing stays 'fetching')."""
+    async def robots(req: web.Request) -> web.Response:
+        return web.Response(text="User-agent: *\nDisallow: /x\n")
+
+    routes = {"/": page("/x1", "/x2", "/p1", "/p2"), "/p1": page(), "/p2": page(), "/robots.txt": robots}
+    site = await serve(routes, "127.0.0.2")
+    crawler, sink = await crawl(site.url + "/", per_host=1)
+    kinds = {r.url.rsplit("/", 1)[1]: r.error_kind for r in sink.records}
+    assert kinds == {"": None, "x1": "robots", "x2": "robots", "p1": None, "p2": None}
+    assert crawler.host_table()[0].in_flight == 0
+
+
+async def test_a_worker_woken_for_one_host_keeps_the_timer_on_the_next(serve) -> None:
+    """Two workers wait; host A comes due, then B a little later: B is taken on time by
+    the other worker, not when the first worker is done with A (a slow page)."""
+    async def slow(req: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(1.5)
+        return web.Response(text="<p>ok</p>", content_type="text/html")
+
+    a = await serve({"/": page("/slow"), "/slow": slow}, "127.0.0.2")
+    b = await serve({"/": page("/b1"), "/b1": page()}, "127.0.0.3")
+    crawler, sink = await crawl([a.url + "/", b.url + "/"], robots=False, concurrency=2, delay=0.3)
+    b1 = next(t for t, p in b.times if p == "/b1")
+    b0 = next(t for t, p in b.times if p == "/")
+    assert b1 - b0 < 0.3 + 0.5, b1 - b0  # due at +0.3 s; the slow page holds its worker 1.5 s
+    assert len(sink.records) == 4
+
+
+async def test_a_rate_limit_backs_off_but_never_retires_the_host(serve) -> None:
+    count: list[int] = [0]
+
+    async def limited(req: web.Request) -> web.StreamResponse:
+        count[0] += 1
+        if count[0] <= 6:
+            return web.Response(status=429, headers={"Retry-After": "0"})
+        return web.Response(text="<p>ok</p>", content_type="text/html")
+
+    routes = {"/": page(*[f"/p{i}" for i in range(3)])}
+    routes.update({f"/p{i}": limited for i in range(3)})
+    site = await serve(routes, "127.0.0.2")
+    crawler, sink = await crawl(site.url + "/", robots=False, per_host=1, host_max_failures=2, max_tries=10)
+    assert all(r.status == 200 for r in sink.records) and len(sink.records) == 4
+    assert crawler.host_table()[0].state == "done"
+
+
+async def test_the_sitemap_probe_is_one_of_the_hosts_requests_and_keeps_the_gap(serve) -> None:
+    routes = tree(4)
+    routes["/sitemap.xml"] = page()  # HTML: not a sitemap, so no record
+    multi = await serve(routes, "127.0.0.2")
+    single = await serve({"/": page(), "/sitemap.xml": page()}, "127.0.0.3")  # nothing left to take a turn
+    _, sink = await crawl([multi.url + "/", single.url + "/"], delay=0.2, sitemaps=True)
+    assert len(sink.records) == 4 + 1
+    for site in (multi, single):
+        paths = [p for _, p in sorted(site.times)]
+        assert "/sitemap.xml" in paths and paths[:2] == ["/robots.txt", "/"], paths
+        assert min(gaps(site.times)) >= 0.2 - SLACK, (paths, gaps(site.times))

@@ -135,18 +135,18 @@ async def test_guessed_sitemap_without_robots_and_a_missing_one(serve) -> None:
     site = await serve({"/": page("/a"), "/a": page(), "/sitemap.xml": body(urlset())})
     site.routes["/sitemap.xml"] = body(urlset(site.url + "/only-in-sitemap"))
     site.routes["/only-in-sitemap"] = page()
-    _, sink = await crawl(site.url + "/", robots=False, sitemaps=True)
+    crawler, sink = await crawl(site.url + "/", robots=False, sitemaps=True)
     rec = {r.url.removeprefix(site.url): r for r in sink.records}
     assert (rec["/sitemap.xml"].via, rec["/sitemap.xml"].discovery) == (None, "M")
     assert (rec["/only-in-sitemap"].via, rec["/only-in-sitemap"].discovery) == (site.url + "/sitemap.xml", "MS")
+    assert (crawler.stats.sitemap_probes, crawler.stats.sitemap_found) == (1, 1)
 
+    # issue 21: a guess that finds nothing leaves no record, only the probe count
     other = await serve({"/": page()})
-    _, sink = await crawl(other.url + "/", sitemaps=True)
-    rec = {r.url.removeprefix(other.url): r for r in sink.records}
-    assert set(rec) == {"/", "/sitemap.xml"}
-    probe = rec["/sitemap.xml"]
-    assert (probe.status, probe.error, probe.via, probe.discovery) == (404, None, None, "M")
+    crawler, sink = await crawl(other.url + "/", sitemaps=True)
+    assert [r.url for r in sink.records] == [other.url + "/"]
     assert other.hits["/sitemap.xml"] == 1
+    assert (crawler.stats.sitemap_probes, crawler.stats.sitemap_found, crawler.stats.errors) == (1, 0, 0)
 
     _, sink = await crawl(other.url + "/", sitemaps=False)
     assert [r.url for r in sink.records] == [other.url + "/"]

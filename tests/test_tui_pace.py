@@ -40,3 +40,31 @@ def test_a_configured_rate_below_2hz_is_raised_to_2hz() -> None:
     pace = Pace(2.0, clock=lambda: c.wall, cpu=lambda: c.cpu)
     c.run(2.0, 1.0)
     assert pace.next() == SLOWEST
+
+
+def test_a_monitor_in_its_own_process_slows_while_the_machine_has_no_spare_core() -> None:
+    """attach: its own CPU is small, but when no core is idle its frames come out of the crawl's."""
+    c = Clocks()
+    idle = [0.1]
+    pace = Pace(0.25, clock=lambda: c.wall, cpu=lambda: c.cpu, idle=lambda: idle[0])
+    for _ in range(10):
+        c.run(pace.interval, 0.05)
+        pace.next()
+    assert pace.interval == SLOWEST
+    idle[0] = 1.2  # a core is free again
+    for _ in range(10):
+        c.run(pace.interval, 0.05)
+        pace.next()
+    assert pace.interval == 0.25
+
+
+def test_machine_idle_reads_real_cores() -> None:
+    import os
+    import time
+
+    from crawltop.tui.pace import machine_idle
+
+    idle = machine_idle()
+    assert idle() == float("inf")  # the first call has nothing to compare with
+    time.sleep(0.3)
+    assert 0.0 <= idle() <= (os.cpu_count() or 1) + 0.5

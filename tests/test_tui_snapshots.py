@@ -88,3 +88,31 @@ class TestCluster:
 
     def test_processes_80x24(self, snap_compare) -> None:
         assert snap_compare(CrawlApp(FrozenCluster()), terminal_size=(80, 24), run_before=settle)
+
+
+class TestHostQueues:
+    """Host queues (issue 19): 40 hosts in every state, in the side panel, the header, the
+    workers line and the queues view (`H`)."""
+
+    def test_main_many_hosts_80x24(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler(many_hosts=True)), terminal_size=(80, 24), run_before=settle)
+
+    def test_main_many_hosts_120x40(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler(many_hosts=True)), terminal_size=(120, 40), run_before=settle)
+
+    def test_nothing_due_says_why_80x24(self, snap_compare) -> None:
+        """Every host with work waits or backs off: the workers line says so, and when."""
+        assert snap_compare(CrawlApp(FrozenCrawler(idle=True)), terminal_size=(80, 24), run_before=settle)
+
+    def test_queues_view_80x24(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler(many_hosts=True)), press=["H"], terminal_size=(80, 24),
+                            run_before=settle)
+
+    def test_queues_view_120x40(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(FrozenCrawler(many_hosts=True)), press=["H"], terminal_size=(120, 40),
+                            run_before=settle)
+
+    def test_queues_view_by_errors_backing_off_80x24(self, snap_compare) -> None:
+        """o: by errors; f four times: only the hosts backing off."""
+        assert snap_compare(CrawlApp(FrozenCrawler(many_hosts=True)), press=["H", "o", "f", "f", "f", "f"],
+                            terminal_size=(80, 24), run_before=settle)

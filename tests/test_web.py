@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -129,3 +130,75 @@ async def test_web_monitor_of_a_crawl_on_redis(site: str, rundir: Path, redis_ur
         done = subprocess.run([sys.executable, "-m", "crawltop.cli", "ctl", "webshared", "--redis", redis_url, "stop"],
                               capture_output=True, text=True, timeout=30)
         assert done.returncode == 0, done.stderr
+
+
+def attach_children(parent: int) -> list[int]:
+    """The `crawltop attach` processes whose parent is `parent` (textual-serve execs them)."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError):
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(stat[1]) == parent and stat[0] not in "ZX" and b"attach" in (proc / "cmdline").read_bytes():
+                out.append(int(proc.name))
+    return out
+
+
+def running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except (OSError, IndexError):
+        return False
+
+
+async def gone_within(pids: list[int], seconds: float) -> float:
+    t0 = time.monotonic()
+    while any(running(p) for p in pids):
+        assert time.monotonic() - t0 < seconds, f"attach children {pids} outlived their purpose"
+        await asyncio.sleep(0.05)
+    return time.monotonic() - t0
+
+
+async def shown(page, text: str = "pages") -> None:
+    deadline = time.monotonic() + 60
+    while text not in await page.screen():
+        assert time.monotonic() < deadline, "the page never showed the crawl"
+        await asyncio.sleep(0.5)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+async def test_web_leaves_no_attach_child_behind(site: str, rundir: Path, sig: signal.Signals) -> None:
+    """A tab's attach ends when the tab closes, and every attach ends within 2 s of `web`,
+    whatever ended it (SIGKILL too). The crawl goes on without its monitors."""
+    rc, out, err = await cli("crawl", site, "--detach", "--name", "orphans", "-c", "2", "--no-robots")
+    assert rc == 0, err
+    port = free_port()
+    web = subprocess.Popen([sys.executable, "-m", "crawltop.cli", "web", "orphans", "--port", str(port)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url, _ = await serving(web, port)
+        if sig == signal.SIGKILL:  # once is enough: the tab closes (the browser goes), its attach ends
+            async with open_page(url) as page:
+                await shown(page)
+                first = attach_children(web.pid)
+                assert len(first) == 1
+            await gone_within(first, 30)
+        async with open_page(url) as page:
+            await shown(page)
+            kids = attach_children(web.pid)
+            assert len(kids) == 1
+            web.send_signal(sig)
+            await asyncio.to_thread(web.wait, 30)
+            took = await gone_within(kids, 2.0 + (3.0 if os.environ.get("CI") else 0.0))
+        output = web.stdout.read()  # type: ignore[union-attr]
+        assert "Traceback" not in output, output
+        print(f"attach gone {took:.2f} s after web's {sig.name}")
+    finally:
+        if web.poll() is None:
+            web.kill()
+            web.wait()
+    s = await wait_status("orphans", lambda s: s["clients"] == 1, 10)
+    assert s["state"] == "RUNNING"
+    assert (await cli("ctl", "orphans", "stop"))[0] == 0
+    await wait_gone(s["pid"])

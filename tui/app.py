@@ -41,11 +41,13 @@ from .screens import (
 from .sparks import SparkPanel
 from .status import StatusBar
 from .steer import IgnoresScreen, QueueScreen, TextPrompt, trap_parts
+from .queues import QueuesScreen
 from .line import Line
 from .summary import SummaryScreen, summary_content
 from .workers import WorkersPanel, WorkersTable
 from .keybar import KeyBar
-from .pace import Pace
+from .pace import Pace, machine_idle
+from .terminal import driver_class
 from .processes import ProcessesPanel
 
 MAX_CONCURRENCY = 10_000
@@ -66,6 +68,15 @@ class CrawlerLike(Protocol):
     def set_concurrency(self, n: int) -> None: ...
     def cancel_worker(self, worker_id: int) -> bool: ...
     def stop(self) -> None: ...
+
+
+class HangupPolicy(Protocol):
+    """What a same-loop crawl does when its terminal goes away (cli/hangup.py)."""
+
+    stop: bool  # True: stop cleanly as `q` would; False: go on detached
+
+    def moved(self, reason: str) -> None: ...  # stdio off the dead terminal, at once
+    async def carry_on(self, crawler: Any, task: asyncio.Task[Any]) -> None: ...  # the crawl, detached
 
 
 # Keys shown in the help screen besides the app bindings.
@@ -103,6 +114,8 @@ class CrawlApp(App[int]):
         Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="Every key"),
         # Steering (core/steer.py): in the help screen and the palette, not the key bar.
         Binding("u", "queue", "Queue", id="queue", show=False, tooltip="Queue view: top prefixes, growth, traps, next URLs"),
+        Binding("H", "queues", "Host queues", id="queues", show=False, key_display="H",
+                tooltip="Host queues: every host's state, queue, delay; sort, filter"),
         Binding("i", "ignore", "Ignore", id="ignore", show=False, tooltip="Add an ignore regex (on the full URL); matching queued URLs are dropped"),
         Binding("I", "ignores", "Ignores", id="ignores", show=False, key_display="I", tooltip="Ignore patterns: what each dropped and stopped; delete one"),
         Binding("a", "add_seed", "Add URL", id="add-seed", show=False, tooltip="Add a URL to the crawl (a new seed)"),
@@ -132,12 +145,16 @@ class CrawlApp(App[int]):
         exit_on_finish: bool = False,
         refresh_hz: float = 4.0,
         adaptive: bool = True,
+        hangup: HangupPolicy | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(driver_class=driver_class())
         self.crawler = crawler
+        self.hangup = hangup
+        self.hung_up: str | None = None  # why the terminal is gone, once it is
         self.exit_on_finish = exit_on_finish
         self.refresh_interval = 1.0 / max(0.5, min(refresh_hz, 30.0))
-        self.pace = Pace(self.refresh_interval) if adaptive else None
+        remote = callable(getattr(crawler, "detach", None))  # a monitor in its own process: mind the machine
+        self.pace = Pace(self.refresh_interval, idle=machine_idle() if remote else None) if adaptive else None
         self.crawl_task: asyncio.Task[Any] | None = None
         self.last_snapshot: Snapshot | None = None
         self.failure: str | None = None
@@ -193,12 +210,41 @@ class CrawlApp(App[int]):
     def on_unmount(self) -> None:
         # The app is going away without the quit dialog (an error, or a test ending):
         # never leave the crawl running behind it. The caller awaits crawl_task.
+        if self.hung_up and self.hangup is not None and not self.hangup.stop:
+            return  # run_tui_async carries the crawl on, detached
         if self.crawl_task is not None and not self.crawl_task.done() and not self._stopping:
             if self.can_detach:  # a crawl in another process outlives its monitor
                 self.crawler.detach()  # type: ignore[attr-defined]
                 return
             self._stopping = True
             self.crawler.stop()
+
+    # -- the terminal ------------------------------------------------------------
+    def hang_up(self, reason: str) -> None:
+        """The terminal is gone (tui/terminal.py says why): move stdio off it, close the
+        screen. A same-loop crawl then goes on detached or stops (the HangupPolicy); an
+        attached monitor just ends, leaving its crawl running."""
+        if self.hung_up:
+            return
+        self.hung_up = reason
+        if self.hangup is not None:
+            self.hangup.moved(reason)
+        else:
+            from .terminal import to_devnull
+
+            to_devnull()
+        self.exit(self.exit_code)
+
+    def _display(self, screen: Any, renderable: Any) -> None:
+        """Mark what Textual writes here as a frame: the only output that may be dropped."""
+        frame = getattr(self._driver, "frame", None)
+        if frame is None:
+            return super()._display(screen, renderable)
+        frame(True)
+        try:
+            super()._display(screen, renderable)
+        finally:
+            frame(False)
 
     # -- the refresh loop ------------------------------------------------------
     def _tick(self) -> None:
@@ -330,6 +376,8 @@ class CrawlApp(App[int]):
             return live and main and self.screen_stack[0].focused is self.breakdown.hosts
         if action == "queue":
             return not isinstance(screen, QueueScreen)
+        if action == "queues":
+            return not isinstance(screen, QueuesScreen)
         if action == "ignores":
             return not isinstance(screen, IgnoresScreen)
         if action == "summary":
@@ -484,6 +532,10 @@ class CrawlApp(App[int]):
         if not isinstance(self.screen, QueueScreen):
             self.push_screen(QueueScreen(self.errors_panel.home))
 
+    def action_queues(self) -> None:
+        if not isinstance(self.screen, QueuesScreen):
+            self.push_screen(QueuesScreen())
+
     def action_add_seed(self) -> None:
         add = self._steering("add_seed")
         if add is None:
@@ -508,7 +560,12 @@ class CrawlApp(App[int]):
 
     def action_toggle_host(self) -> None:
         host = self._selected_host()
-        if host is None or self._steering("pause_host") is None:
+        if host is not None:
+            self.toggle_host(host)
+
+    def toggle_host(self, host: str) -> None:
+        """Pause or resume one host (the hosts panel's and the queues view's `h`)."""
+        if self._steering("pause_host") is None:
             return
         if host in self.crawler.paused_hosts():
             n = self.crawler.resume_host(host)
@@ -520,7 +577,14 @@ class CrawlApp(App[int]):
 
     def action_host_delay(self) -> None:
         host = self._selected_host()
-        if host is None or self._steering("set_host_delay") is None:
+        if host is not None:
+            current = next((h.delay for h in (self.last_snapshot.hosts if self.last_snapshot else ())
+                            if h.host == host), 0.0)
+            self.ask_host_delay(host, current)
+
+    def ask_host_delay(self, host: str, current: float) -> None:
+        """The delay prompt for one host (the hosts panel's and the queues view's `t`)."""
+        if self._steering("set_host_delay") is None:
             return
 
         def apply(text: str) -> str | None:
@@ -531,7 +595,6 @@ class CrawlApp(App[int]):
             self.refresh_now()
             return None
 
-        current = next((h.delay for h in (self.last_snapshot.hosts if self.last_snapshot else ()) if h.host == host), 0.0)
         self.push_screen(TextPrompt(f"Delay between fetches from {host}, in seconds:", value=f"{current:g}",
                                     apply=apply, id="delay-prompt"))
 
@@ -585,20 +648,27 @@ async def run_tui_async(
     exit_on_finish: bool = False,
     refresh_hz: float = 4.0,
     headless: bool = False,
+    hangup: HangupPolicy | None = None,
 ) -> int:
     """Run the app on the current loop until the person quits; the crawl is always
     stopped and awaited (records flushed) before this returns. Returns the exit code:
     0 when the crawl finished or was stopped, 1 if the engine raised.
-    `headless` (no terminal output) is for tests and benchmarks."""
-    app = CrawlApp(crawler, exit_on_finish=exit_on_finish, refresh_hz=refresh_hz)
+    `headless` (no terminal output) is for tests and benchmarks. If the terminal goes
+    away, `hangup` decides: the crawl goes on without a screen until it ends, or stops."""
+    app = CrawlApp(crawler, exit_on_finish=exit_on_finish, refresh_hz=refresh_hz, hangup=hangup)
     try:
         await app.run_async(headless=headless)
     finally:
         task = app.crawl_task
-        if task is None:  # the app closed before the crawl started: still close the sinks
+        if task is None and app.hung_up and hangup is not None and not hangup.stop:
+            # the terminal went before the first frame: the crawl starts, detached
+            await hangup.carry_on(crawler, asyncio.create_task(crawler.crawl(), name="crawltop-crawl"))
+        elif task is None:  # the app closed before the crawl started: still close the sinks
             crawler.stop()
             with contextlib.suppress(BaseException):
                 await crawler.crawl()
+        elif not task.done() and app.hung_up and hangup is not None and not hangup.stop:
+            await hangup.carry_on(crawler, task)
         elif not task.done():
             crawler.stop()
             with contextlib.suppress(BaseException):
@@ -608,6 +678,7 @@ async def run_tui_async(
     return app.exit_code
 
 
-def run_tui(crawler: CrawlerLike, *, exit_on_finish: bool = False, refresh_hz: float = 4.0) -> int:
+def run_tui(crawler: CrawlerLike, *, exit_on_finish: bool = False, refresh_hz: float = 4.0,
+            hangup: HangupPolicy | None = None) -> int:
     """Blocking entry point for the CLI: `sys.exit(run_tui(crawler, exit_on_finish=...))`."""
-    return asyncio.run(run_tui_async(crawler, exit_on_finish=exit_on_finish, refresh_hz=refresh_hz))
+    return asyncio.run(run_tui_async(crawler, exit_on_finish=exit_on_finish, refresh_hz=refresh_hz, hangup=hangup))

@@ -19,6 +19,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("merges", "Redirect merges", "Redirects whose target was already seen, filterable (r)"),
     ("summary", "Summary", "Totals, rates and top errors of the finished crawl (s)"),
     ("queue", "Queue view", "Top URL prefixes in the queue, growth, suspected traps, next URLs (u)"),
+    ("queues", "Host queues", "Every host's queue: state, queued, delay, errors; sort, filter by state (H)"),
     ("ignore", "Ignore URLs…", "Add an ignore regex; matching queued URLs are dropped at once (i)"),
     ("ignores", "Ignore patterns", "Each pattern with what it dropped and stopped; delete one (I)"),
     ("add_seed", "Add a URL…", "Add a seed URL to the running crawl (a)"),

@@ -14,7 +14,8 @@ import types
 from ..core.cluster.procs import ProcessInfo, ProcessRow
 from ..core.ignores import IgnoreResult, Ignores, IgnoreView
 from ..core.queueview import PrefixView, QueueView, Trap
-from ..core.stats import ErrorEvent, HostView, MergeEvent, Snapshot, WorkerView
+from ..core.stats import TOP_HOSTS, ErrorEvent, HostView, MergeEvent, Snapshot, WorkerView
+from ..core.steer import HOST_SORTS
 
 HOST = "127.0.0.1:8080"
 ROOT = f"http://{HOST}"
@@ -63,8 +64,9 @@ def sample_snapshot(state: str = "RUNNING") -> Snapshot:
         MergeEvent(4, 15.2, ROOT + "/index.html", ROOT + "/", 302),
     )
     hosts = (
-        HostView(HOST, busy, 1234, 6, 38.5, 0.0),
-        HostView("other.example:9", 0, 0, 1, 0.0, 0.0),
+        HostView(HOST, busy, 1234, 6, 38.5, 0.0, state="fetching", queued=0 if state == "DONE" else 457),
+        HostView("other.example:9", 0, 0, 1, 0.0, 0.0, state="backoff", queued=3, wait=12.5, why="connect",
+                 failures=3),
     )
     done = state == "DONE"
     return Snapshot(
@@ -99,7 +101,35 @@ def sample_snapshot(state: str = "RUNNING") -> Snapshot:
         history_pages=_history(83, 14, 6, 7.0),
         history_queue=_history(83, 300, 200, 20.0, 10),
         history_errors=tuple(1 if i % 11 == 0 else 0 for i in range(83)),
+        host_counts={"done": 1, "retired": 1} if done else {"fetching": 1, "backoff": 1},
     )
+
+
+# (state, count, why) of the many-hosts sample: a polite crawl of 40 sites mid-way
+HOST_MIX = (("fetching", 6, ""), ("ready", 2, ""), ("waiting", 20, ""), ("backoff", 1, "429"),
+            ("backoff", 1, "503"), ("backoff", 1, "timeout"), ("paused", 1, ""), ("budget", 2, ""),
+            ("retired", 2, "connect"), ("done", 4, ""))
+
+
+def sample_hosts() -> tuple[HostView, ...]:
+    """40 host queues in every state, fixed numbers (the queues view and the side panel)."""
+    rows = []
+    i = 0
+    for state, n, why in HOST_MIX:
+        for _ in range(n):
+            i += 1
+            name = f"www.site{i:02d}.example" if i % 3 else f"10.0.{i}.7:8080"
+            queued = 0 if state in ("done", "budget", "retired") else (i * 37) % 400 + 3
+            source = ("delay", "robots", "adaptive", "live", "robots (capped)")[i % 5]
+            delay = {"delay": 1.0, "robots": 2.0, "adaptive": 0.35, "live": 0.5, "robots (capped)": 30.0}[source]
+            wait = {"waiting": (i % 9) / 10 + 0.1, "backoff": 3.0 + i}.get(state, 0.0)
+            rows.append(HostView(
+                name, (1 if i % 4 else 2) if state == "fetching" else 0, (i * 53) % 900 + (50 if state == "done" else 0),
+                (i * 7) % 13 if state != "done" else 0, 20.0 + (i * 31) % 400, delay,
+                paused=state == "paused", parked=queued if state == "paused" else 0, state=state, queued=queued,
+                wait=wait, source=source, why=why, over=(i * 11) % 300 if state == "budget" else 0,
+                failures=5 if state == "retired" else (2 if state == "backoff" else 0)))
+    return tuple(rows)
 
 
 ADDED = 1_795_340_000.0  # a fixed wall-clock time for the ignores screen
@@ -146,9 +176,13 @@ class FrozenStats:
 class FrozenCrawler:
     """Same attributes and methods as core.Crawler; nothing moves."""
 
-    def __init__(self, state: str = "RUNNING", *, finish: bool = False, traps: bool = False) -> None:
+    def __init__(self, state: str = "RUNNING", *, finish: bool = False, traps: bool = False,
+                 many_hosts: bool = False, idle: bool = False) -> None:
         self.initial_state = state
         self.traps = traps
+        self.many_hosts = many_hosts or idle  # 40 host queues in every state
+        self.idle = idle  # every host with work waits: no worker busy
+        self.paused_host_names: set[str] = set()
         self.ignore_views = sample_ignores()
         self.finish = finish
         self.paused = state == "PAUSED"
@@ -162,7 +196,48 @@ class FrozenCrawler:
         snap = sample_snapshot(state)
         if self.concurrency != snap.concurrency:
             snap = dataclasses.replace(snap, concurrency=self.concurrency)
+        if self.many_hosts:
+            rows = self.hosts()
+            counts: dict[str, int] = {}
+            for h in rows:
+                counts[h.state] = counts.get(h.state, 0) + 1
+            top = sorted(rows, key=lambda h: (h.paused, h.in_flight, bool(h.queued), h.done), reverse=True)
+            snap = dataclasses.replace(snap, hosts=tuple(top[:TOP_HOSTS]), host_counts=counts,
+                                       hosts_over_budget=sum(h.over for h in rows))
+        if self.idle:
+            workers = tuple(dataclasses.replace(w, phase="waiting", url=None, host=None, in_phase=0.4)
+                            for w in snap.workers)
+            snap = dataclasses.replace(snap, workers=workers, busy=0, in_flight=0, idle=len(workers),
+                                       rate_now=0.0, next_due=0.3)
         return snap
+
+    def hosts(self) -> tuple[HostView, ...]:
+        rows = sample_hosts()
+        if self.idle:  # every host with work waits out its delay
+            rows = tuple(dataclasses.replace(h, state="waiting", in_flight=0, wait=0.3 + h.wait)
+                         if h.state in ("fetching", "ready") else h for h in rows)
+        return tuple(dataclasses.replace(h, paused=True, state="paused", parked=h.queued)
+                     if h.host in self.paused_host_names else h for h in rows)
+
+    def host_table(self, sort: str = "queued", state: str | None = None,
+                   limit: int | None = None) -> list[HostView]:
+        if sort not in HOST_SORTS:
+            raise ValueError(f"sort by one of {', '.join(HOST_SORTS)}, not {sort!r}")
+        rows = [h for h in (self.hosts() if self.many_hosts else self.make_snapshot(self.stats.state).hosts)
+                if state is None or h.state == state]
+        key, reverse = HOST_SORTS[sort]
+        return sorted(rows, key=key, reverse=reverse)[:limit]
+
+    def paused_hosts(self) -> dict[str, int]:
+        return {h: 0 for h in self.paused_host_names}
+
+    def pause_host(self, host: str) -> bool:
+        self.paused_host_names.add(host)
+        return True
+
+    def resume_host(self, host: str) -> int:
+        self.paused_host_names.discard(host)
+        return 0
 
     async def crawl(self) -> None:
         if not self.finish:
@@ -222,7 +297,13 @@ def sample_processes() -> list[ProcessRow]:
 
 
 class FrozenCluster(FrozenCrawler):
-    """A shared crawl's monitor (core/cluster/view.py) with fixed rows."""
+    """A shared crawl's monitor (core/cluster/view.py) with fixed rows. Its hosts come from
+    Redis's HostStats: no queue states (the panel shows in flight, done, errors, latency)."""
+
+    def make_snapshot(self, state: str) -> Snapshot:
+        snap = super().make_snapshot(state)
+        hosts = tuple(dataclasses.replace(h, state="", queued=0, wait=0.0, why="", failures=0) for h in snap.hosts)
+        return dataclasses.replace(snap, hosts=hosts, host_counts={})
 
     def processes(self) -> list[ProcessRow]:
         return sample_processes()

@@ -6,7 +6,8 @@ The demo site runs in a child process with its realistic latency, the crawl runs
 the real engine, and the app is driven headlessly with the same keys a person presses:
 the live screen mid-crawl (120x40 and 80x24), `p` (paused), `e` (the error list), then
 `]` to finish sooner, and the summary the app shows when the crawl is done. Then (or alone,
-with `--only attached`) a detached demo crawl: `crawltop ls` and an attached monitor; and
+with `--only attached`) a detached demo crawl: `crawltop ls` and an attached monitor;
+(`--only hosts`) a polite crawl of ten hosts and its host queues (`H`); and
 (`--only cluster`) two processes sharing the demo crawl on Redis, watched from Redis.
 """
 from __future__ import annotations
@@ -97,6 +98,60 @@ async def shoot_queue(url: str, out: Path) -> list[Path]:
             print(f"  {(out / name).relative_to(REPO) if (out / name).is_relative_to(REPO) else out / name}",
                   flush=True)
         crawler.stop()
+    return saved
+
+
+async def shoot_hosts(out: Path, warmup: float) -> list[Path]:
+    """A polite crawl of many hosts: eight copies of the demo site on 127.0.0.2-9, a host
+    that answers 429 (Retry-After: 20) and one that refuses connections (four URLs: it backs
+    off, then is retired), at --delay 0.5. The main screen (hosts panel, the header's host
+    counts) and the host queues view (`H`), at 120x40 and 80x24. The crawl is stopped after."""
+    from aiohttp import web
+
+    from ..demo.site import make_app
+    from .queues import QueuesScreen
+
+    async def busy(request: web.Request) -> web.Response:
+        return web.Response(status=429, headers={"Retry-After": "20"}, text="slow down")
+
+    runners: list[web.AppRunner] = []
+
+    async def serve(app: web.Application, address: str) -> str:
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
+        await runner.setup()
+        await web.TCPSite(runner, address, 0).start()
+        runners.append(runner)
+        return f"http://{address}:{runner.addresses[0][1]}/"
+
+    limited = web.Application()
+    limited.router.add_get("/{tail:.*}", busy)
+    roots = [await serve(make_app(), f"127.0.0.{i}") for i in range(2, 10)]
+    roots += [await serve(limited, "127.0.0.10")] + [f"http://127.0.0.11:9/{p}" for p in ("", "a", "b", "c")]
+    crawler = Crawler(CrawlConfig(roots=tuple(roots), concurrency=8, timeout=5.0, delay=0.5))
+    app = CrawlApp(crawler)
+    saved: list[Path] = []
+
+    def save(name: str) -> None:
+        app.save_screenshot(filename=name, path=str(out))
+        saved.append(out / name)
+        print(f"  {(out / name).relative_to(REPO) if (out / name).is_relative_to(REPO) else out / name}", flush=True)
+
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, lambda: crawler.stats.pages > 40, 60, "the first pages")
+            await pilot.pause(warmup)
+            save("hosts.svg")
+            await pilot.press("H")
+            await _until(pilot, lambda: isinstance(app.screen, QueuesScreen), 10, "the host queues")
+            await pilot.pause(1.0)
+            save("queues.svg")
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause(1.0)
+            save("queues-80x24.svg")
+            crawler.stop()
+    finally:
+        for runner in runners:
+            await runner.cleanup()
     return saved
 
 
@@ -195,15 +250,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds of crawl before the first shot")
-    parser.add_argument("--only", choices=("local", "attached", "queue", "cluster"), default=None,
+    parser.add_argument("--only", choices=("local", "attached", "queue", "hosts", "cluster"), default=None,
                         help="only the same-loop shots, only the attached monitor and `ls`, only "
-                             "the queue view flagging the demo's calendar trap, or only two processes "
-                             "sharing the demo crawl on Redis (default: all)")
+                             "the queue view flagging the demo's calendar trap, only a polite crawl of "
+                             "ten hosts (the host queues, H), or only two processes sharing the demo "
+                             "crawl on Redis (default: all)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.only in (None, "cluster"):
         asyncio.run(shoot_cluster(args.out.resolve(), min(args.warmup, 8.0)))
         if args.only == "cluster":
+            return
+    if args.only in (None, "hosts"):
+        asyncio.run(shoot_hosts(args.out.resolve(), min(args.warmup, 12.0)))
+        if args.only == "hosts":
             return
     if args.only not in ("local", "queue"):
         asyncio.run(shoot_attached(args.out.resolve(), min(args.warmup, 5.0)))

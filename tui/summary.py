@@ -42,6 +42,13 @@ def summary_content(snap: Snapshot, top_errors: Sequence[tuple[str, int]], *, fa
         ("robots.txt blocked", fmt.count(snap.robots_blocked)),
         ("carried over (resumed)", fmt.count(snap.resumed_from)) if snap.resumed_from else ("", ""),
     ]
+    if snap.sitemap_probes:  # guessed /sitemap.xml probes leave no record: this is their trace
+        left.append(("sitemap probes", fmt.count(snap.sitemap_probes)))
+        right.append(("found by probes", fmt.count(snap.sitemap_found)))
+    retired = snap.host_counts.get("retired", 0)
+    if retired or snap.hosts_over_budget:  # hosts given up on, URLs a budget turned away
+        left.append(("hosts retired", fmt.count(retired)))
+        right.append(("over host budget", fmt.count(snap.hosts_over_budget)))
     for (ln, lv), (rn, rv) in zip(left, right):
         p += [(f"  {ln:<17}", label), (f"{lv:>9}", "bold"), "     "]
         if rn:

@@ -186,6 +186,16 @@ class DiffTable(ScrollView, can_focus=True):
         self._update_virtual_size()
         self.refresh()
 
+    def set_columns(self, columns: Sequence[Col]) -> None:
+        """Another set of columns (rare: a panel that learns what its rows carry)."""
+        if tuple(columns) == tuple(self.COLUMNS):
+            return
+        self.COLUMNS = tuple(columns)
+        self._width = 0
+        self._strips.clear()
+        if self.is_mounted:
+            self._relayout()
+
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()

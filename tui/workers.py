@@ -105,11 +105,37 @@ class WorkersPanel(Vertical):
     def show(self, snap: Snapshot) -> None:
         self.table.show(snap)
         retiring = sum(1 for w in snap.workers if w.retiring)
-        parts: list = [("Workers ", "bold"), (str(len(snap.workers)), "bold"), ("  target ", "dim"), str(snap.concurrency),
-                       ("  busy ", "dim"), str(snap.busy), ("  idle ", "dim"), str(snap.idle)]
+        parts: list = [("Workers ", "bold"), (str(len(snap.workers)), "bold")]
+        why = idle_reason(snap)
+        if why:  # first: at 80 columns it is what this line must say
+            parts += ["  ", (why, "bold $warning")]
+        parts += [("  target ", "dim"), str(snap.concurrency), ("  busy ", "dim"), str(snap.busy),
+                  ("  idle ", "dim"), str(snap.idle)]
         if retiring:
             parts += [("  retiring ", "dim"), str(retiring)]
         if self.table.stuck:
             n = len(self.table.stuck)
             parts += ["  ", (f"{n} stuck", "bold reverse $error")]
         self.heading.show(*parts)
+
+
+def idle_reason(snap: Snapshot) -> str:
+    """Why no worker fetches while URLs are queued: every host with work waits for its delay
+    or backs off ('all 120 hosts waiting, next due in 0.3s'), or is paused. The engine
+    hands out only due URLs, so idle workers with due work cannot happen."""
+    if snap.state != "RUNNING" or snap.busy or not snap.queued:
+        return ""
+    counts = snap.host_counts
+    held = [(counts.get(s, 0), word) for s, word in (("waiting", "waiting"), ("backoff", "backing off"),
+                                                     ("paused", "paused"))]
+    held = [(n, word) for n, word in held if n]
+    if not held:
+        return ""
+    if len(held) == 1:
+        n, word = held[0]
+        text = f"all {fmt.count(n)} hosts {word}" if n > 1 else f"1 host {word}"
+    else:
+        text = "no host due: " + ", ".join(f"{fmt.count(n)} {word}" for n, word in held)
+    if snap.next_due is not None:
+        text += f", next due in {fmt.seconds(snap.next_due)}"
+    return text

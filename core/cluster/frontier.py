@@ -177,10 +177,17 @@ class RedisFrontier:
         self._ops_args += _op_size(self._ops[-1])
         self._kick_sender()
 
-    def soon(self) -> None:
-        """Host events wait for the next batch, at most GAP_FLUSH."""
-        if self._soon is None:
-            self._soon = asyncio.get_running_loop().call_later(GAP_FLUSH, self._flush_soon)
+    def soon(self, within: float = GAP_FLUSH) -> None:
+        """Host events wait for the next batch, at most `within` seconds (GAP_FLUSH, or a
+        quarter of a short delay: a request's start must reach Redis before its host
+        comes due again)."""
+        loop = asyncio.get_running_loop()
+        at = loop.time() + min(within, GAP_FLUSH)
+        if self._soon is not None and self._soon.when() <= at:
+            return
+        if self._soon is not None:
+            self._soon.cancel()
+        self._soon = loop.call_at(at, self._flush_soon)
 
     def _flush_soon(self) -> None:
         self._soon = None

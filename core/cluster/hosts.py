@@ -10,13 +10,14 @@ costs a round trip of its own, except steering (pause, resume, delay), which is 
 
 `ClusterHost` is a host's row as this process last read it from Redis (a page of rows
 comes with every heartbeat), plus the few flags the crawler keeps per process (robots.txt
-is each process's first request to a host: each process keeps its own robots cache).
+is each process's first request to a host, and its /sitemap.xml probe its next: each
+process keeps its own robots and sitemaps state).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from ..hosts import NEEDS_ROBOTS, PAUSED, RETIRED, ROBOTS_PENDING, STATES, Politeness, domain_key
+from ..hosts import NEEDS_PROBE, NEEDS_ROBOTS, PAUSED, RETIRED, STATES, STEP_PENDING, Politeness, domain_key
 from ..urls import netloc_of
 from .scripts import HOST_FIELDS
 
@@ -31,12 +32,13 @@ class ClusterHost:
     """One host's row for the view and the crawler: Redis's numbers, this process's flags."""
 
     __slots__ = ("key", "flags", "queued", "in_flight", "done", "errors", "total_ms", "delay", "source",
-                 "failures", "why", "over", "last_error", "next_at", "backoff_until", "live_delay", "crawl_delay")
+                 "failures", "strikes", "why", "over", "last_error", "next_at", "backoff_until", "live_delay",
+                 "crawl_delay")
 
     def __init__(self, key: str, flags: int = 0) -> None:
         self.key = key
         self.flags = flags
-        self.queued = self.in_flight = self.done = self.errors = self.failures = self.over = 0
+        self.queued = self.in_flight = self.done = self.errors = self.failures = self.strikes = self.over = 0
         self.total_ms = self.delay = self.next_at = self.backoff_until = self.crawl_delay = 0.0
         self.source = self.why = self.last_error = ""
         self.live_delay: float | None = None
@@ -107,8 +109,8 @@ class RedisHosts:
             h.flags |= RETIRED
         else:
             h.delay = delay_ms / 1000
-            if h.flags & NEEDS_ROBOTS:  # this process's first URL of the host: robots.txt first
-                h.flags = (h.flags & ~NEEDS_ROBOTS) | ROBOTS_PENDING
+            if h.flags & (NEEDS_ROBOTS | NEEDS_PROBE):  # this process's robots.txt or probe first
+                h.flags |= STEP_PENDING
         return h
 
     # -- a fetch's life: events for the next DONE batch ---------------------------------
@@ -120,11 +122,15 @@ class RedisHosts:
         with the next batch, or on its own within GAP_FLUSH, before the host is due again."""
         if h.delay > 0:
             self._event("g", h, now)
-            self._frontier.soon()
+            self._frontier.soon(h.delay / 4)
 
     def finished(self, h: ClusterHost) -> None:
         """The in-flight count comes down in Redis when the URL's lease is released."""
-        h.flags &= ~ROBOTS_PENDING
+        h.flags &= ~STEP_PENDING
+
+    def want_probe(self, h: ClusterHost) -> None:
+        """Its next URL this process takes goes to its /sitemap.xml probe first."""
+        h.flags |= NEEDS_PROBE
 
     def untake(self, h: ClusterHost, item: Item) -> None:
         """robots.txt was the host's request: the URL goes back first in its queue."""
@@ -140,11 +146,13 @@ class RedisHosts:
         self._event("s", h, started, round(latency * 1000))
 
     def failed(self, h: ClusterHost, why: str, started: float, now: float, retry_after: float | None = None,
-               block: bool = True) -> bool:
-        """Counted in Redis, which backs the host off and retires it for every process;
-        so never True here: a retired host's URLs come out of POP flagged."""
-        self._event("f", h, started, -1 if retry_after is None else round(retry_after * 1000), int(block), why[:16])
-        h.failures += 1
+               block: bool = True, strike: bool = True) -> bool:
+        """Counted in Redis, which backs the host off (block) and retires it after
+        --host-max-failures strikes, for every process; so never True here: a retired
+        host's URLs come out of POP flagged."""
+        self._event("f", h, started, -1 if retry_after is None else round(retry_after * 1000),
+                    int(block) + 2 * int(strike), why[:16])
+        h.strikes += int(strike)
         h.last_error = why
         return False
 
@@ -206,10 +214,10 @@ class RedisHosts:
             h.in_flight = _int(f["f"])
             h.delay = _int(f["d"]) / 1000 if f["d"] else default
             h.source = f["src"] if f["d"] else ("delay" if default else "")
-            h.failures, h.why, h.over = _int(f["x"]), f["w"], _int(f["o"])
+            h.failures, h.strikes, h.why, h.over = _int(f["x"]), _int(f["k"]), f["w"], _int(f["o"])
             h.next_at = now + (_int(f["n"]) - redis_now) / 1000 if f["n"] else 0.0
             h.backoff_until = now + (_int(f["u"]) - redis_now) / 1000 if f["u"] else 0.0
-            local = h.flags & (NEEDS_ROBOTS | ROBOTS_PENDING)
+            local = h.flags & (NEEDS_ROBOTS | NEEDS_PROBE | STEP_PENDING)
             h.flags = local | (PAUSED if f["p"] == "1" else 0) | (RETIRED if f["r"] == "1" else 0)
             h.done, h.errors, h.total_ms = _int(f["ok"]), _int(f["er"]), float(_int(f["ms"]))
             h.last_error = f["le"]

@@ -8,7 +8,8 @@ hash tag: all keys of one crawl land on one shard, so the scripts may touch them
   hq:HOST       LIST   HOST's queued items, FIFO (RPUSH; LPUSH for a URL given back)
   h:HOST        HASH   HOST's state, fields only when set (core/cluster/scripts.py HOST_FIELDS):
                        n next-allowed (ms), d delay (ms) and src its source, cd Crawl-delay,
-                       ad adaptive, lv live delay, f in flight, x failures in a row, u back-off
+                       ad adaptive, lv live delay, f in flight, x back-offs in a row, k strikes
+                       in a row (retirement), u back-off
                        until, b when it began, w why, le last error, a admitted, o over
                        budget, p paused, r retired, ok pages, er error records, ms latency
   ready         ZSET   host -> next-allowed time (ms, the server's clock): every host with

@@ -20,7 +20,7 @@ crawl's hash tag keeps them on the same shard.
 from __future__ import annotations
 
 # Fields of h:HOST that BEAT reads back for the queues view, in this order.
-HOST_FIELDS = ("n", "d", "src", "f", "x", "u", "w", "o", "p", "r", "ok", "er", "ms", "le")
+HOST_FIELDS = ("n", "d", "src", "f", "x", "u", "w", "o", "p", "r", "ok", "er", "ms", "le", "k")
 
 _NOW = """
 local t = redis.call('TIME')
@@ -280,8 +280,9 @@ return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), redi
 # Host events (what the fetches said, buffered by core/cluster/hosts.py):
 #   g  a request went out a ms ago: the host's gap counts from it
 #   s  a success, started a ms ago, latency b ms: the adaptive delay, failures reset
-#   f  a failure, started a ms ago, Retry-After b ms (-1: none), c=1 backs the whole host
-#      off (429, 503, unreachable); every failure counts toward retirement
+#   f  a failure, started a ms ago, Retry-After b ms (-1: none); c = block + 2 x strike:
+#      block backs the whole host off (429, 503, unreachable), strike counts toward
+#      retirement (unreachable, timeouts; core/hosts.py Hosts.failed)
 #   c  robots.txt said Crawl-delay b ms (fetched a ms ago)
 # URLs: record == '' gives the URL back as `back` (first in its host's queue, or in
 # after_ms); else the record is written, only by the lease holder. A batch sent again
@@ -304,27 +305,29 @@ for _ = 1, e do
       recompute(h)
       schedule(h)
     end
-    local s = redis.call('HMGET', hh, 'x', 'b')
-    if num(s[1]) > 0 and now - a >= num(s[2]) then redis.call('HSET', hh, 'x', 0, 'w', '') end
+    local s = redis.call('HMGET', hh, 'x', 'k', 'b')
+    if (num(s[1]) > 0 or num(s[2]) > 0) and now - a >= num(s[3]) then redis.call('HSET', hh, 'x', 0, 'k', 0, 'w', '') end
   elseif kind == 'c' then
     redis.call('HSET', hh, 'cd', b)
     recompute(h)
     gap(h, a)
   elseif kind == 'f' then
     gap(h, a)
+    redis.call('HSET', hh, 'le', why)
+    local block, strike = tonumber(c) % 2 == 1, tonumber(c) >= 2
     local s = redis.call('HMGET', hh, 'u', 'b')
-    if not (num(s[1]) > now and now - a < num(s[2])) then
-      -- a request in flight when the current block began escalates it at most once
-      local x = redis.call('HINCRBY', hh, 'x', 1)
-      redis.call('HSET', hh, 'le', why)
-      if c == '1' then
+    if now - a >= num(s[2]) then  -- a request that started before the current block says nothing new
+      local k = 0
+      if strike then k = redis.call('HINCRBY', hh, 'k', 1) end
+      if block then
+        local x = redis.call('HINCRBY', hh, 'x', 1)
         local wait
         if b >= 0 then wait = math.min(b, MAXBACKOFF) else wait = math.min(MAXBACKOFF, BACKOFF * 2 ^ (x - 1)) end
         wait = math.floor(wait * (1 + (now % 101) / 1010))  -- jitter: hosts blocked together don't wake together
         redis.call('HSET', hh, 'u', math.max(num(s[1]), now + wait), 'b', now, 'w', why)
         schedule(h)
       end
-      if x >= MAXFAIL then retire(h) end
+      if k >= MAXFAIL then retire(h) end
     end
   end
 end
