@@ -223,6 +223,22 @@ async def test_hosts_view_and_host_pause_over_the_control_socket(serve, redis_ur
         await asyncio.sleep(0.2)
     assert {h.host for h in snap.hosts} == {s.url.split("//")[1] for s in sites}
     assert all(h.delay == pytest.approx(0.2) and h.source == "delay" for h in snap.hosts)
+    # `ctl NAME hosts` (Crawler.host_table over the socket): the whole crawl's rows, pages
+    # done by both engines counted (Redis's numbers, not this engine's own)
+    ctl_hosts = await engine("ctl", "qv", "hosts", "--json")
+    out, err = await ctl_hosts.communicate()
+    assert ctl_hosts.returncode == 0, err
+    rows = [json.loads(line) for line in out.decode().splitlines()]
+    assert {row["host"] for row in rows} == {s.url.split("//")[1] for s in sites}
+    own = snap.pages
+    deadline = time.monotonic() + 10
+    while sum(row["done"] for row in rows) <= own:  # B's pages too, within a few beats
+        assert time.monotonic() < deadline, (own, rows)
+        await asyncio.sleep(0.5)
+        own = (await asyncio.to_thread(snapshot)).pages
+        ctl_hosts = await engine("ctl", "qv", "hosts", "--json")
+        out, _err = await ctl_hosts.communicate()
+        rows = [json.loads(line) for line in out.decode().splitlines()]
 
     def ctl(*args: str) -> object:
         with Client(path) as c:
