@@ -325,7 +325,7 @@ def read_crawltop_jsonl(path: Path) -> tuple[set[str], int, dict]:
     n = 0
     statuses: dict[str, int] = {}
     # `--processes N` writes one file per engine: PATH.p1 ... PATH.pN
-    parts = [path] if path.exists() else sorted(path.parent.glob(path.name + ".p*"))
+    parts = [path] if path.exists() and path.stat().st_size else sorted(path.parent.glob(path.name + ".p*"))
     for part in parts:
         with part.open(encoding="utf-8") as fh:
             for line in fh:

@@ -195,8 +195,11 @@ def redis_cost(rs: RedisServer, used0: int, name: str = "fm") -> dict:
     p = f"crawltop:{{{name}}}:"  # core/cluster/keys.py; the harness does not import crawltop
     with rs.client() as r:
         seen = int(r.scard(p + "seen"))
-        size = {k: int(r.memory_usage(p + k, samples=0) or 0) for k in ("seen", "q", "rec")}
-        queued = int(r.llen(p + "q"))
+        size = {k: int(r.memory_usage(p + k, samples=0) or 0) for k in ("seen", "rec")}
+        # one queue per host (issue 22): the site here is one host, so one or a few lists
+        size["q"] = sum(int(r.memory_usage(key, samples=0) or 0) for key in r.scan_iter(match=p.replace(
+            "{", "\\{").replace("}", "\\}") + "hq:*", count=1000))
+        queued = int(r.hget(p + "count", "queued") or 0)
     used = rs.used_memory() - used0
     return {"seen_in_redis": seen, "queued_in_redis": queued, "redis_used_mb": used / 2**20,
             "redis_used_mb_per_1M": used / 2**20 * 1e6 / max(1, seen),

@@ -30,6 +30,8 @@ Scenarios (`--scenario`, comma separated; default all):
              page to other hosts' pages, one root. crawltop `--delay 1 -c 50 --scope any`;
              Scrapy at CONCURRENT_REQUESTS 50 and 500, one request per slot,
              DOWNLOAD_DELAY=1, no domain filter. 60 s.
+  (each scenario also runs `crawltop-p2`: `--processes 2` on a private Redis, half the
+   concurrency each, so the same total; issue 22: the same gaps across both engines)
   retry429   5 hosts as in hosts20 and one root, 127.0.0.2, whose table of contents also
              links the 4 other hosts' roots (so every crawler starts on the throttled host
              and learns the others at once, whichever answers first). 127.0.0.2's 5th
@@ -102,6 +104,7 @@ from common import (  # noqa: E402
     free_port, last_machine_busy, median, ratio, run_child, wait_quiet,
 )
 
+STATE = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")  # --processes logs there
 DEFAULT_PORT = 8770
 GEN_VERSION = 2
 SEED = 20261124
@@ -117,7 +120,8 @@ FILLER = ("<p>" + "polite crawl of many hosts, one nginx on loopback, per-host d
 class Tool:
     label: str
     kind: str            # crawltop | scrapy
-    conc: int
+    conc: int            # per process
+    processes: int = 1   # crawltop --processes N: N engines on a private Redis (issue 22)
 
 
 @dataclass(frozen=True)
@@ -153,12 +157,14 @@ def scenarios(quick: bool, seconds: float | None, many: int | None) -> dict[str,
     s = lambda full: seconds or (10.0 if quick else full)  # noqa: E731
     return {
         "hosts20": Scenario("hosts20", few, 300, 0, few, 0.25, s(30.0),
-                            (Tool("crawltop", "crawltop", 20), Tool("scrapy", "scrapy", 20))),
+                            (Tool("crawltop", "crawltop", 20), Tool("crawltop-p2", "crawltop", 10, 2),
+                             Tool("scrapy", "scrapy", 20))),
         "hosts1000": Scenario("hosts1000", lots, 50, 5, lots[:1], 1.0, s(60.0),
-                              (Tool("crawltop", "crawltop", 50), Tool("scrapy-c50", "scrapy", 50),
-                               Tool("scrapy-c500", "scrapy", 500))),
+                              (Tool("crawltop", "crawltop", 50), Tool("crawltop-p2", "crawltop", 25, 2),
+                               Tool("scrapy-c50", "scrapy", 50), Tool("scrapy-c500", "scrapy", 500))),
         "retry429": Scenario("retry429", few[:5], 300, 0, few[:1], 0.25, max(8.0, s(12.0)),
-                             (Tool("crawltop", "crawltop", 20), Tool("scrapy", "scrapy", 20)), hot=few[0]),
+                             (Tool("crawltop", "crawltop", 20), Tool("crawltop-p2", "crawltop", 10, 2),
+                              Tool("scrapy", "scrapy", 20)), hot=few[0]),
     }
 
 
@@ -364,7 +370,7 @@ def crawler_argv(sc: Scenario, tool: Tool, port: int, robots: bool, tag: str) ->
     roots = [f"http://{a}:{port}/" for a in sc.roots]
     if tool.kind == "crawltop":
         argv = [str(CRAWLTOP), "crawl", *roots, "--headless", "-c", str(tool.conc), "--delay", str(sc.delay),
-                "--no-sitemaps", "--name", tag]
+                "--no-sitemaps", "--name", tag, *(["--processes", str(tool.processes)] if tool.processes > 1 else [])]
         return argv + (["--scope", "any"] if sc.scope_any else []) + ([] if robots else ["--no-robots"])
     return [str(ensure_scrapy()), "runspider", str(BENCH / "scrapy_hosts_spider.py"),
             "-a", "roots=" + ",".join(roots), "-a", "scope=" + ("any" if sc.scope_any else "roots"),
@@ -427,6 +433,15 @@ def run_tool(sc: Scenario, tool: Tool, ng: Nginx, log: Path, robots: bool, tag: 
     nginx_cores = (ng.cpu() - ng_cpu) / wall
     res.update(wall_s=wall, cpu_s=cpu, cores=cpu / wall, rss_mb=rss, rc=rc, nginx_cores=nginx_cores,
                other_cores=max(0.0, last_machine_busy() - cpu / wall - nginx_cores))
+    if tool.processes > 1:  # each engine's log ends with its Redis round trips (cli/cluster.py)
+        trips = records = 0
+        for i in range(1, tool.processes + 1):
+            engine_log = STATE / "crawltop" / "log" / f"{tag}.p{i}.log"
+            for line in engine_log.read_text(errors="replace").splitlines() if engine_log.exists() else ():
+                if line.strip().startswith("redis: ") and "round trips for" in line:
+                    words = line.split()
+                    trips, records = trips + int(words[1]), records + int(words[5])
+        res["round_trips_per_page"] = ratio(trips, records) if records else None
     return res
 
 
@@ -456,6 +471,9 @@ def summarise(sc: Scenario, runs: dict[str, list[dict]]) -> dict[str, dict]:
             "rss_mb": median([r["rss_mb"] for r in rs]),
             "rates": [round(r["rate"], 1) for r in rs],
         }
+        trips = [r["round_trips_per_page"] for r in rs if r.get("round_trips_per_page") is not None]
+        if trips:
+            s["round_trips_per_page"] = median(trips)
         if sc.hot:
             leaks = [r.get("hot_in_retry_after") for r in rs]
             s["hot_in_retry_after"] = None if None in leaks else max(leaks)
@@ -487,6 +505,12 @@ def report(sc: Scenario, summary: dict[str, dict], nruns: int) -> dict[str, floa
     if ct and scrapies:
         best = max(scrapies, key=lambda k: scrapies[k]["rate"])
         ratios[f"crawltop/{best}"] = ratio(ct["rate"], scrapies[best]["rate"])
+    p2 = summary.get("crawltop-p2")
+    p2_ratio = ratio(p2["rate"], ct["rate"]) if ct and p2 else None
+    if p2_ratio is not None:
+        print(f"  crawltop-p2/crawltop: {p2_ratio:.2f}x")
+    if p2 and p2.get("round_trips_per_page") is not None:
+        print(f"  crawltop-p2: {p2['round_trips_per_page']:.2f} Redis round trips per page (heartbeats included)")
     if not ct:
         return ratios
     checks: list[tuple[str, bool]] = [
@@ -508,8 +532,23 @@ def report(sc: Scenario, summary: dict[str, dict], nruns: int) -> dict[str, floa
                        ct["hot_in_retry_after"] == 0))
         checks.append((f"{fmt(ct['others_in_retry_after'])} requests to other hosts then > 0",
                        (ct["others_in_retry_after"] or 0) > 0))
+    if p2:  # issue 22: the same targets across two processes, and the gap across both
+        checks.append((f"--processes 2: min gap {fmt(p2['min_gap_ms'])} ms, {p2['gaps_under_delay']} gaps under the "
+                       f"delay", p2["gaps_under_delay"] == 0))
+        if sc.name == "hosts20":
+            checks.append((f"--processes 2: {p2['of_ideal']:.2f} of the ideal >= 0.9", p2["of_ideal"] >= 0.9))
+        elif sc.name == "hosts1000":
+            checks.append((f"--processes 2: all hosts within {sc.seconds:.0f} s (the last at "
+                           f"{fmt(p2['all_hosts_s'], '.1f')} s)", p2["all_hosts_s"] is not None))
+            checks.append((f"--processes 2 {fmt(p2_ratio, '.2f')}x one process >= 1.3x",
+                           p2_ratio is not None and p2_ratio >= 1.3))
+        elif sc.hot:
+            checks.append((f"--processes 2: {fmt(p2.get('hot_in_retry_after'))} requests to the 429 host within "
+                           f"{RETRY_AFTER} s == 0", p2.get("hot_in_retry_after") == 0))
     for text, ok in checks:
         print(f"  crawltop target: {text}: {'met' if ok else 'MISSED'}")
+    if p2_ratio is not None:
+        ratios["crawltop-p2/crawltop"] = p2_ratio
     return ratios
 
 

@@ -22,6 +22,14 @@ Modes (all by default; --modes picks some):
   Below the table: its responses, distinct URLs (duplicates fetched) and HTML pages
   against the site's manifest (missing, extra).
 
+--hosts-memory (issue 22): instead of crawling, what the per-host frontier costs Redis.
+On a private redis-server, one crawl (--delay 1) gets --urls URLs (1,000,000) across
+--hosts hosts (100,000) through the real RedisFrontier's ADD script, web-like items (a
+~75-character URL, its parent, a hop path); `INFO memory` used_memory before and after
+gives the cost per million queued URLs, split by MEMORY USAGE into the host queues, the
+seen set, `ready` and `hosts`. Then every host is popped once and its URL given back with
+a success (POP, DONE with host events): the per-host state hashes that creates, per host.
+
 Columns: CPU ms per record (everything the mode ran: engines, redis-server); cores =
 that CPU / crawl seconds (2.0 = this machine is full); redis-server's own CPU, per
 record and in cores (crawltop's is sampled from /proc every 0.1 s while it runs: the
@@ -166,6 +174,85 @@ def run_scrapy_redis(root: str, conc: int, work: Path, idle: int, expected: set[
             "html": len(html), "missing": len(expected - html), "extra": len(html - expected)}
 
 
+def hosts_memory(urls: int, hosts: int) -> dict:
+    """Redis memory of the per-host frontier: `urls` queued across `hosts` (see above)."""
+    import asyncio
+
+    from crawltop.core.cluster import open as cluster
+    from crawltop.core.cluster.keys import Keys, decode_item, split_member
+    from crawltop.core.config import CrawlConfig
+    from crawltop.core.frontier import Item
+    from crawltop.core.hosts import Politeness
+
+    def url_of(i: int) -> tuple[str, str]:
+        h = i % hosts
+        return (f"https://www.site{h:06d}.example.com/articles/2026/{i // hosts:05d}-a-page-title.html",
+                f"https://www.site{h:06d}.example.com/articles/2026/{i // hosts // 10:05d}-index.html")
+
+    async def run(rs: RedisServer) -> dict:
+        config = CrawlConfig(roots=(url_of(0)[0],), delay=1.0, robots=False)
+        r = cluster.client(rs.url)
+        await cluster.start(r, rs.url, "hm", config)
+        f = cluster.frontier(rs.url, "hm", config)
+        f.hosts.configure(Politeness(delay=1.0))
+        k = Keys("hm")
+        used0 = int((await r.info("memory"))["used_memory"])
+        t0 = time.perf_counter()
+        for i in range(urls):
+            url, via = url_of(i)
+            f.add(Item(url, 10, 3, 0, via, "LLL"))
+            if len(f._pending) >= 3 * 2000:
+                await f._send_adds(f._take_pending())
+        await f.flush()
+        fill_s = time.perf_counter() - t0
+        used1 = int((await r.info("memory"))["used_memory"])
+        sample = [url_of(i)[0].split("/")[2] for i in range(0, hosts, max(1, hosts // 1000))]
+        per_q = median([await r.memory_usage(k.hq(h), samples=0) or 0 for h in sample])
+        parts = {name: int(await r.memory_usage(key, samples=0) or 0)
+                 for name, key in (("seen", k.seen), ("ready", k.ready), ("hosts", k.hosts))}
+        queued = int(await r.hget(k.count, "queued"))
+        # every host once: POP (one URL a host: --delay 1), a success, the URL given back
+        loop = asyncio.get_running_loop()
+        popped, t0 = 0, time.perf_counter()
+        while popped < hosts:
+            out = await f._call(lambda: f._pop(f.std_keys(), f.std_args(64, f.lease_ms)))
+            if not out[0]:
+                break
+            for member, delay in zip(out[0], out[1]):
+                key, raw = split_member(member.decode())
+                item = decode_item(raw)
+                f._raw[item.url] = member.decode()
+                f.hosts.succeeded(f.hosts.handed(key, int(delay)), loop.time(), 0.05)
+                f.requeue(item)
+                f.done(item)
+            popped += len(out[0])
+            await f.flush()
+        cycle_s = time.perf_counter() - t0
+        used2 = int((await r.info("memory"))["used_memory"])
+        per_h = median([await r.memory_usage(k.h(h), samples=0) or 0 for h in sample])
+        await f.close()
+        await r.aclose()
+        return {"urls": urls, "hosts": hosts, "queued": queued, "fill_s": fill_s, "cycle_s": cycle_s,
+                "popped": popped, "round_trips": f.round_trips,
+                "used_mb": (used1 - used0) / 2**20, "used_mb_per_1M": (used1 - used0) / 2**20 * 1e6 / urls,
+                "host_queue_bytes": per_q, "queue_bytes_per_url": per_q * hosts / urls,
+                "seen_bytes_per_url": parts["seen"] / urls, "ready_bytes_per_host": parts["ready"] / hosts,
+                "hosts_set_bytes_per_host": parts["hosts"] / hosts,
+                "state_bytes_per_host": (used2 - used1) / popped if popped else None, "state_hash_bytes": per_h}
+
+    with RedisServer() as rs:
+        res = asyncio.run(run(rs))
+    print(f"{res['urls']:,} URLs queued across {res['hosts']:,} hosts: Redis used {res['used_mb']:.0f} MB "
+          f"({res['used_mb_per_1M']:.0f} MB per million URLs), filled in {res['fill_s']:.1f} s")
+    print(f"  a host's queue {res['host_queue_bytes']:.0f} B ({res['queue_bytes_per_url']:.0f} B per URL), "
+          f"seen {res['seen_bytes_per_url']:.0f} B per URL, ready {res['ready_bytes_per_host']:.0f} B and "
+          f"hosts {res['hosts_set_bytes_per_host']:.0f} B per host")
+    print(f"  every host popped once and given back with a success ({res['popped']:,} URLs, "
+          f"{res['cycle_s']:.1f} s): +{res['state_bytes_per_host']:.0f} B per host of state "
+          f"(its hash: {res['state_hash_bytes']:.0f} B)")
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
@@ -174,7 +261,15 @@ def main() -> None:
     ap.add_argument("--modes", default=",".join(MODES), help=f"comma separated, of {', '.join(MODES)}")
     ap.add_argument("--scrapy-idle", type=int, default=5, help="scrapy-redis: seconds idle before a process closes")
     ap.add_argument("--timeout", type=float, default=900, help="scrapy-redis: kill its processes after this long")
+    ap.add_argument("--hosts-memory", action="store_true",
+                    help="measure Redis memory of --urls queued across --hosts hosts instead of crawling")
+    ap.add_argument("--urls", type=int, default=1_000_000, help="--hosts-memory: URLs queued")
+    ap.add_argument("--hosts", type=int, default=100_000, help="--hosts-memory: hosts they are spread over")
     args = ap.parse_args()
+    if args.hosts_memory:
+        res = hosts_memory(args.urls, args.hosts)
+        (site_dir().parent / "redis_hosts_memory.json").write_text(json.dumps(res, indent=2))
+        return
     modes = [m for m in args.modes.split(",") if m]
     unknown = set(modes) - set(MODES)
     if unknown:

@@ -179,10 +179,10 @@ async def _start(url: str, name: str, config: CrawlConfig) -> str:
         await r.aclose()
 
 
-async def _join(url: str, name: str, *, resume: bool = True) -> tuple[CrawlConfig, str]:
+async def _join(url: str, name: str, *, resume: bool = True, old_ok: bool = False) -> tuple[CrawlConfig, str]:
     r = cluster.client(url)
     try:
-        return await cluster.join(r, url, name, resume=resume)
+        return await cluster.join(r, url, name, resume=resume, old_ok=old_ok)
     finally:
         await r.aclose()
 
@@ -344,7 +344,7 @@ def _watch(url: str, name: str, children: list[Forked], *, hup: bool = True, sto
             shown = time.monotonic()
             try:
                 records = int(r.hget(keys.count, "records") or 0)
-                print(f"[{time.monotonic() - started:7.1f}s] {name}: records {records} queued {r.llen(keys.q)} "
+                print(f"[{time.monotonic() - started:7.1f}s] {name}: records {records} queued {int(r.hget(keys.count, 'queued') or 0)} "
                       f"in flight {r.zcard(keys.leases)} processes {r.hlen(keys.procs)}", file=sys.stderr, flush=True)
             except redis.RedisError as exc:
                 print(f"crawltop: Redis: {clean(exc)}", file=sys.stderr, flush=True)
@@ -458,7 +458,8 @@ def export(args: argparse.Namespace) -> int:
     name = check_name(args.state)
     r = redis.Redis.from_url(args.redis, socket_timeout=30)
     try:
-        asyncio.run(_join(args.redis, name, resume=False))  # reachable, ours, exists: or a one-line error
+        # reachable, ours, exists (an older format's records export too): or a one-line error
+        asyncio.run(_join(args.redis, name, resume=False, old_ok=True))
         streams = []
         for out, fn, kind in ((args.jsonl, export_jsonl, "JSONL"), (args.csv, export_csv, "CSV")):
             if out:

@@ -64,8 +64,8 @@ class Crawler(Steering):
         self.stats = Stats(clock=clock)
         self.stats.queue_size = lambda: self.frontier.size
         self.stats.seen_size = lambda: self.frontier.seen_count
-        # A store with per-host queues schedules by host (core/hosts.py); the Redis store
-        # still gates at fetch time (core/cluster/gate.py) until it does too.
+        # A store with per-host queues schedules by host (core/hosts.py; the Redis store's
+        # are in Redis: core/cluster/hosts.py); a store without gates at fetch time.
         self._sched: Hosts | None = getattr(self.frontier, "hosts", None)
         self._host_key: Callable[[str], str] = netloc_of
         self._exact_gaps = self._sched is not None and (config.delay > 0 or config.delay_factor > 0)

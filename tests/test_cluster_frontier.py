@@ -166,7 +166,7 @@ async def test_links_batched_fingerprints_compact(serve, redis_url):
     members = await r.smembers(Keys("fp").seen)
     assert len(members) == 34 and all(len(m) == 8 for m in members)
     assert fingerprint(canonical(site.url)) in members
-    assert await r.llen(Keys("fp").q) == 0 and await r.zcard(Keys("fp").leases) == 0
+    assert int(await r.hget(Keys("fp").count, "queued") or 0) == 0 and await r.zcard(Keys("fp").leases) == 0
     assert (await r.hget(Keys("fp").meta, "status")) == b"finished"
     await r.aclose()
 
@@ -276,9 +276,9 @@ async def test_finish_waits_for_a_burst_of_late_links(serve, redis_url):
 
     async def watch() -> None:
         while True:
-            q, leased, recs, status = await asyncio.gather(r.llen(k.q), r.zcard(k.leases), r.hget(k.count, "records"),
+            q, leased, recs, status = await asyncio.gather(r.hget(k.count, "queued"), r.zcard(k.leases), r.hget(k.count, "records"),
                                                            r.hget(k.meta, "status"))
-            samples.append((time.monotonic(), q, leased, int(recs or 0), status))
+            samples.append((time.monotonic(), int(q or 0), leased, int(recs or 0), status))
             await asyncio.sleep(0.05)
 
     async def engine(m: Member) -> None:

@@ -6,7 +6,12 @@ Workers don't change. What does:
   seeds). A link this process already sent is answered from `_known` without asking
   Redis.
 - pop() hands out exactly as many items as workers wait for (one script call for all
-  of them): nobody hoards URLs another process could fetch.
+  of them), and only URLs of hosts that are due (core/cluster/scripts.py POP): nobody
+  hoards URLs another process could fetch, nobody holds one for a host that must wait.
+  When nothing is due, POP says when the first host will be, and we sleep until then,
+  or until a change in Redis (ours or another process's) rings the bell.
+- `hosts` (core/cluster/hosts.py) is what the crawler's scheduling path calls; its
+  outcomes (latency, back-off, failures, Crawl-delay) ride in the DONE batches.
 - done() and requeue() are synchronous too: they queue an operation that one sender
   task sends, all waiting operations in one pipeline.
 - Every call survives Redis going away: it retries with backoff, `down` says so (the
@@ -15,6 +20,7 @@ Workers don't change. What does:
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from typing import Any, Awaitable, Callable
 
@@ -27,8 +33,8 @@ from ..errors import UsageError
 from ..frontier import Item
 from ..records import Record
 from . import scripts
-from .gate import RedisGate
-from .keys import Keys, decode_item, encode_item, fingerprint
+from .hosts import RedisHosts
+from .keys import Keys, decode_item, encode_item, fingerprint, split_member
 
 OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
 LEASE = 15.0  # seconds a popped URL stays ours without a heartbeat
@@ -36,14 +42,19 @@ KNOWN_MAX = 1_000_000  # URL hashes remembered locally before starting over
 MAX_POP = 64
 MAX_DONE = 256  # finished URLs in one DONE call: a script runs alone in Redis, keep it short
 MAX_DONE_ARGS = 20_000  # and its arguments (link-heavy pages): other processes wait meanwhile
+GAP_FLUSH = 0.03  # a request's start reaches Redis within this, if no DONE took it sooner
+MAX_SLEEP = 1.0  # nothing due here: look again at least this often (other processes' links)
+ROWS = 500  # host rows read back per heartbeat (the queues view)
 
 
-Op = tuple[str, str, str, str, list]  # item as leased, url, record JSON ('' = give back), back, links
+# lease member ("HOST ITEM"), url, record JSON ('' = give back), back, after_ms, error, links
+Op = tuple[str, str, str, str, int, int, list]
 
 
 def _op_size(op: Op) -> int:
-    """An op's script arguments in a DONE call: raw, url, record, back, n, then its links."""
-    return 5 + len(op[4])
+    """An op's script arguments in a DONE call: member, url, record, back, after, err, n,
+    then its links."""
+    return 7 + len(op[6])
 
 
 class _Again(Exception):
@@ -58,7 +69,7 @@ class RecordStash:
         self._frontier = frontier
 
     def write(self, record: Record) -> None:
-        self._frontier._records[record.url] = record.to_json()
+        self._frontier._records[record.url] = (record.to_json(), record.error is not None)
 
     def close(self) -> None:
         pass
@@ -87,38 +98,59 @@ class RedisFrontier:
         # set lookup each, and only a new one is fingerprinted (blake2b) for Redis
         self._known: set[int] = set()
         self._pending: list[bytes | str] = []  # fp, item, fp, item ...
-        self._records: dict[str, str] = {}
-        self._raw: dict[str, str] = {}  # url -> the exact item string Redis leased us
-        self._back: dict[str, Item] = {}  # requeued: done() gives these back instead
+        self._records: dict[str, tuple[str, bool]] = {}  # url -> (record JSON, an error)
+        self._raw: dict[str, str] = {}  # url -> the exact lease member Redis gave us
+        self._back: dict[str, tuple[Item, float]] = {}  # requeued: done() gives these back instead
         self._ops: deque[Op] = deque()
         self._ops_args = 0  # their size in script arguments: pops wait while it is large
-        self._slots: list[tuple[str, str]] = []  # (slots key, token) to give back
+        self.hosts = RedisHosts(self)
+        self._soon: asyncio.TimerHandle | None = None
+        self._poke = asyncio.Event()  # the bell rang: a host came due, pop again
+        self._wake_at: float | None = None  # when the first host comes due (time.monotonic)
+        self._cursor = 0  # where the next heartbeat's page of host rows starts
         self._waiters: deque[asyncio.Future[Item]] = deque()
         self._popper: asyncio.Task[None] | None = None
+        self._listener: asyncio.Future[Any] | None = None
         self._sender: asyncio.Task[None] | None = None
         self._add_soon: asyncio.TimerHandle | None = None
         self._closed = False
-        self._gates: dict[str, RedisGate] = {}
         self._pop = client.register_script(scripts.POP)
         self._done = client.register_script(scripts.DONE)
         self._add = client.register_script(scripts.ADD)
         self._remove = client.register_script(scripts.REMOVE)
+        self._hostctl = client.register_script(scripts.HOSTCTL)
+
+    def std_keys(self, *extra: str) -> list[str]:
+        """The KEYS every host script starts with (core/cluster/scripts.py)."""
+        k = self.keys
+        return [k.meta, k.count, k.ready, k.later, k.leases, k.owner, k.held(self.proc), k.seen, k.rec, k.hosts,
+                k.idle, *extra]
+
+    def std_args(self, *extra: Any) -> list[Any]:
+        """The ARGV every host script starts with: who we are and the crawl's rules."""
+        p = self.hosts.policy
+        return [self.keys.prefix, self.proc, round(p.delay * 1000), p.per_host or 0, round(p.max_crawl_delay * 1000),
+                p.delay_factor, p.max_failures, p.budget or 0, round(p.backoff * 1000), round(p.max_backoff * 1000),
+                self.max_pages, *extra]
 
     # -- the Frontier interface ----------------------------------------------------
     def add(self, item: Item) -> bool:
         if not self._remember(item.url):
             return False
-        self._pending += (fingerprint(item.url), encode_item(item))
+        self._pending += (fingerprint(item.url), self.hosts.key(item.url), encode_item(item))
         if self._add_soon is None:
             self._add_soon = asyncio.get_running_loop().call_later(0.05, self._flush_adds)
         return True
 
-    def requeue(self, item: Item) -> None:
-        self._back[item.url] = item
+    def requeue(self, item: Item, after: float = 0.0) -> None:
+        """First in its host's queue at done(), or in `after` seconds (a URL's own back-off)."""
+        self._back[item.url] = (item, after)
 
     async def pop(self) -> Item:
         fut: asyncio.Future[Item] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
+        if self._listener is None:
+            self._listener = self.background(self._listen())
         if self._popper is None or self._popper.done():
             self._popper = self.background(self._pop_loop())
         try:
@@ -134,21 +166,39 @@ class RedisFrontier:
         if raw is None:
             return
         back = self._back.pop(item.url, None)
-        record = "" if back is not None else self._records.pop(item.url, "")
+        record, err = ("", False) if back is not None else self._records.pop(item.url, ("", False))
         if not record and back is None:  # no record written for it: never drop it, put it back
-            back = item
+            back = (item, 0.0)
         # the links found so far (this page's, at least: parse, emit and done run without a
         # pause) go with this URL's DONE, so Redis counts them as its record's new links
         links = self._take_pending()
-        self._ops.append((raw, item.url, record, encode_item(back) if back is not None else "", links))
+        self._ops.append((raw, item.url, record, encode_item(back[0]) if back is not None else "",
+                          round(back[1] * 1000) if back is not None else 0, int(err), links))
         self._ops_args += _op_size(self._ops[-1])
         self._kick_sender()
 
-    def release_slot(self, key: str, token: str) -> None:
-        """A per-host slot (core/cluster/gate.py) goes back in the next pipeline: the
-        worker's done() follows at once, so this costs no round trip of its own."""
-        self._slots.append((key, token))
-        asyncio.get_running_loop().call_soon(self._kick_sender)
+    def soon(self, within: float = GAP_FLUSH) -> None:
+        """Host events wait for the next batch, at most `within` seconds (GAP_FLUSH, or a
+        quarter of a short delay: a request's start must reach Redis before its host
+        comes due again)."""
+        loop = asyncio.get_running_loop()
+        at = loop.time() + min(within, GAP_FLUSH)
+        if self._soon is not None and self._soon.when() <= at:
+            return
+        if self._soon is not None:
+            self._soon.cancel()
+        self._soon = loop.call_at(at, self._flush_soon)
+
+    def _flush_soon(self) -> None:
+        self._soon = None
+        if self.hosts.events:
+            self._kick_sender()
+
+    def host_ctl(self, op: str, host: str, value: str = "") -> None:
+        """Pause, resume or a live delay for one host, for the whole crawl."""
+        args = self.std_args(op, host, value)
+
+        self.background(self._call(lambda: self._hostctl(self.std_keys(), args)))
 
     def seen(self, url: str) -> bool:
         return hash(url) in self._known
@@ -184,24 +234,32 @@ class RedisFrontier:
         return []
 
     async def remove_matching(self, predicate: Callable[[str], bool]) -> list[Item]:
-        """Scan the queue in pages; the REMOVE script takes each match only if it is still
-        queued, and leases it to us: the caller records it and calls done()."""
+        """Scan every host's queue, a page of hosts at a time; the REMOVE script takes each
+        match only if it is still queued, and leases it to us: the caller records it and
+        calls done()."""
         removed: list[Item] = []
-        start, page = 0, 1000
+        cursor: int | bytes = 0
         while True:
-            raws = await self._call(lambda: self.redis.lrange(self.keys.q, start, start + page - 1))
-            if not raws:
+            cursor, hosts = await self._call(lambda: self.redis.sscan(self.keys.hosts, cursor, count=200))
+            if hosts:
+                def read(hosts: list[bytes] = hosts) -> Awaitable[list[Any]]:  # a fresh pipeline per try
+                    pipe = self.redis.pipeline(transaction=False)
+                    for h in hosts:
+                        pipe.lrange(self.keys.hq(h.decode()), 0, -1)
+                    return pipe.execute()
+                queues = await self._call(read)
+                match: list[str] = []
+                for h, raws in zip(hosts, queues):
+                    match += [x for raw in raws if predicate(decode_item(raw).url) for x in (h.decode(), raw.decode())]
+                if match:
+                    got = await self._call(lambda: self._remove(self.std_keys(), self.std_args(self.lease_ms, *match)))
+                    for member in got:
+                        member = member.decode()
+                        item = decode_item(split_member(member)[1])
+                        self._raw[item.url] = member
+                        removed.append(item)
+            if not int(cursor):
                 return removed
-            match = [r.decode() for r in raws if predicate(decode_item(r).url)]
-            if match:
-                keys = [self.keys.q, self.keys.leases, self.keys.owner, self.keys.held(self.proc)]
-                got = await self._call(lambda: self._remove(keys, [self.proc, self.lease_ms, *match]))
-                for raw in got:
-                    raw = raw.decode()
-                    item = decode_item(raw)
-                    self._raw[item.url] = raw
-                    removed.append(item)
-            start += page - len(match)
 
     def peek(self, n: int) -> list[Item]:
         return self._head[:n]
@@ -214,11 +272,11 @@ class RedisFrontier:
     def seen_count(self) -> int:
         return self._seen
 
-    def gate(self, netloc: str, per_host: int | None, delay: float, slot_ttl: float) -> RedisGate:
-        gate = self._gates.get(netloc)
-        if gate is None:
-            gate = self._gates[netloc] = RedisGate(self, netloc, per_host, delay, slot_ttl)
-        return gate
+    def next_wake_in(self) -> float | None:
+        """Seconds until the earliest host comes due, as the last POP said (None: none)."""
+        if self._wake_at is None:
+            return None
+        return max(0.0, self._wake_at - time.monotonic())
 
     # -- talking to Redis --------------------------------------------------------------
     def background(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
@@ -268,7 +326,7 @@ class RedisFrontier:
                 self.on_down(down)
 
     def held(self) -> list[str]:
-        """The item strings of every lease this process knows it holds."""
+        """The lease members of every URL this process knows it holds."""
         return list(self._raw.values())
 
     def _take_pending(self) -> list[bytes | str]:
@@ -285,8 +343,8 @@ class RedisFrontier:
             self.background(self._send_adds(pending))
 
     async def _send_adds(self, pending: list[bytes | str]) -> None:
-        res = await self._call(lambda: self._add([self.keys.q, self.keys.seen], [self.max_pages, *pending]))
-        self._totals(res[1], res[2])
+        res = await self._call(lambda: self._add(self.std_keys(), self.std_args(*pending)))
+        self._totals(res[1], res[2])  # new hosts due ring the bell (ADD's PUBLISH)
 
     def _totals(self, size: int, seen: int) -> None:
         self._size, self._seen = int(size), int(seen)
@@ -298,11 +356,12 @@ class RedisFrontier:
             self.finished.set()
 
     async def _pop_loop(self) -> None:
-        """While workers wait: one POP for all of them; an empty queue is polled, at most
-        every 200 ms, until the crawl is finished (decided by Redis, not by idleness)."""
+        """While workers wait: one POP for all of them, from the hosts that are due. With
+        nothing due, sleep until the first host is (as POP says), until the bell rings (a
+        host came due: links, a freed slot, a resume, from any process), or MAX_SLEEP; with
+        nothing queued anywhere, poll at most every 200 ms until the crawl is finished
+        (decided by Redis, not by idleness)."""
         idle = 0.01
-        keys = [self.keys.q, self.keys.leases, self.keys.owner, self.keys.held(self.proc),
-                self.keys.seen, self.keys.meta]
         while True:
             while self._ops_args > 2 * MAX_DONE_ARGS and self._sender is not None and not self._sender.done():
                 # backpressure: link-heavy pages finish faster than their links reach Redis;
@@ -313,23 +372,54 @@ class RedisFrontier:
                 return
             n = min(len(self._waiters), MAX_POP)
             pending = self._take_pending()
-            args = [self.proc, n, self.lease_ms, self.keys.prefix, self.max_pages, *pending]
+            args = self.std_args(n, self.lease_ms, *pending)
+            self._poke.clear()
             try:
-                out, status, _new, size, seen = await self._call(lambda: self._pop(keys, args))
+                out, delays, status, _new, size, seen, wake = await self._call(lambda: self._pop(self.std_keys(), args))
             except UsageError:  # fatal: on_error has stopped the crawl, which cancels the waiters
                 return
             self._totals(size, seen)
-            for raw in out:
-                raw = raw.decode()
+            wake = int(wake)
+            self._wake_at = None if wake < 0 else time.monotonic() + wake / 1000
+            for member, delay in zip(out, delays):
+                member = member.decode()
+                key, raw = split_member(member)
                 item = decode_item(raw)
-                self._raw[item.url] = raw
+                self._raw[item.url] = member
+                self.hosts.handed(key, int(delay))
                 self._hand(item)
             self._status(status)
             if out:
                 idle = 0.01
+                continue
+            if wake >= 0:
+                sleep = min(wake / 1000, MAX_SLEEP)
+                idle = 0.01
             else:
-                await asyncio.sleep(idle)
-                idle = min(idle * 2, 0.2)
+                sleep, idle = idle, min(idle * 2, 0.2)
+            if sleep > 0:
+                try:
+                    await asyncio.wait_for(self._poke.wait(), sleep)
+                except TimeoutError:
+                    pass
+
+    async def _listen(self) -> None:
+        """The bell (core/cluster/scripts.py): another process made a host due while we
+        slept. On its own connection; lost, it is simply opened again (MAX_SLEEP covers)."""
+        while not self._closed:
+            pubsub = self.redis.pubsub()
+            try:
+                await pubsub.subscribe(self.keys.bell)
+                async for message in pubsub.listen():
+                    if message.get("type") == "message":
+                        self._poke.set()
+            except (RedisError, *OUTAGE):
+                await asyncio.sleep(MAX_SLEEP)
+            finally:
+                try:
+                    await pubsub.aclose()
+                except (RedisError, *OUTAGE):
+                    pass
 
     def _hand(self, item: Item) -> None:
         while self._waiters:
@@ -347,50 +437,44 @@ class RedisFrontier:
     async def _ops_sent(self) -> None:
         """Before a pop: what we finished is in Redis, so `finished` is never decided on
         a queue our own links have not reached yet."""
-        while self._ops or self._slots or (self._sender is not None and not self._sender.done()):
+        while self._ops or self.hosts.events or (self._sender is not None and not self._sender.done()):
             if self._sender is None or self._sender.done():
                 self._kick_sender()
             await asyncio.shield(self._sender)  # type: ignore[arg-type]
 
     async def _send_loop(self) -> None:
-        while self._ops or self._slots:
+        while self._ops or self.hosts.events:
             ops: list[Op] = []
             size = 0
             while self._ops and len(ops) < MAX_DONE and size < MAX_DONE_ARGS:
                 ops.append(self._ops.popleft())
                 size += _op_size(ops[-1])
             self._ops_args -= size
-            slots, self._slots = self._slots, []
+            events = self.hosts.take_events(asyncio.get_running_loop().time())
             while True:
                 try:
-                    await self._call(lambda: self._send_ops(ops, slots))
+                    await self._call(lambda: self._send_ops(ops, events))
                     break
                 except _Again:
                     continue
 
-    async def _send_ops(self, ops: list[Op], slots: list[tuple[str, str]]) -> None:
-        """One DONE call for every op of the batch; slots given back in the same pipeline.
-        EVALSHA by hand: a pipeline given Script objects asks SCRIPT EXISTS first, a
-        second round trip for every batch."""
-        k = self.keys
-        keys = [k.q, k.leases, k.owner, k.held(self.proc), k.seen, k.meta, k.rec, k.count]
-        args: list[Any] = [self.proc, self.max_pages]
-        for raw, url, record, back, links in ops:
-            args += (raw, url, record, back, len(links) // 2, *links)
-        pipe = self.redis.pipeline(transaction=False)
-        for key, token in slots:
-            pipe.zrem(key, token)
-        if ops:
-            pipe.evalsha(self._done.sha, len(keys), *keys, *args)
+    async def _send_ops(self, ops: list[Op], events: list[str | int]) -> None:
+        """One DONE call for the host events and every op of the batch. EVALSHA by hand:
+        a Script object asks SCRIPT EXISTS first, a second round trip for every batch."""
+        args: list[Any] = self.std_args(len(events) // 6, *events)
+        for member, url, record, back, after, err, links in ops:
+            args += (member, url, record, back, after, err, len(links) // 3, *links)
+        keys = self.std_keys()
         try:
-            results = await pipe.execute()
+            _accepted, status, _rejected, size, seen = await self.redis.evalsha(self._done.sha, len(keys), *keys, *args)
         except NoScriptError:  # a restarted Redis forgot it: load, then run the batch again
             await self.redis.script_load(scripts.DONE)
             raise _Again() from None
-        if ops:
-            _accepted, status, _rejected, size, seen = results[-1]
-            self._totals(size, seen)
-            self._status(status)
+        self._totals(size, seen)
+        self._status(status)
+        # a host freed here or links due now ring the bell (DONE's PUBLISH) for every idle
+        # process, this one included: no self-poke, or this process would always win the
+        # race for the slot it just freed
 
     async def flush(self) -> None:
         """Everything added and finished so far is in Redis."""
@@ -401,7 +485,9 @@ class RedisFrontier:
     async def close(self) -> None:
         """Stop talking to Redis (after flush(), or giving up on it)."""
         self._closed = True
-        for task in (self._popper, self._sender):
+        if self._soon is not None:
+            self._soon.cancel()
+        for task in (self._popper, self._sender, self._listener):
             if task is not None:
                 task.cancel()
         await self.redis.aclose()

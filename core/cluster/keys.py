@@ -4,23 +4,35 @@ Every key of crawl NAME starts with `crawltop:{NAME}:` (the braces are a Redis C
 hash tag: all keys of one crawl land on one shard, so the scripts may touch them all).
 
   meta          HASH   magic, config (JSON), roots, status (running|finished|stopped), created
-  q             LIST   queued items, FIFO (RPUSH, LPOP): the memory frontier's breadth-first order
+  hosts         SET    every host (the --queue-by key) that ever had a URL queued
+  hq:HOST       LIST   HOST's queued items, FIFO (RPUSH; LPUSH for a URL given back)
+  h:HOST        HASH   HOST's state, fields only when set (core/cluster/scripts.py HOST_FIELDS):
+                       n next-allowed (ms), d delay (ms) and src its source, cd Crawl-delay,
+                       ad adaptive, lv live delay, f in flight, x back-offs in a row, k strikes
+                       in a row (retirement), u back-off
+                       until, b when it began, w why, le last error, a admitted, o over
+                       budget, p paused, r retired, ok pages, er error records, ms latency
+  ready         ZSET   host -> next-allowed time (ms, the server's clock): every host with
+                       queued URLs that is not paused nor at its --per-host cap (retired: 0)
+  idle          HASH   proc -> "since,last,n": processes whose last POP found nothing due;
+                       DONE and ADD ring `bell` for them, POP leaves them what they want
+  bell          CHANNEL  published when a host comes due for an idle process
+  later         ZSET   "HOST ITEM" -> when (ms): a URL retried after a back-off of its own
   seen          SET    8-byte fingerprints of every URL ever queued (blake2b-64 of the URL)
-  leases        ZSET   item -> lease deadline (ms, the server's clock): URLs in flight
+  leases        ZSET   "HOST ITEM" -> lease deadline (ms, the server's clock): URLs in flight
   owner         HASH   url -> process id holding its lease
-  held:PROC     SET    the items PROC holds (its heartbeat renews exactly these)
+  held:PROC     SET    the "HOST ITEM"s PROC holds (its heartbeat renews exactly these)
   procs         HASH   process id -> JSON: host, pid, state, workers, busy, pages, rate (ProcessInfo)
   beats         HASH   process id -> its last heartbeat (ms, the server's clock)
   snap:PROC     STRING PROC's latest Stats snapshot (core/protocol.py encoding), expires
                        (at leave, its final one, kept FINAL_TTL for the monitors)
   left          SET    processes that left: a monitor reads each one's final snapshot once
   rec           STREAM one entry per Record: url, data (JSON), new (links it queued), proc
-  count         HASH   records, pages, rejected (records refused: lease lost)
+  count         HASH   records, rejected (records refused: lease lost), queued (URLs in host
+                       queues and later), retired (hosts), over (URLs over budget)
   ctl           HASH   whole-crawl control: paused (0|1), stop (0|1), concurrency
   ctl:PROC      HASH   the same for one process; overrides the whole-crawl fields
   ignores       HASH   live ignore patterns of the whole crawl (pattern -> who added it)
-  gate:HOST     HASH   next (ms, earliest start of the next request to HOST)
-  slots:HOST    ZSET   token -> expiry (ms): requests to HOST in progress, for --per-host
 
 Items are JSON arrays [url, redirects_left, depth, tries, via, discovery]: Lua's cjson
 reads them when a reap counts one more try.
@@ -34,7 +46,8 @@ from hashlib import blake2b
 
 from ..frontier import Item
 
-MAGIC = "crawltop-cluster/1"
+MAGIC = "crawltop-cluster/2"  # per-host queues (issue 22)
+OLD_MAGICS = ("crawltop-cluster/1",)  # one FIFO and a gate: exported, never continued
 
 
 class Keys:
@@ -44,7 +57,9 @@ class Keys:
         self.name = name
         self.prefix = f"crawltop:{{{name}}}:"
         p = self.prefix
-        self.meta, self.q, self.seen, self.leases = p + "meta", p + "q", p + "seen", p + "leases"
+        self.meta, self.seen, self.leases = p + "meta", p + "seen", p + "leases"
+        self.hosts, self.ready, self.later = p + "hosts", p + "ready", p + "later"
+        self.idle, self.bell = p + "idle", p + "bell"
         self.owner, self.procs, self.rec, self.count = p + "owner", p + "procs", p + "rec", p + "count"
         self.ctl, self.beats, self.ignores, self.left = p + "ctl", p + "beats", p + "ignores", p + "left"
 
@@ -57,11 +72,11 @@ class Keys:
     def ctl_of(self, proc: str) -> str:
         return f"{self.prefix}ctl:{proc}"
 
-    def gate(self, host: str) -> str:
-        return f"{self.prefix}gate:{host}"
+    def hq(self, host: str) -> str:
+        return f"{self.prefix}hq:{host}"
 
-    def slots(self, host: str) -> str:
-        return f"{self.prefix}slots:{host}"
+    def h(self, host: str) -> str:
+        return f"{self.prefix}h:{host}"
 
 
 def fingerprint(url: str) -> bytes:
@@ -73,6 +88,12 @@ def fingerprint(url: str) -> bytes:
 def encode_item(item: Item) -> str:
     return json.dumps([item.url, item.redirects_left, item.depth, item.tries, item.via, item.discovery],
                       ensure_ascii=False, separators=(",", ":"))
+
+
+def split_member(member: str) -> tuple[str, str]:
+    """A lease is "HOST ITEM": a host key has no space, so the first one splits them."""
+    host, _, raw = member.partition(" ")
+    return host, raw
 
 
 def decode_item(raw: str | bytes) -> Item:

@@ -3,7 +3,8 @@
 `Member` wraps a Crawler the way core/control.py's Listening does: attribute access goes
 to the crawler, and crawl() also runs the heartbeat. Each beat (one script call):
 renews this process's leases, publishes its ProcessInfo and Stats snapshot for the
-monitors, and reads back the crawl's control and totals. Control is applied when its
+monitors, and reads back the crawl's control and totals, and a page of host rows (the
+queues view and the header counts are the whole crawl's, read from Redis). Control is applied when its
 effective value changes, so a key pressed in this process's own TUI is not undone by
 the next beat.
 """
@@ -18,7 +19,7 @@ from typing import Any
 from ..errors import UsageError
 from ..protocol import encode_snapshot, rings
 from . import scripts
-from .frontier import RedisFrontier
+from .frontier import ROWS, RedisFrontier
 from .keys import decode_item
 from .procs import ProcessInfo
 
@@ -68,11 +69,11 @@ class Member:
         live we wait up to LIVE seconds for them to leave or go quiet."""
         f, k = self.frontier, self.frontier.keys
         await f.flush()
-        keys = [k.held(f.proc), k.leases, k.owner, k.q, k.procs, k.beats, k.snap(f.proc), k.ctl_of(f.proc), k.meta,
-                k.left]
+        keys = f.std_keys(k.procs, k.beats, k.snap(f.proc), k.ctl_of(f.proc), k.left)
         args = [f.proc, int(LIVE * 1000), int(self.reports)]
-        final = [self._published(self._crawler.stats.snapshot()), FINAL_TTL_MS]
-        live, status, claimed = await f._call(lambda: self._leave(keys, [*args, *final]))
+        final = f.std_args(int(LIVE * 1000), int(self.reports), self._published(self._crawler.stats.snapshot()),
+                           FINAL_TTL_MS)
+        live, status, claimed = await f._call(lambda: self._leave(keys, final))
         self.__dict__["left"] = True
         # within crawl()'s LEAVE_TIMEOUT, with a second to spare for the last LIVE call
         now = asyncio.get_running_loop().time()
@@ -102,14 +103,19 @@ class Member:
         snap = c.stats.snapshot()
         info = ProcessInfo(host=socket.gethostname(), pid=_pid(f.proc), state=snap.state,
                            workers=snap.concurrency, busy=snap.busy, pages=snap.pages, rate=round(snap.rate_now, 1))
-        keys = [k.held(f.proc), k.leases, k.procs, k.beats, k.snap(f.proc), k.meta, k.ctl, k.ctl_of(f.proc),
-                k.q, k.seen, k.count, k.ignores]
-        args = [f.proc, f.lease_ms, info.to_json(), self._published(snap), SNAP_TTL_MS, *f.held()]
-        ctl, mine, status, size, seen, _leased, _records, head, ignores = await f._call(lambda: self._beat(keys, args))
+        keys = f.std_keys(k.procs, k.beats, k.snap(f.proc), k.ctl, k.ctl_of(f.proc), k.ignores)
+        args = f.std_args(info.to_json(), self._published(snap), SNAP_TTL_MS, f.lease_ms, f._cursor, ROWS, *f.held())
+        (ctl, mine, status, size, seen, _leased, _records, head, ignores, redis_now, cursor, rows, total, retired,
+         over) = await f._call(lambda: self._beat(keys, args))
         if c.stats.notice.startswith("heartbeat:"):  # the last beat failed; this one did not
             c.stats.notice = ""
         f._totals(size, seen)
         f._head = [decode_item(raw) for raw in head]
+        # a page of host rows for the queues view: every host comes round in turn
+        f._cursor = int(cursor)
+        hosts = f.hosts
+        hosts.rows(rows, int(redis_now), asyncio.get_running_loop().time())
+        hosts.total, hosts.retired, hosts.over_budget = int(total), int(retired), int(over)
         self._apply({**_pairs(ctl), **_pairs(mine)})
         await self._sync_ignores({p.decode() for p in ignores})
         if status in (b"stopped", "stopped"):

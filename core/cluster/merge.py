@@ -1,7 +1,8 @@
 """Many processes' Stats snapshots as one: what the monitor of a shared crawl shows.
 
 Counters and rates add up; histories add up aligned at the newest second; hosts merge
-by name; workers are listed together, each process's ids moved into its own thousand
+by name (a row read from Redis, with its queue state, is already the whole crawl's: the
+freshest one is taken, not a sum; so are the counts of hosts by state); workers are listed together, each process's ids moved into its own thousand
 (process 0's stay as they are, so the same-loop TUI can still cancel its own); the
 recent-event rings interleave by time. Queue depth, seen and in flight are not summed:
 the caller takes them from Redis, where they are exact.
@@ -33,6 +34,9 @@ def _hosts(snaps: Sequence[Snapshot]) -> tuple[HostView, ...]:
             m = merged.get(h.host)
             if m is None:
                 merged[h.host] = h
+                continue
+            if h.state or m.state:  # the whole crawl's row (core/cluster/hosts.py): the fresher one
+                merged[h.host] = h if (h.done, h.errors) >= (m.done, m.errors) else m
                 continue
             done = m.done + h.done
             avg = (m.avg_ms * m.done + h.avg_ms * h.done) / done if done else 0.0
@@ -81,6 +85,10 @@ def merge(snaps: Sequence[Snapshot], *, state: str, queued: int, seen: int, in_f
         history_errors=_sum_history([s.history_errors for s in snaps]),
         resumed_from=0, recent_redirects=rings["recent_redirects"], ignored=total("ignored"),
         notice=notice, sitemap_probes=total("sitemap_probes"), sitemap_found=total("sitemap_found"),
+        # hosts by state are the whole crawl's in every snapshot (read from Redis): the fullest
+        host_counts=max((s.host_counts for s in snaps), key=lambda c: sum(c.values()), default={}),
+        next_due=min((s.next_due for s in snaps if s.next_due is not None), default=None),
+        hosts_over_budget=max((s.hosts_over_budget for s in snaps), default=0),
     )
 
 

@@ -19,7 +19,7 @@ from ..config import CrawlConfig
 from ..errors import UsageError
 from ..state import config_from_json, config_to_json
 from .frontier import OUTAGE, RedisFrontier
-from .keys import MAGIC, Keys, process_id
+from .keys import MAGIC, OLD_MAGICS, Keys, process_id
 
 # Settings each process may choose for itself; every other one is the crawl's.
 PER_PROCESS = {"concurrency", "output", "start_paused", "backoff"}
@@ -52,15 +52,23 @@ async def check(r: aioredis.Redis, url: str) -> None:
         raise UsageError(f"cannot reach Redis at {url}: {exc}") from None
 
 
-async def _meta(r: aioredis.Redis, keys: Keys) -> dict[str, str] | None:
-    """The crawl's meta hash; None if the prefix is empty; UsageError if it isn't ours."""
+async def _meta(r: aioredis.Redis, keys: Keys, *, old_ok: bool = False) -> dict[str, str] | None:
+    """The crawl's meta hash; None if the prefix is empty; UsageError if it isn't ours, or
+    if it is a crawl of an older format (one queue, no per-host state: continuing it would
+    misread it), unless `old_ok` (export reads only its records, whose format is the same)."""
     try:
         raw = await r.hgetall(keys.meta)
     except ResponseError as exc:  # WRONGTYPE: someone else's key
         raise UsageError(f"Redis key prefix {keys.prefix} holds foreign data ({exc})") from None
     meta = {k.decode(): v.decode() for k, v in raw.items()}
     if meta:
-        if meta.get("magic") != MAGIC:
+        if meta.get("magic") in OLD_MAGICS and not old_ok:
+            raise UsageError(
+                f"crawl {keys.name!r} in Redis is in an older crawltop's format ({meta['magic']}: one queue, "
+                f"no per-host queues) and cannot be continued; export its records with `crawltop export "
+                f"--redis URL {keys.name} --jsonl FILE`, then delete its keys (crawltop:{{{keys.name}}}:*) "
+                f"or use another --name")
+        if meta.get("magic") != MAGIC and meta.get("magic") not in OLD_MAGICS:
             raise UsageError(f"Redis key prefix {keys.prefix} holds foreign data (no crawltop crawl there)")
         return meta
     async for _key in r.scan_iter(match=keys.prefix.replace("{", "\\{").replace("}", "\\}") + "*", count=1000):
@@ -91,12 +99,14 @@ async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig) -> 
     return False, await _running(r, keys, meta)
 
 
-async def join(r: aioredis.Redis, url: str, name: str, *, resume: bool = True) -> tuple[CrawlConfig, str]:
+async def join(r: aioredis.Redis, url: str, name: str, *, resume: bool = True,
+               old_ok: bool = False) -> tuple[CrawlConfig, str]:
     """The settings of existing crawl NAME, and its status before we joined (a stopped
-    crawl runs again, unless `resume` is False: export and the monitor only look)."""
+    crawl runs again, unless `resume` is False: export and the monitor only look).
+    `old_ok`: a crawl of an older format is fine too (export reads only its records)."""
     await check(r, url)
     keys = Keys(name)
-    meta = await _meta(r, keys)
+    meta = await _meta(r, keys, old_ok=old_ok)
     if meta is None:
         raise UsageError(f"no crawl named {name!r} in Redis at {url}")
     raw = json.loads(meta["config"])

@@ -1,146 +1,450 @@
 """Every multi-step change to a shared crawl, each one Lua script run atomically by Redis.
 
 Time is the server's (TIME), so machines with skewed clocks agree on lease deadlines
-and host delays. Links ride along with pop and done (ARGV pairs fingerprint, item) so
-a page costs one round trip to take and one to finish. `finished` is decided inside
-pop and done: the queue is empty and no URL is leased, in one atomic step.
+and host delays. The crawl is scheduled by host, as in one process (core/hosts.py): a
+list of queued items per host, a sorted set `ready` of hosts by next-allowed time, and
+a small hash of state per host. POP serves only hosts that are due and under their
+--per-host cap, so no process ever holds a URL for a host that is not due and nobody
+polls a gate. Links ride along with pop and done (ARGV triplets fingerprint, host,
+item) so a page costs well under one round trip to take and one to finish. `finished`
+is decided inside pop and done: nothing queued and no URL leased, in one atomic step.
+
+Scripts that touch hosts share one calling convention (`_HOSTS`), so one helper in
+core/cluster/frontier.py builds every call:
+  KEYS  meta count ready later leases owner held:PROC seen rec hosts idle [script's own...]
+  ARGV  prefix proc delay_ms per_host max_crawl_delay_ms delay_factor max_failures
+        budget backoff_ms max_backoff_ms max_pages [script's own from ARGV[12]...]
+A host's own keys (hq:HOST, h:HOST) are built from the prefix inside the script: the
+crawl's hash tag keeps them on the same shard.
 """
 from __future__ import annotations
 
-# Shared prelude: now (ms), link adds, the finish check, reaping expired leases.
-_PRELUDE = """
+# Fields of h:HOST that BEAT reads back for the queues view, in this order.
+HOST_FIELDS = ("n", "d", "src", "f", "x", "u", "w", "o", "p", "r", "ok", "er", "ms", "le", "k")
+
+_NOW = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function add_links(seen, q, cap, first, last)
-  -- ARGV[first..last]: pairs of fingerprint, item; cap is --max-pages (0: none)
+"""
+
+# Shared prelude of the host scripts: the convention above, link adds, scheduling, the
+# finish check, releasing a lease.
+_HOSTS = _NOW + """
+local META, COUNT, READY, LATER, LEASES, OWNER, HELD, SEEN, REC, HOSTS, IDLE =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local P, PROC = ARGV[1], ARGV[2]
+local DELAY, CAP, MAXCD, FACTOR = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local MAXFAIL, BUDGET, BACKOFF, MAXBACKOFF = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+local MAXPAGES = tonumber(ARGV[11])
+local function hk(h) return P .. 'h:' .. h end
+local function qk(h) return P .. 'hq:' .. h end
+local function num(v) return tonumber(v) or 0 end
+local function split(m)
+  local sp = string.find(m, ' ', 1, true)
+  return string.sub(m, 1, sp - 1), string.sub(m, sp + 1)
+end
+local function delay_of(h)
+  local d = redis.call('HGET', hk(h), 'd')
+  if d then return tonumber(d) end
+  return DELAY
+end
+-- (Re)place the host in `ready` from its state, or take it out (core/hosts.py _schedule).
+local function schedule(h)
+  local s = redis.call('HMGET', hk(h), 'n', 'u', 'f', 'p', 'r')
+  if s[4] == '1' or redis.call('LLEN', qk(h)) == 0 then
+    redis.call('ZREM', READY, h)
+  elseif s[5] == '1' then
+    redis.call('ZADD', READY, 0, h)
+  elseif CAP > 0 and num(s[3]) >= CAP then
+    redis.call('ZREM', READY, h)
+  else
+    redis.call('ZADD', READY, math.max(num(s[1]), num(s[2])), h)
+  end
+end
+-- The delay is the largest of its sources; the source is kept to be shown.
+local function recompute(h)
+  local s = redis.call('HMGET', hk(h), 'cd', 'ad', 'lv')
+  local d, src = DELAY, ''
+  if DELAY > 0 then src = 'delay' end
+  local cd = num(s[1])
+  if math.min(cd, MAXCD) > d then
+    d = math.min(cd, MAXCD)
+    if cd > MAXCD then src = 'robots (capped)' else src = 'robots' end
+  end
+  if num(s[2]) > d then d, src = num(s[2]), 'adaptive' end
+  if s[3] and num(s[3]) >= d then d, src = num(s[3]), 'live' end
+  redis.call('HSET', hk(h), 'd', d, 'src', src)
+end
+-- The gap counts from when the request went out (started_ago ms before now).
+local function gap(h, started_ago)
+  local d = delay_of(h)
+  if d <= 0 then return end
+  local at = now - started_ago + d
+  if at > num(redis.call('HGET', hk(h), 'n')) then
+    redis.call('HSET', hk(h), 'n', at)
+    schedule(h)
+  end
+end
+local function push(h, raw, front)
+  if front then redis.call('LPUSH', qk(h), raw) else redis.call('RPUSH', qk(h), raw) end
+  redis.call('HINCRBY', COUNT, 'queued', 1)
+  schedule(h)
+end
+local function add_links(first, last)
+  -- ARGV[first..last]: triplets of fingerprint, host, item
   local new = 0
-  for i = first, last, 2 do
-    if cap > 0 and redis.call('SCARD', seen) >= cap then break end
-    if redis.call('SADD', seen, ARGV[i]) == 1 then
-      redis.call('RPUSH', q, ARGV[i + 1])
-      new = new + 1
+  for i = first, last, 3 do
+    if MAXPAGES > 0 and redis.call('SCARD', SEEN) >= MAXPAGES then break end
+    if redis.call('SADD', SEEN, ARGV[i]) == 1 then
+      local h = ARGV[i + 1]
+      local admit = true
+      if BUDGET > 0 then
+        if num(redis.call('HGET', hk(h), 'a')) >= BUDGET then
+          redis.call('HINCRBY', hk(h), 'o', 1)
+          redis.call('HINCRBY', COUNT, 'over', 1)
+          redis.call('SADD', HOSTS, h)
+          admit = false
+        else
+          redis.call('HINCRBY', hk(h), 'a', 1)
+        end
+      end
+      if admit then
+        if redis.call('RPUSH', qk(h), ARGV[i + 2]) == 1 then  -- the host's queue was empty
+          redis.call('SADD', HOSTS, h)
+          schedule(h)
+        end
+        new = new + 1
+      end
     end
   end
+  if new > 0 then redis.call('HINCRBY', COUNT, 'queued', new) end
   return new
 end
-local function finish_if_done(q, leases, meta)
-  if redis.call('LLEN', q) == 0 and redis.call('ZCARD', leases) == 0
-     and redis.call('HGET', meta, 'status') == 'running' then
-    redis.call('HSET', meta, 'status', 'finished')
+-- A process whose last POP found nothing due is in IDLE and sleeps until its first host
+-- is due; when a change here makes a host due now (a slot freed, links, a resume) or ends
+-- the crawl, ring it (PUBLISH on P..'bell'), so it pops at once instead of polling.
+local function bell(status)
+  if redis.call('HLEN', IDLE) > 0 and (status ~= 'running'
+      or #redis.call('ZRANGEBYSCORE', READY, '-inf', now, 'LIMIT', 0, 1) > 0) then
+    redis.call('PUBLISH', P .. 'bell', '1')
   end
-  return redis.call('HGET', meta, 'status')
+end
+local function finish_if_done()
+  if num(redis.call('HGET', COUNT, 'queued')) == 0 and redis.call('ZCARD', LEASES) == 0
+     and redis.call('HGET', META, 'status') == 'running' then
+    redis.call('HSET', META, 'status', 'finished')
+  end
+  return redis.call('HGET', META, 'status')
+end
+-- A leased URL is over (done, given back, reaped): its host has one fetch fewer in flight.
+local function unflight(h)
+  if redis.call('HGET', hk(h), 'r') ~= '1' and redis.call('HINCRBY', hk(h), 'f', -1) < 0 then
+    redis.call('HSET', hk(h), 'f', 0)
+  end
+end
+local function release(m, holder)
+  local h, raw = split(m)
+  redis.call('HDEL', OWNER, cjson.decode(raw)[1])
+  redis.call('SREM', P .. 'held:' .. holder, m)
+  unflight(h)
+  return h, raw
+end
+local function retire(h)
+  if redis.call('HGET', hk(h), 'r') ~= '1' then
+    redis.call('HSET', hk(h), 'r', 1)
+    redis.call('HINCRBY', COUNT, 'retired', 1)
+    schedule(h)
+  end
 end
 """
 
-# KEYS: q leases owner held seen meta   ARGV: proc n lease_ms prefix max_pages (fp item)...
-POP = _PRELUDE + """
-local q, leases, owner, held, seen, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local proc, n, lease_ms, prefix = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-local new = add_links(seen, q, tonumber(ARGV[5]), 6, #ARGV)
--- reap: a dead process's URLs go back to the head of the queue, one try spent
-for _, raw in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, 100)) do
+# ARGV[12..]: n lease_ms (fp host item)...
+# Reap expired leases (a dead process's URLs go back first in their hosts' queues, one
+# try spent, and their hosts' in-flight counts come down), bring due retries back, then
+# take up to n URLs from due hosts, oldest-due first, taking turns: a host with a delay
+# gives one URL a call and its next-allowed time moves on by its delay; a host without
+# one gives its share. A retired host's URLs come out at once, flagged (delay -1), for
+# their HostRetired records; each is leased, so each is recorded exactly once.
+# Returns {members, delays, status, new, queued, seen, wake_ms (-1: nothing could come due)}.
+POP = _HOSTS + """
+local n, lease = tonumber(ARGV[12]), tonumber(ARGV[13])
+local new = add_links(14, #ARGV)
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 100)) do
+  local h, raw = split(m)
   local it = cjson.decode(raw)
-  local holder = redis.call('HGET', owner, it[1])
-  if holder then redis.call('SREM', prefix .. 'held:' .. holder, raw) end
-  redis.call('HDEL', owner, it[1])
-  redis.call('ZREM', leases, raw)
+  local holder = redis.call('HGET', OWNER, it[1])
+  if holder then redis.call('SREM', P .. 'held:' .. holder, m) end
+  redis.call('HDEL', OWNER, it[1])
+  redis.call('ZREM', LEASES, m)
+  unflight(h)
   it[4] = it[4] + 1
-  redis.call('LPUSH', q, cjson.encode(it))
-  redis.call('HINCRBY', meta, 'reaped', 1)
+  push(h, cjson.encode(it), true)
+  redis.call('HINCRBY', META, 'reaped', 1)
 end
-local out = {}
-if redis.call('HGET', meta, 'status') == 'running' then
-  for i = 1, n do
-    local raw = redis.call('LPOP', q)
-    if not raw then break end
-    redis.call('ZADD', leases, now + lease_ms, raw)
-    redis.call('HSET', owner, cjson.decode(raw)[1], proc)
-    redis.call('SADD', held, raw)
-    out[#out + 1] = raw
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', LATER, '-inf', now, 'LIMIT', 0, 100)) do
+  redis.call('ZREM', LATER, m)
+  redis.call('HINCRBY', COUNT, 'queued', -1)
+  local h, raw = split(m)
+  push(h, raw, true)
+end
+-- Fair between processes: what processes idle longer than this one (and for 50 ms at
+-- least) asked for is left to them (live ones: they pop at least every second), so a
+-- host freed by our own DONE is not always ours again. IDLE: proc -> "since,last,n" (ms,
+-- ms, URLs wanted).
+local mine = redis.call('HGET', IDLE, PROC)
+local since = now
+if mine then since = tonumber(string.match(mine, '^(%d+)')) or now end
+local reserved = 0
+local idle = redis.call('HGETALL', IDLE)
+for j = 1, #idle, 2 do
+  if idle[j] ~= PROC then
+    local s0, last, want = string.match(idle[j + 1], '^(%d+),(%d+),(%d+)$')
+    -- idle 50 ms or more: a process between two pops of a busy crawl does not count
+    if s0 and tonumber(last) >= now - 1500 and tonumber(s0) < since and tonumber(s0) <= now - 50 then
+      reserved = reserved + tonumber(want)
+    end
   end
 end
-local status = finish_if_done(q, leases, meta)
-return {out, status, new, redis.call('LLEN', q), redis.call('SCARD', seen)}
+local room = n
+if reserved > 0 then  -- what the due hosts can give now: one URL from a host with a delay, more without
+  local can = 0
+  for _, h in ipairs(redis.call('ZRANGEBYSCORE', READY, '-inf', now, 'LIMIT', 0, n + reserved)) do
+    local s = redis.call('HMGET', hk(h), 'd', 'f', 'r')
+    if s[3] ~= '1' and (tonumber(s[1]) or DELAY) > 0 then
+      can = can + 1
+    else
+      local k = redis.call('LLEN', qk(h))
+      if s[3] ~= '1' and CAP > 0 then k = math.min(k, CAP - num(s[2])) end
+      can = can + k
+    end
+    if can >= n + reserved then break end
+  end
+  room = math.max(0, math.min(n, can - reserved))
+end
+local out, delays = {}, {}
+if redis.call('HGET', META, 'status') == 'running' then
+  n = room
+  while #out < n do
+    local due = redis.call('ZRANGEBYSCORE', READY, '-inf', now, 'LIMIT', 0, n - #out)
+    if #due == 0 then break end
+    local share = math.ceil((n - #out) / #due)
+    for _, h in ipairs(due) do
+      local s = redis.call('HMGET', hk(h), 'r', 'f', 'd')
+      local retired = s[1] == '1'
+      local d = tonumber(s[3]) or DELAY
+      local k = 1
+      if retired or d <= 0 then k = share end
+      if not retired and CAP > 0 then k = math.min(k, CAP - num(s[2])) end
+      k = math.min(k, n - #out)
+      local took = 0
+      while took < k do
+        local raw = redis.call('LPOP', qk(h))
+        if not raw then break end
+        local m = h .. ' ' .. raw
+        redis.call('ZADD', LEASES, now + lease, m)
+        redis.call('HSET', OWNER, cjson.decode(raw)[1], PROC)
+        redis.call('SADD', HELD, m)
+        out[#out + 1] = m
+        if retired then delays[#delays + 1] = -1 else delays[#delays + 1] = d end
+        took = took + 1
+      end
+      if took > 0 then
+        redis.call('HINCRBY', COUNT, 'queued', -took)
+        if not retired then
+          redis.call('HINCRBY', hk(h), 'f', took)
+          redis.call('HSET', hk(h), 'n', now + d)
+        end
+      end
+      schedule(h)
+      if #out >= n then break end
+    end
+  end
+end
+if #out == 0 then
+  redis.call('HSET', IDLE, PROC, since .. ',' .. now .. ',' .. tonumber(ARGV[12]))
+else
+  redis.call('HDEL', IDLE, PROC)
+end
+local wake = -1
+local first = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
+if #first > 0 then wake = math.max(0, tonumber(first[2]) - now) end
+local later = redis.call('ZRANGE', LATER, 0, 0, 'WITHSCORES')
+if #later > 0 and (wake < 0 or tonumber(later[2]) - now < wake) then wake = math.max(0, tonumber(later[2]) - now) end
+if room < tonumber(ARGV[12]) and #out == 0 then wake = math.max(wake, 20) end  -- yielded: look again soon
+local status = finish_if_done()
+return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN), wake}
 """
 
-# KEYS: q leases owner held seen meta rec count
-# ARGV: proc max_pages, then per finished URL: raw url record back n (fp item)*n
-# Every URL this process finished in a moment, in one call (one round trip and one script
-# run for the lot). record == '' means: give the URL back to the queue (a cancelled
-# worker) as the item `back` instead of recording it. A process whose lease was taken
-# writes nothing. Each URL's links are counted as its record's new links. A batch sent
-# again after a lost reply finds its leases gone: its URLs count as `rejected` then,
-# though the first run recorded them.
-DONE = _PRELUDE + """
-local q, leases, owner, held, seen, meta, rec, count = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local proc, cap = ARGV[1], tonumber(ARGV[2])
-local i, accepted, rejected = 3, 0, 0
+# ARGV[12..]: e, then e host events of 6 args (kind host a b c why), then per finished URL:
+#   member url record back after_ms err n (fp host item)*n
+# Host events (what the fetches said, buffered by core/cluster/hosts.py):
+#   g  a request went out a ms ago: the host's gap counts from it
+#   s  a success, started a ms ago, latency b ms: the adaptive delay, failures reset
+#   f  a failure, started a ms ago, Retry-After b ms (-1: none); c = block + 2 x strike:
+#      block backs the whole host off (429, 503, unreachable), strike counts toward
+#      retirement (unreachable, timeouts; core/hosts.py Hosts.failed)
+#   c  robots.txt said Crawl-delay b ms (fetched a ms ago)
+# URLs: record == '' gives the URL back as `back` (first in its host's queue, or in
+# after_ms); else the record is written, only by the lease holder. A batch sent again
+# after a lost reply finds its leases gone: its URLs count as `rejected`.
+DONE = _HOSTS + """
+local e = tonumber(ARGV[12])
+local i = 13
+for _ = 1, e do
+  local kind, h, a, b, c, why = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4], ARGV[i + 5]
+  i = i + 6
+  local hh = hk(h)
+  if kind == 'g' then
+    gap(h, a)
+  elseif kind == 's' then
+    gap(h, a)
+    redis.call('HINCRBY', hh, 'ok', 1)
+    redis.call('HINCRBY', hh, 'ms', b)
+    if FACTOR > 0 then
+      redis.call('HSET', hh, 'ad', math.floor(FACTOR * b))
+      recompute(h)
+      schedule(h)
+    end
+    local s = redis.call('HMGET', hh, 'x', 'k', 'b')
+    if (num(s[1]) > 0 or num(s[2]) > 0) and now - a >= num(s[3]) then redis.call('HSET', hh, 'x', 0, 'k', 0, 'w', '') end
+  elseif kind == 'c' then
+    redis.call('HSET', hh, 'cd', b)
+    recompute(h)
+    gap(h, a)
+  elseif kind == 'f' then
+    gap(h, a)
+    redis.call('HSET', hh, 'le', why)
+    local block, strike = tonumber(c) % 2 == 1, tonumber(c) >= 2
+    local s = redis.call('HMGET', hh, 'u', 'b')
+    if now - a >= num(s[2]) then  -- a request that started before the current block says nothing new
+      local k = 0
+      if strike then k = redis.call('HINCRBY', hh, 'k', 1) end
+      if block then
+        local x = redis.call('HINCRBY', hh, 'x', 1)
+        local wait
+        if b >= 0 then wait = math.min(b, MAXBACKOFF) else wait = math.min(MAXBACKOFF, BACKOFF * 2 ^ (x - 1)) end
+        wait = math.floor(wait * (1 + (now % 101) / 1010))  -- jitter: hosts blocked together don't wake together
+        redis.call('HSET', hh, 'u', math.max(num(s[1]), now + wait), 'b', now, 'w', why)
+        schedule(h)
+      end
+      if k >= MAXFAIL then retire(h) end
+    end
+  end
+end
+local accepted, rejected = 0, 0
 while i <= #ARGV do
-  local raw, url, record, back, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
-  local last = i + 4 + 2 * n
-  local new = add_links(seen, q, cap, i + 5, last)
+  local m, url, record, back, after, err, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4]), ARGV[i + 5], tonumber(ARGV[i + 6])
+  local last = i + 6 + 3 * n
+  local new = add_links(i + 7, last)
   i = last + 1
-  if redis.call('HGET', owner, url) == proc and redis.call('ZREM', leases, raw) == 1 then
-    redis.call('HDEL', owner, url)
-    redis.call('SREM', held, raw)
+  if redis.call('HGET', OWNER, url) == PROC and redis.call('ZREM', LEASES, m) == 1 then
+    local h = release(m, PROC)
     if record == '' then
-      redis.call('LPUSH', q, back)
+      if after > 0 then
+        redis.call('ZADD', LATER, now + after, h .. ' ' .. back)
+        redis.call('HINCRBY', COUNT, 'queued', 1)
+        schedule(h)
+      else
+        push(h, back, true)
+      end
     else
-      redis.call('XADD', rec, '*', 'url', url, 'data', record, 'new', new, 'proc', proc)
+      redis.call('XADD', REC, '*', 'url', url, 'data', record, 'new', new, 'proc', PROC)
+      if err == '1' then redis.call('HINCRBY', hk(h), 'er', 1) end
       accepted = accepted + 1
+      schedule(h)
     end
   else
     rejected = rejected + 1
   end
 end
-if accepted > 0 then redis.call('HINCRBY', count, 'records', accepted) end
-if rejected > 0 then redis.call('HINCRBY', count, 'rejected', rejected) end
-local status = finish_if_done(q, leases, meta)
-return {accepted, status, rejected, redis.call('LLEN', q), redis.call('SCARD', seen)}
+if accepted > 0 then redis.call('HINCRBY', COUNT, 'records', accepted) end
+if rejected > 0 then redis.call('HINCRBY', COUNT, 'rejected', rejected) end
+local status = finish_if_done()
+bell(status)
+return {accepted, status, rejected, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN)}
 """
 
-# KEYS: q seen   ARGV: max_pages (fp item)...   (links found outside a page: roots, seeds, sitemaps)
-ADD = _PRELUDE + """
-local new = add_links(KEYS[2], KEYS[1], tonumber(ARGV[1]), 2, #ARGV)
-return {new, redis.call('LLEN', KEYS[1]), redis.call('SCARD', KEYS[2])}
+# ARGV[12..]: (fp host item)...   (links found outside a page: roots, seeds, sitemaps)
+ADD = _HOSTS + """
+local new = add_links(12, #ARGV)
+bell('running')
+return {new, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN)}
 """
 
-# KEYS: q leases owner held   ARGV: proc lease_ms raw...
-# Live ignores: take these items off the queue and lease them to the caller, who records
-# each (error_kind "ignored") and finishes it with DONE. An item another process popped
-# meanwhile is not ours: LREM finds nothing and it is skipped.
-REMOVE = _PRELUDE + """
+# ARGV[12..]: lease_ms (host item)...
+# Live ignores: take these items off their hosts' queues and lease them to the caller,
+# who records each (error_kind "ignored") and finishes it with DONE. An item another
+# process popped meanwhile is not ours: LREM finds nothing and it is skipped.
+REMOVE = _HOSTS + """
+local lease = tonumber(ARGV[12])
 local out = {}
-for i = 3, #ARGV do
-  local raw = ARGV[i]
-  if redis.call('LREM', KEYS[1], 1, raw) == 1 then
-    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), raw)
-    redis.call('HSET', KEYS[3], cjson.decode(raw)[1], ARGV[1])
-    redis.call('SADD', KEYS[4], raw)
-    out[#out + 1] = raw
+for j = 13, #ARGV, 2 do
+  local h, raw = ARGV[j], ARGV[j + 1]
+  if redis.call('LREM', qk(h), 1, raw) == 1 then
+    local m = h .. ' ' .. raw
+    redis.call('ZADD', LEASES, now + lease, m)
+    redis.call('HSET', OWNER, cjson.decode(raw)[1], PROC)
+    redis.call('SADD', HELD, m)
+    if redis.call('HGET', hk(h), 'r') ~= '1' then redis.call('HINCRBY', hk(h), 'f', 1) end
+    redis.call('HINCRBY', COUNT, 'queued', -1)
+    schedule(h)
+    out[#out + 1] = m
   end
 end
 return out
 """
 
-# KEYS: held leases procs beats snap meta ctl ctlproc q seen count ignores
-# ARGV: proc lease_ms info snapshot snap_ttl_ms raw...
+# ARGV[12..]: op host [seconds_ms]   op: pause, resume, delay ('' ms: no live delay)
+# Steering one host for the whole crawl. Returns the URLs queued for it.
+HOSTCTL = _HOSTS + """
+local op, h = ARGV[12], ARGV[13]
+redis.call('SADD', HOSTS, h)
+if op == 'pause' then
+  redis.call('HSET', hk(h), 'p', 1)
+elseif op == 'resume' then
+  redis.call('HDEL', hk(h), 'p')
+elseif op == 'delay' then
+  if ARGV[14] == '' then redis.call('HDEL', hk(h), 'lv') else redis.call('HSET', hk(h), 'lv', ARGV[14]) end
+  recompute(h)
+end
+schedule(h)
+bell('running')
+return redis.call('LLEN', qk(h))
+"""
+
+# KEYS[12..]: procs beats snap ctl ctlproc ignores
+# ARGV[12..]: info snapshot snap_ttl_ms lease_ms cursor rows member...
 # Renew exactly the leases this process knows it holds (XX: a reaped one is not revived;
 # one a lost reply leased to us unknowingly runs out and is reaped), say who we are, and
-# read back control and totals, all in one round trip.
-BEAT = _PRELUDE + """
-local leases = KEYS[2]
-local deadline = now + tonumber(ARGV[2])
-for i = 6, #ARGV do
-  redis.call('ZADD', leases, 'XX', deadline, ARGV[i])
+# read back control and totals, the next URLs of the first hosts due, and a page of host
+# rows for the queues view (SSCAN from `cursor`: every host comes round in turn), all in
+# one round trip.
+BEAT = _HOSTS + """
+local deadline = now + tonumber(ARGV[15])
+for j = 18, #ARGV do
+  redis.call('ZADD', LEASES, 'XX', deadline, ARGV[j])
 end
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
-redis.call('HSET', KEYS[4], ARGV[1], now)
-if ARGV[4] ~= '' then redis.call('SET', KEYS[5], ARGV[4], 'PX', tonumber(ARGV[5])) end
-return {redis.call('HGETALL', KEYS[7]), redis.call('HGETALL', KEYS[8]), redis.call('HGET', KEYS[6], 'status'),
-        redis.call('LLEN', KEYS[9]), redis.call('SCARD', KEYS[10]), redis.call('ZCARD', leases),
-        redis.call('HGET', KEYS[11], 'records') or 0, redis.call('LRANGE', KEYS[9], 0, 9),
-        redis.call('HKEYS', KEYS[12])}
+redis.call('HSET', KEYS[12], PROC, ARGV[12])
+redis.call('HSET', KEYS[13], PROC, now)
+if ARGV[13] ~= '' then redis.call('SET', KEYS[14], ARGV[13], 'PX', tonumber(ARGV[14])) end
+local head = {}
+for _, h in ipairs(redis.call('ZRANGE', READY, 0, 9)) do
+  local raw = redis.call('LINDEX', qk(h), 0)
+  if raw then head[#head + 1] = raw end
+end
+local rows = {}
+local scan = redis.call('SSCAN', HOSTS, ARGV[16], 'COUNT', tonumber(ARGV[17]))
+for _, h in ipairs(scan[2]) do
+  local row = redis.call('HMGET', hk(h), """ + ", ".join(f"'{f}'" for f in HOST_FIELDS) + """)
+  rows[#rows + 1] = h
+  rows[#rows + 1] = redis.call('LLEN', qk(h))
+  for j = 1, #row do rows[#rows + 1] = row[j] or '' end
+end
+return {redis.call('HGETALL', KEYS[15]), redis.call('HGETALL', KEYS[16]), redis.call('HGET', META, 'status'),
+        num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN), redis.call('ZCARD', LEASES),
+        redis.call('HGET', COUNT, 'records') or 0, head, redis.call('HKEYS', KEYS[17]),
+        now, scan[1], rows, redis.call('SCARD', HOSTS), num(redis.call('HGET', COUNT, 'retired')),
+        num(redis.call('HGET', COUNT, 'over'))}
 """
 
 # KEYS: beats meta   ARGV: proc live_ms claim
@@ -165,51 +469,29 @@ local function live_or_claim(beats_key, meta, proc, live_ms, claim)
 end
 """
 
-# KEYS: held leases owner q procs beats snap ctlproc meta left
-# ARGV: proc live_ms claim final_snapshot final_ttl_ms
-# A process leaving: whatever it still holds goes back to the head of the queue, its
-# rows go, its final snapshot stays a while for the monitors (what it did still counts
-# in their totals); then LIVE's answer (the last one out writes the final report).
-LEAVE = _PRELUDE + _LIVE + """
-for _, raw in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  if redis.call('ZREM', KEYS[2], raw) == 1 then
-    redis.call('HDEL', KEYS[3], cjson.decode(raw)[1])
-    redis.call('LPUSH', KEYS[4], raw)
+# KEYS[12..]: procs beats snap ctlproc left
+# ARGV[12..]: live_ms claim final_snapshot final_ttl_ms
+# A process leaving: whatever it still holds goes back first in its hosts' queues (their
+# in-flight counts come down), its rows go, its final snapshot stays a while for the
+# monitors (what it did still counts in their totals); then LIVE's answer (the last one
+# out writes the final report).
+LEAVE = _HOSTS + _LIVE + """
+for _, m in ipairs(redis.call('SMEMBERS', HELD)) do
+  if redis.call('ZREM', LEASES, m) == 1 then
+    local h, raw = release(m, PROC)
+    push(h, raw, true)
   end
 end
-redis.call('DEL', KEYS[1], KEYS[8])
-redis.call('SET', KEYS[7], ARGV[4], 'PX', tonumber(ARGV[5]))
-redis.call('SADD', KEYS[10], ARGV[1])
-redis.call('PEXPIRE', KEYS[10], tonumber(ARGV[5]))
-redis.call('HDEL', KEYS[5], ARGV[1])
-redis.call('HDEL', KEYS[6], ARGV[1])
-return live_or_claim(KEYS[6], KEYS[9], ARGV[1], tonumber(ARGV[2]), ARGV[3])
+redis.call('DEL', HELD, KEYS[15])
+redis.call('HDEL', IDLE, PROC)
+redis.call('SET', KEYS[14], ARGV[14], 'PX', tonumber(ARGV[15]))
+redis.call('SADD', KEYS[16], PROC)
+redis.call('PEXPIRE', KEYS[16], tonumber(ARGV[15]))
+redis.call('HDEL', KEYS[12], PROC)
+redis.call('HDEL', KEYS[13], PROC)
+return live_or_claim(KEYS[13], META, PROC, tonumber(ARGV[12]), ARGV[13])
 """
 
-LIVE = _PRELUDE + _LIVE + """
+LIVE = _NOW + _LIVE + """
 return live_or_claim(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3])
-"""
-
-# KEYS: gate slots   ARGV: token per_host delay_ms slot_ttl_ms
-# Per-host politeness for the whole cluster. Returns {-1, retry_ms} when --per-host
-# requests are already in progress; else reserves the next start time and a slot and
-# returns {wait_ms}: the caller sleeps that long, then fetches.
-GATE = _PRELUDE + """
-local per_host, delay = tonumber(ARGV[2]), tonumber(ARGV[3])
-if per_host > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  if redis.call('ZCARD', KEYS[2]) >= per_host then
-    return {-1, 20}
-  end
-end
-local start = math.max(now, tonumber(redis.call('HGET', KEYS[1], 'next') or 0))
-if delay > 0 then
-  redis.call('HSET', KEYS[1], 'next', start + delay)
-  redis.call('PEXPIRE', KEYS[1], start - now + delay + 60000)
-end
-if per_host > 0 then
-  redis.call('ZADD', KEYS[2], start + tonumber(ARGV[4]), ARGV[1])
-  redis.call('PEXPIRE', KEYS[2], start - now + tonumber(ARGV[4]) + 60000)
-end
-return {start - now}
 """

@@ -232,7 +232,7 @@ class ClusterView:
         k = self.keys
         pipe = self.redis.pipeline(transaction=False)
         pipe.time().hget(k.meta, "status").hgetall(k.procs).hgetall(k.beats)
-        pipe.llen(k.q).scard(k.seen).zcard(k.leases).hget(k.count, "records").smembers(k.left)
+        pipe.hget(k.count, "queued").scard(k.seen).zcard(k.leases).hget(k.count, "records").smembers(k.left)
         now_t, status, procs, beats, queued, seen, leased, records, left = await pipe.execute()
         self.records = int(records or 0)  # every record of the crawl in Redis, from all processes
         now = now_t[0] * 1000 + now_t[1] // 1000
@@ -277,7 +277,7 @@ class ClusterView:
         others += [_retired(snap) for proc, snap in self._last.items() if proc not in live and proc not in self._final]
         self.rows, self._others = rows, others
         self.status = status.decode() if status else "running"
-        self._totals = (int(queued), int(seen), int(leased))
+        self._totals = (int(queued or 0), int(seen), int(leased))
         if self.local is None:
             live = [r for r in rows if not r.lost]
             self._paused = bool(live) and all(r.info.state == "PAUSED" for r in live)

@@ -1,0 +1,230 @@
+"""The Redis store's `hosts`: what the crawler's scheduling path calls, kept in Redis.
+
+core/crawler.py schedules by host through a small surface (`of`, `started`, `finished`,
+`succeeded`, `failed`, `retire`, `untake`, `set_crawl_delay`, `pause`, `resume`,
+`set_live_delay`, `key`, `host`, `hosts`, `counts`): core/hosts.py's `Hosts` in one
+process. Here the same calls act on the whole crawl: each outcome becomes a host event
+that rides in the next DONE batch (core/cluster/scripts.py), where Redis updates the
+host's delay, back-off, failures and retirement for every process at once. Nothing here
+costs a round trip of its own, except steering (pause, resume, delay), which is rare.
+
+`ClusterHost` is a host's row as this process last read it from Redis (a page of rows
+comes with every heartbeat), plus the few flags the crawler keeps per process (robots.txt
+is each process's first request to a host, and its /sitemap.xml probe its next: each
+process keeps its own robots and sitemaps state).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from ..hosts import NEEDS_PROBE, NEEDS_ROBOTS, PAUSED, RETIRED, STATES, STEP_PENDING, Politeness, domain_key
+from ..urls import netloc_of
+from .scripts import HOST_FIELDS
+
+if TYPE_CHECKING:
+    from ..frontier import Item
+    from .frontier import RedisFrontier
+
+Event = tuple[str, str, float, int, int, str]  # kind, host, started (loop time), b, c, why
+
+
+class ClusterHost:
+    """One host's row for the view and the crawler: Redis's numbers, this process's flags."""
+
+    __slots__ = ("key", "flags", "queued", "in_flight", "done", "errors", "total_ms", "delay", "source",
+                 "failures", "strikes", "why", "over", "last_error", "next_at", "backoff_until", "live_delay",
+                 "crawl_delay")
+
+    def __init__(self, key: str, flags: int = 0) -> None:
+        self.key = key
+        self.flags = flags
+        self.queued = self.in_flight = self.done = self.errors = self.failures = self.strikes = self.over = 0
+        self.total_ms = self.delay = self.next_at = self.backoff_until = self.crawl_delay = 0.0
+        self.source = self.why = self.last_error = ""
+        self.live_delay: float | None = None
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.flags & PAUSED)
+
+    @property
+    def retired(self) -> bool:
+        return bool(self.flags & RETIRED)
+
+    @property
+    def parked(self) -> int:
+        return self.queued if self.flags & PAUSED else 0
+
+    def state(self, now: float) -> str:
+        if self.flags & RETIRED:
+            return "retired"
+        if self.flags & PAUSED:
+            return "paused"
+        if self.backoff_until > now:
+            return "backoff"
+        if self.in_flight:
+            return "fetching"
+        if not self.queued:
+            return "budget" if self.over else "done"
+        return "waiting" if self.next_at > now else "ready"
+
+    def wake(self, now: float) -> float:
+        return max(0.0, max(self.next_at, self.backoff_until) - now)
+
+
+class RedisHosts:
+    """Hosts as the crawler sees them, for a crawl whose hosts live in Redis."""
+
+    def __init__(self, frontier: RedisFrontier) -> None:
+        self._frontier = frontier
+        self.policy = Politeness()
+        self.hosts: dict[str, ClusterHost] = {}
+        self.over_budget = 0
+        self.retired = 0
+        self.total = 0  # hosts in Redis, whole crawl
+        self.events: list[Event] = []
+        self._key: Callable[[str], str] = netloc_of
+
+    def configure(self, policy: Politeness) -> None:
+        self.policy = policy
+        self._key = netloc_of if policy.queue_by == "host" else (lambda url: domain_key(netloc_of(url)))
+
+    def key(self, url: str) -> str:
+        return self._key(url)
+
+    def host(self, key: str) -> ClusterHost:
+        h = self.hosts.get(key)
+        if h is None:
+            h = self.hosts[key] = ClusterHost(key, NEEDS_ROBOTS if self.policy.robots else 0)
+            h.delay = self.policy.delay
+        return h
+
+    def of(self, url: str) -> ClusterHost:
+        return self.host(self._key(url))
+
+    def handed(self, key: str, delay_ms: int) -> ClusterHost:
+        """POP gave us one of its URLs: its delay as Redis knows it, or -1: retired."""
+        h = self.host(key)
+        if delay_ms < 0:
+            h.flags |= RETIRED
+        else:
+            h.delay = delay_ms / 1000
+            if h.flags & (NEEDS_ROBOTS | NEEDS_PROBE):  # this process's robots.txt or probe first
+                h.flags |= STEP_PENDING
+        return h
+
+    # -- a fetch's life: events for the next DONE batch ---------------------------------
+    def _event(self, kind: str, h: ClusterHost, started: float, b: int = 0, c: int = 0, why: str = "") -> None:
+        self.events.append((kind, h.key, started, b, c, why))
+
+    def started(self, h: ClusterHost, now: float) -> None:
+        """A request went out: the host's gap counts from here, for every process. Sent
+        with the next batch, or on its own within GAP_FLUSH, before the host is due again."""
+        if h.delay > 0:
+            self._event("g", h, now)
+            self._frontier.soon(h.delay / 4)
+
+    def finished(self, h: ClusterHost) -> None:
+        """The in-flight count comes down in Redis when the URL's lease is released."""
+        h.flags &= ~STEP_PENDING
+
+    def want_probe(self, h: ClusterHost) -> None:
+        """Its next URL this process takes goes to its /sitemap.xml probe first."""
+        h.flags |= NEEDS_PROBE
+
+    def untake(self, h: ClusterHost, item: Item) -> None:
+        """robots.txt was the host's request: the URL goes back first in its queue."""
+        self.finished(h)
+        self._frontier.requeue(item)
+        self._frontier.done(item)
+
+    def set_crawl_delay(self, h: ClusterHost, seconds: float, started: float) -> None:
+        h.crawl_delay = max(0.0, seconds)
+        self._event("c", h, started, round(max(0.0, seconds) * 1000))
+
+    def succeeded(self, h: ClusterHost, started: float, latency: float) -> None:
+        self._event("s", h, started, round(latency * 1000))
+
+    def failed(self, h: ClusterHost, why: str, started: float, now: float, retry_after: float | None = None,
+               block: bool = True, strike: bool = True) -> bool:
+        """Counted in Redis, which backs the host off (block) and retires it after
+        --host-max-failures strikes, for every process; so never True here: a retired
+        host's URLs come out of POP flagged."""
+        self._event("f", h, started, -1 if retry_after is None else round(retry_after * 1000),
+                    int(block) + 2 * int(strike), why[:16])
+        h.strikes += int(strike)
+        h.last_error = why
+        return False
+
+    def retire(self, h: ClusterHost, why: str) -> int:
+        return 0  # decided by Redis (failed() above)
+
+    def take_events(self, now: float) -> list[str | int]:
+        """The buffered events as DONE's arguments: times as milliseconds ago."""
+        events, self.events = self.events, []
+        out: list[str | int] = []
+        for kind, key, started, b, c, why in events:
+            out += (kind, key, max(0, round((now - started) * 1000)), b, c, why)
+        return out
+
+    # -- steering: one call each, for the whole crawl ---------------------------------
+    def pause(self, key: str) -> bool:
+        h = self.host(key)
+        if h.flags & PAUSED:
+            return False
+        h.flags |= PAUSED
+        self._frontier.host_ctl("pause", key)
+        return True
+
+    def resume(self, key: str) -> int:
+        h = self.hosts.get(key)
+        if h is None or not h.flags & PAUSED:
+            return -1
+        h.flags &= ~PAUSED
+        self._frontier.host_ctl("resume", key)
+        return h.queued
+
+    def paused(self) -> dict[str, int]:
+        return {k: h.queued for k, h in self.hosts.items() if h.flags & PAUSED}
+
+    def set_live_delay(self, key: str, seconds: float | None) -> ClusterHost:
+        h = self.host(key)
+        h.live_delay = seconds
+        if seconds is not None and seconds >= h.delay:
+            h.delay, h.source = seconds, "live"
+        self._frontier.host_ctl("delay", key, "" if seconds is None else str(round(seconds * 1000)))
+        return h
+
+    # -- reading ----------------------------------------------------------------------
+    def counts(self, now: float) -> dict[str, int]:
+        out = dict.fromkeys(STATES, 0)
+        for h in self.hosts.values():
+            out[h.state(now)] += 1
+        return out
+
+    def rows(self, flat: list[bytes], redis_now: int, now: float) -> None:
+        """A page of rows from BEAT: host, queued, then HOST_FIELDS."""
+        width = 2 + len(HOST_FIELDS)
+        default = self.policy.delay
+        for i in range(0, len(flat) - width + 1, width):
+            key = flat[i].decode()
+            f = dict(zip(HOST_FIELDS, (v.decode() for v in flat[i + 2:i + width])))
+            h = self.host(key)
+            h.queued = int(flat[i + 1])
+            h.in_flight = _int(f["f"])
+            h.delay = _int(f["d"]) / 1000 if f["d"] else default
+            h.source = f["src"] if f["d"] else ("delay" if default else "")
+            h.failures, h.strikes, h.why, h.over = _int(f["x"]), _int(f["k"]), f["w"], _int(f["o"])
+            h.next_at = now + (_int(f["n"]) - redis_now) / 1000 if f["n"] else 0.0
+            h.backoff_until = now + (_int(f["u"]) - redis_now) / 1000 if f["u"] else 0.0
+            local = h.flags & (NEEDS_ROBOTS | NEEDS_PROBE | STEP_PENDING)
+            h.flags = local | (PAUSED if f["p"] == "1" else 0) | (RETIRED if f["r"] == "1" else 0)
+            h.done, h.errors, h.total_ms = _int(f["ok"]), _int(f["er"]), float(_int(f["ms"]))
+            h.last_error = f["le"]
+
+
+def _int(text: str) -> int:
+    try:
+        return int(float(text)) if text else 0
+    except ValueError:
+        return 0
