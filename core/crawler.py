@@ -20,7 +20,6 @@ from . import errors, malloc
 from .config import CrawlConfig
 from .fetch import REDIRECTS, Response, backoff, decode, fetch_once, on_sent, retry_after, retryable
 from .frontier import Frontier, Item, MemoryFrontier
-from .gate import HostGate
 from .hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness
 from .provenance import hop, utc_iso
 from .records import JsonlSink, Record, Sink
@@ -64,13 +63,14 @@ class Crawler(Steering):
         self.stats = Stats(clock=clock)
         self.stats.queue_size = lambda: self.frontier.size
         self.stats.seen_size = lambda: self.frontier.seen_count
-        # A store with per-host queues schedules by host (core/hosts.py; the Redis store's
-        # are in Redis: core/cluster/hosts.py); a store without gates at fetch time.
-        self._sched: Hosts | None = getattr(self.frontier, "hosts", None)
+        # Every store schedules by host: core/hosts.py, or in Redis core/cluster/hosts.py.
+        sched = getattr(self.frontier, "hosts", None)
+        if sched is None:
+            raise TypeError("a frontier must schedule by host: it has no .hosts (core/hosts.py)")
+        self._sched: Hosts = sched
         self._host_key: Callable[[str], str] = netloc_of
-        self._exact_gaps = self._sched is not None and (config.delay > 0 or config.delay_factor > 0)
-        if self._sched is not None:
-            self._share_hosts(self._sched)
+        self._exact_gaps = config.delay > 0 or config.delay_factor > 0
+        self._share_hosts(sched)
         self._target = config.concurrency
         self.stats.target_concurrency = config.concurrency
         self._tasks: dict[int, asyncio.Task[None]] = {}
@@ -80,7 +80,6 @@ class Crawler(Steering):
         self._next_id = 0
         self._unpaused = asyncio.Event()
         self._stopping = asyncio.Event()
-        self._gates: dict[str, HostGate] = {}
         self._session: aiohttp.ClientSession | None = None
         self._robots: Robots | None = None
         self._sitemaps: Sitemaps | None = None
@@ -205,7 +204,6 @@ class Crawler(Steering):
             join.cancel()
             stop.cancel()
             await self._cancel_workers()
-            self._unpark_all()
             for item in self.frontier.drain():
                 record = _record(item, tries=item.tries)
                 record.fail(errors.Cancelled("crawl stopped before this URL was fetched"))
@@ -247,11 +245,8 @@ class Crawler(Steering):
                 self.stats.set_phase(ws, "waiting")
                 item = await self.frontier.pop()
                 self.queue_stats.taken(item.url)
-                host = self._sched.of(item.url) if self._sched is not None else None
-                if host is None and self._parked and self._park(item):  # its host is paused: aside
-                    await asyncio.sleep(0)
-                    continue
-                if host is not None and host.flags & STEP_PENDING:  # robots.txt or the probe first
+                host = self._sched.of(item.url)
+                if host.flags & STEP_PENDING:  # robots.txt or the probe first
                     await self._prerequisite(ws, host, item)
                     continue
                 self._held[ws.id] = item
@@ -268,7 +263,6 @@ class Crawler(Steering):
         """robots.txt as the host's first request, and its /sitemap.xml probe after its
         first answer: each takes the host's turn and delay, so no other worker waits for
         it and the gap holds; the URL goes back first in its host's queue."""
-        assert self._sched is not None
         loop = asyncio.get_running_loop()
         started = loop.time()
         self._sched.started(host, started)
@@ -300,19 +294,16 @@ class Crawler(Steering):
             self.stats.set_phase(ws, "paused")
             await self._unpaused.wait()
 
-    async def _handle(self, ws: WorkerState, item: Item, host: Host | None = None) -> None:
+    async def _handle(self, ws: WorkerState, item: Item, host: Host) -> None:
         """Turn one item into exactly one Record, whatever happens (or, for a retry,
         put it back in its host's queue: a worker never sleeps holding a URL)."""
         ws.url, ws.tries = item.url, item.tries
-        ws.host = host.key if host is not None else netloc_of(item.url)
-        stats_host = host if host is not None else self.stats.host(ws.host)
-        if host is None:
-            stats_host.in_flight += 1  # a Host counts its own, from take() to finished()
-        elif not host.flags & RETIRED:
+        ws.host = host.key
+        if not host.flags & RETIRED:
             ws.slot = host  # take() gave us its slot: freed after the fetch, or below whatever happens
         started = self.stats.clock()
         try:
-            if host is not None and host.flags & RETIRED:  # taken only for its Record
+            if host.flags & RETIRED:  # taken only for its Record
                 record = _record(item, tries=item.tries)
                 record.fail(errors.HostRetired(f"host {host.key} retired after {host.strikes} failures "
                                                f"in a row (last: {host.last_error})"))
@@ -332,8 +323,6 @@ class Crawler(Steering):
             record = _record(item, tries=ws.tries)
             record.fail(exc)
         finally:
-            if host is None:
-                stats_host.in_flight -= 1
             self._free_slot(ws)
             ws.url = ws.host = None
         record.elapsed_ms = round((self.stats.clock() - started) * 1000, 1)
@@ -365,33 +354,19 @@ class Crawler(Steering):
             self._inside += 1
         return True
 
-    def _gate(self, netloc: str, crawl_delay: float) -> HostGate:
-        gate = self._gates.get(netloc)
-        if gate is None:
-            delay = self._host_delays.get(netloc, max(self.config.delay, min(crawl_delay, self.config.max_wait)))
-            shared = getattr(self.frontier, "gate", None)  # a cluster's gate holds for every process
-            gate = self._gates[netloc] = (shared(netloc, self.config.per_host, delay, self.config.timeout * 3 + 10)
-                                          if shared else HostGate(self.config.per_host, delay))
-            self.stats.host(netloc).delay = delay
-        return gate
-
-    async def _process(self, ws: WorkerState, item: Item, host: Host | None = None) -> Record:
+    async def _process(self, ws: WorkerState, item: Item, host: Host) -> Record:
         record = _record(item)
-        crawl_delay = 0.0
         if self._sitemaps is not None:  # an origin's first URL queues its sitemaps
             await self._sitemaps.visit(item.url)
         if self._robots is not None:
             self.stats.set_phase(ws, "robots")
-            allowed, crawl_delay = await self._robots.check(item.url)
+            allowed = (await self._robots.check(item.url))[0]
             if not allowed:
                 self.stats.robots_blocked += 1
                 record.fail(errors.BlockedByRobots("disallowed by robots.txt"))
                 return record
         started = self.stats.clock()
-        if host is not None:
-            resp = await self._fetch_scheduled(ws, item, record, host)
-        else:
-            resp = await self._fetch(ws, item, record, self._gate(ws.host or "", crawl_delay))
+        resp = await self._fetch_scheduled(ws, item, record, host)
         if resp is None:
             return record
         if self._sitemaps is not None:  # the origin answered: its guessed /sitemap.xml may be probed
@@ -464,37 +439,32 @@ class Crawler(Steering):
         self.stats.retries += 1
         raise _Retry(attempt, 0.0 if host_wide else self._url_backoff(attempt))
 
-    async def _probe_after(self, host: Host | None, url: str) -> None:
+    async def _probe_after(self, host: Host, url: str) -> None:
         """The probe is one of the host's requests: its next turn, or, when it has no URL
         queued to take a turn with, now in this worker once the host is due."""
         assert self._sitemaps is not None
-        if host is None or not self._sitemaps.wants_probe(url):
-            if host is None:
-                await self._sitemaps.answered(url)
+        if not self._sitemaps.wants_probe(url):
             return
         if host.queued:
-            assert self._sched is not None
             self._sched.want_probe(host)
             return
         loop = asyncio.get_running_loop()
         wait = max(host.next_at, host.backoff_until) - loop.time()
         if wait > 0:
             await asyncio.sleep(wait)  # only this host's last page waits, and only once
-        if self._sched is not None:
-            self._sched.started(host, loop.time())
+        self._sched.started(host, loop.time())
         await self._sitemaps.answered(url)
 
     def _free_slot(self, ws: WorkerState) -> None:
         """The host's fetch slot goes back once: after the fetch, or when the URL ended
         without one (robots said no, a cancel, a surprise)."""
         host, ws.slot = ws.slot, None
-        if host is not None and self._sched is not None:
+        if host is not None:
             self._sched.finished(host)  # type: ignore[arg-type]
 
     def _host_failed(self, host: Host, why: str, started: float, retry_after: float | None, *,
                      block: bool, strike: bool) -> None:
         """Tell the host (core/hosts.py Hosts.failed) and retire it when it says so."""
-        assert self._sched is not None
         now = asyncio.get_running_loop().time()
         if self._sched.failed(host, why, started, now, retry_after, block=block, strike=strike):
             self._retire_host(host)
@@ -504,33 +474,7 @@ class Crawler(Steering):
 
     def _retire_host(self, host: Host) -> None:
         """Retired: its queued URLs come out at once, each for its HostRetired Record."""
-        assert self._sched is not None
         self._sched.retire(host, host.why)
-
-    async def _fetch(self, ws: WorkerState, item: Item, record: Record, gate: HostGate) -> Response | None:
-        """Attempts with retries; None when every try failed (record.error says why).
-        The path of a store without per-host queues (Redis): the gate makes it wait."""
-        last = max(self.config.max_tries, item.tries + 1)
-        for attempt in range(item.tries + 1, last + 1):
-            ws.tries = record.tries = attempt
-            wait: float | None = None
-            try:
-                async with gate.slot():
-                    self.stats.set_phase(ws, "connecting")
-                    record.fetched_at = utc_iso()
-                    resp = await fetch_once(self._session, item.url, self.config.max_bytes,  # type: ignore[arg-type]
-                                            lambda: self.stats.set_phase(ws, "reading"))
-                if not retryable(resp.status) or attempt == last:
-                    return resp
-                wait = retry_after(resp.headers.get("Retry-After"), self.config.max_wait)
-            except NETWORK_ERRORS as exc:
-                if attempt == last:
-                    record.fail(exc, _network_error(exc, self.config.timeout))
-                    return None
-            self.stats.retries += 1
-            self.stats.set_phase(ws, "backoff")
-            await asyncio.sleep(wait if wait is not None else backoff(self.config.backoff, attempt, self.config.max_wait))
-        return None
 
     async def _redirect(self, item: Item, resp: Response, record: Record) -> None:
         self.stats.redirects += 1

@@ -4,11 +4,9 @@ queue view. A mixin of `Crawler`, so these are methods of the one control surfac
 
 Paused hosts
 ------------
-A worker that takes a URL of a paused host parks it (a list per host) and goes on to
-the next URL, so a paused host never blocks workers. Parked URLs stay unfinished for
-`join()` (the crawl is not over while a host is paused, as with a global pause).
-`resume_host` re-queues them; at a stop they are re-queued too, so the stop gives
-each its Cancelled record (memory) or keeps it queued for a resume (--state).
+A paused host is simply never due (core/hosts.py): its URLs wait in its queue and stay
+unfinished for `join()` (the crawl is not over while a host is paused, as with a global
+pause); a stop gives each its Cancelled record (memory) or keeps it queued (--state).
 
 Persistence: with a frontier that has settings (the SQLite store), ignores and added
 seeds are saved there and restored by the next run (`resume`).
@@ -22,14 +20,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import errors
-from .frontier import Item
 from .ignores import SETTING, IgnoreResult, Ignores, IgnoreView
 from .patterns import PatternSet
 from .queueview import QueueStats, QueueView
 from .hosts import STATES
 from .records import Record
 from .stats import HostView, host_view
-from .urls import canonical, netloc_of
+from .urls import canonical
 
 SEEDS = "seeds"  # settings key: seeds added while running (their hosts join the scope)
 MAX_DELAY = 3600.0
@@ -66,8 +63,6 @@ class Steering:
     def _steer_init(self: Any) -> None:
         self.ignore_rules = Ignores()
         self.queue_stats = QueueStats(clock=self.stats.clock)
-        self._parked: dict[str, list[Item]] = {}  # paused host -> its URLs taken meanwhile
-        self._host_delays: dict[str, float] = {}
         self._page_prefix: str | None = None  # set while a page's links are admitted
         self._inside = 0
         settings = getattr(self.frontier, "settings", None)
@@ -92,10 +87,6 @@ class Steering:
         removed = await self.frontier.remove_matching(one.search)
         for item in removed:
             self.queue_stats.taken(item.url)
-        for host, items in self._parked.items():
-            keep = [i for i in items if not one.search(i.url)]
-            removed += [i for i in items if one.search(i.url)]
-            self._parked[host] = keep
         for item in removed:
             record = Record(url=item.url, depth=item.depth, tries=item.tries, via=item.via, discovery=item.discovery)
             record.fail(errors.Ignored(pattern))
@@ -150,36 +141,16 @@ class Steering:
 
     # -- hosts -----------------------------------------------------------------------
     def pause_host(self: Any, host: str) -> bool:
-        """Its URLs wait in its queue (or, on the Redis store, parked as workers take
-        them); other hosts go on."""
+        """Its URLs wait in its queue; other hosts go on (every worker, every process)."""
         host = host.strip().lower()
-        if not host:
-            return False
-        if self._sched is not None:
-            return bool(self._sched.pause(host))
-        if host in self._parked:
-            return False
-        self._parked[host] = []
-        self.stats.host(host).paused = True
-        return True
+        return bool(host) and bool(self._sched.pause(host))
 
     def resume_host(self: Any, host: str) -> int:
         """Its URLs are due again; returns how many wait."""
-        host = host.strip().lower()
-        if self._sched is not None:
-            return max(0, self._sched.resume(host))
-        items = self._parked.pop(host, None)
-        if items is None:
-            return 0
-        self.stats.host(host).paused = False
-        self.stats.host(host).parked = 0
-        self._unpark(items)
-        return len(items)
+        return max(0, self._sched.resume(host.strip().lower()))
 
     def paused_hosts(self: Any) -> dict[str, int]:
-        if self._sched is not None:
-            return self._sched.paused()
-        return {h: len(items) for h, items in self._parked.items()}
+        return self._sched.paused()
 
     def set_host_delay(self: Any, host: str, seconds: float) -> None:
         """A live delay for this host: the gap between two of its fetches is at least
@@ -189,14 +160,7 @@ class Steering:
             raise ValueError("no host given")
         if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and 0 <= seconds <= MAX_DELAY):
             raise ValueError(f"a delay is 0 to {MAX_DELAY:g} seconds, not {seconds!r}")
-        if self._sched is not None:
-            self._sched.set_live_delay(host, float(seconds))
-            return
-        self._host_delays[host] = float(seconds)
-        gate = self._gates.get(host)
-        if gate is not None:
-            gate.delay = float(seconds)
-        self.stats.host(host).delay = float(seconds)
+        self._sched.set_live_delay(host, float(seconds))
 
     def host_table(self: Any, sort: str = "queued", state: str | None = None,
                    limit: int | None = None) -> list[HostView]:
@@ -209,7 +173,7 @@ class Steering:
         if limit is not None and limit < 0:
             raise ValueError(f"a limit is a number of rows, not {limit!r}")
         now = time.monotonic()
-        if self._sched is not None and limit is not None:
+        if limit is not None:
             # The views of the rows shown only: O(hosts) to choose, O(limit) to build.
             hosts = self._sched.hosts.values()
             if state is not None:
@@ -223,27 +187,6 @@ class Steering:
         key, reverse = HOST_SORTS[sort]
         rows.sort(key=key, reverse=reverse)
         return rows[:limit] if limit is not None else rows
-
-    def _park(self: Any, item: Item) -> bool:
-        """Called by a worker for every URL it takes while some host is paused."""
-        items = self._parked.get(netloc_of(item.url))
-        if items is None:
-            return False
-        items.append(item)
-        self.stats.host(netloc_of(item.url)).parked = len(items)
-        return True
-
-    def _unpark(self: Any, items: list[Item]) -> None:
-        for item in items:
-            self.frontier.requeue(item)
-            self.frontier.done(item)  # the taken copy is finished; the re-queued one is not
-            self.queue_stats.added(item.url)
-
-    def _unpark_all(self: Any) -> None:
-        """At a stop: parked URLs go back, so the stop gives them their records."""
-        parked, self._parked = self._parked, {}
-        for items in parked.values():
-            self._unpark(items)
 
     # -- the queue view --------------------------------------------------------------
     def queue_view(self: Any, n: int = 10) -> QueueView:
