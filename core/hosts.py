@@ -94,7 +94,50 @@ class Extra:
 _NONE = Extra()  # read-only defaults for hosts without their own
 
 
-class Host:
+class HostRow:
+    """What a host's row says, from its fields: shared by `Host` and the Redis store's
+    `ClusterHost` (core/cluster/hosts.py), so one host reads the same in every store."""
+
+    __slots__ = ()
+    flags: int
+    in_flight: int
+    next_at: float
+    queued: int
+    backoff_until: float
+    over: int
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.flags & PAUSED)
+
+    @property
+    def retired(self) -> bool:
+        return bool(self.flags & RETIRED)
+
+    @property
+    def parked(self) -> int:
+        """URLs held back by a pause (the hosts panel's ⏸N)."""
+        return self.queued if self.flags & PAUSED else 0
+
+    def state(self, now: float) -> str:
+        if self.flags & RETIRED:
+            return "retired"
+        if self.flags & PAUSED:
+            return "paused"
+        if self.backoff_until > now:
+            return "backoff"
+        if self.in_flight:
+            return "fetching"
+        if not self.queued:
+            return "budget" if self.over else "done"
+        return "waiting" if self.next_at > now else "ready"
+
+    def wake(self, now: float) -> float:
+        """Seconds until it may start a request (0: now)."""
+        return max(0.0, max(self.next_at, self.backoff_until) - now)
+
+
+class Host(HostRow):
     """One host's queue and politeness state. Slots and a plain list: a million fit."""
 
     __slots__ = ("key", "q", "head", "heap_at", "next_at", "in_flight", "done", "errors", "total_ms",
@@ -143,37 +186,6 @@ class Host:
     @property
     def queued(self) -> int:
         return len(self.q) - self.head
-
-    @property
-    def paused(self) -> bool:
-        return bool(self.flags & PAUSED)
-
-    @property
-    def retired(self) -> bool:
-        return bool(self.flags & RETIRED)
-
-    @property
-    def parked(self) -> int:
-        """URLs held back by a pause (the hosts panel's ⏸N)."""
-        return self.queued if self.flags & PAUSED else 0
-
-    def state(self, now: float) -> str:
-        if self.flags & RETIRED:
-            return "retired"
-        if self.flags & PAUSED:
-            return "paused"
-        if self.x is not None and self.x.backoff_until > now:
-            return "backoff"
-        if self.in_flight:
-            return "fetching"
-        if not self.queued:
-            return "budget" if self.x is not None and self.x.over else "done"
-        return "waiting" if self.next_at > now else "ready"
-
-    def wake(self, now: float) -> float:
-        """Seconds until it may start a request (0: now)."""
-        until = self.x.backoff_until if self.x is not None else 0.0
-        return max(0.0, max(self.next_at, until) - now)
 
 
 class Hosts:

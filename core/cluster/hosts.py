@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from ..hosts import NEEDS_PROBE, NEEDS_ROBOTS, PAUSED, RETIRED, STATES, STEP_PENDING, Politeness, domain_key
+from ..hosts import NEEDS_PROBE, NEEDS_ROBOTS, PAUSED, RETIRED, STATES, STEP_PENDING, HostRow, Politeness, domain_key
 from ..urls import netloc_of
 from .scripts import HOST_FIELDS
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 Event = tuple[str, str, float, int, int, str]  # kind, host, started (loop time), b, c, why
 
 
-class ClusterHost:
+class ClusterHost(HostRow):
     """One host's row for the view and the crawler: Redis's numbers, this process's flags."""
 
     __slots__ = ("key", "flags", "queued", "in_flight", "done", "errors", "total_ms", "delay", "source",
@@ -42,34 +42,6 @@ class ClusterHost:
         self.total_ms = self.delay = self.next_at = self.backoff_until = self.crawl_delay = 0.0
         self.source = self.why = self.last_error = ""
         self.live_delay: float | None = None
-
-    @property
-    def paused(self) -> bool:
-        return bool(self.flags & PAUSED)
-
-    @property
-    def retired(self) -> bool:
-        return bool(self.flags & RETIRED)
-
-    @property
-    def parked(self) -> int:
-        return self.queued if self.flags & PAUSED else 0
-
-    def state(self, now: float) -> str:
-        if self.flags & RETIRED:
-            return "retired"
-        if self.flags & PAUSED:
-            return "paused"
-        if self.backoff_until > now:
-            return "backoff"
-        if self.in_flight:
-            return "fetching"
-        if not self.queued:
-            return "budget" if self.over else "done"
-        return "waiting" if self.next_at > now else "ready"
-
-    def wake(self, now: float) -> float:
-        return max(0.0, max(self.next_at, self.backoff_until) - now)
 
 
 class RedisHosts:
