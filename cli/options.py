@@ -75,9 +75,10 @@ politeness, per host (or per registered domain with --queue-by domain):
   Crawl-delay (up to --max-crawl-delay), --delay-factor x its last response time, and a
   delay set live (t, ctl host delay). robots.txt is the host's first request.
   A 429 or 503 stops the whole host until its Retry-After (seconds or a date, up to
-  60 s), else backs it off exponentially; connection errors and timeouts back it off
-  too, and a success resets the count. After --host-max-failures failures in a row the
-  host is retired: each URL still queued for it gets a record (error_kind host-retired).
+  60 s), else backs it off exponentially; a host that cannot be reached backs off too,
+  and a success resets the count. A 500 or a read timeout waits as that URL's own.
+  After --host-max-failures failures in a row to reach the host (unreachable or timing
+  out) it is retired: each URL still queued for it gets a record (error_kind host-retired).
 """
 
 

@@ -70,6 +70,11 @@ def domain_key(netloc: str) -> str:
     return registered_domain(netloc.rsplit(":", 1)[0] if ":" in netloc else netloc)
 
 
+def key_function(queue_by: QueueBy) -> Callable[[str], str]:
+    """URL -> its politeness key: host:port, or the registered domain."""
+    return netloc_of if queue_by == "host" else (lambda url: domain_key(netloc_of(url)))
+
+
 class Extra:
     """What few hosts need (a back-off, a Crawl-delay, a live delay, a budget overrun):
     kept apart, so a host that is only queued costs its core slots and nothing more."""
@@ -211,7 +216,7 @@ class Hosts:
     def configure(self, policy: Politeness) -> None:
         """The crawl's rules, set when it starts (a store may be opened before)."""
         self.policy = policy
-        self._key = netloc_of if policy.queue_by == "host" else (lambda url: domain_key(netloc_of(url)))
+        self._key = key_function(policy.queue_by)
         for h in self.hosts.values():  # restored from a state file: robots.txt comes first again
             if policy.robots and not h.in_flight:
                 h.flags |= NEEDS_ROBOTS

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from ..hosts import NEEDS_PROBE, NEEDS_ROBOTS, PAUSED, RETIRED, STATES, STEP_PENDING, HostRow, Politeness, domain_key
+from ..hosts import NEEDS_PROBE, NEEDS_ROBOTS, PAUSED, RETIRED, STATES, STEP_PENDING, HostRow, Politeness, key_function
 from ..urls import netloc_of
 from .scripts import HOST_FIELDS
 
@@ -59,7 +59,7 @@ class RedisHosts:
 
     def configure(self, policy: Politeness) -> None:
         self.policy = policy
-        self._key = netloc_of if policy.queue_by == "host" else (lambda url: domain_key(netloc_of(url)))
+        self._key = key_function(policy.queue_by)
 
     def key(self, url: str) -> str:
         return self._key(url)
