@@ -244,8 +244,13 @@ class Crawler(Steering):
                 await self._wait_unpaused(ws)
                 self.stats.set_phase(ws, "waiting")
                 item = await self.frontier.pop()
-                self.queue_stats.taken(item.url)
                 host = self._sched.of(item.url)
+                if self.paused and not host.flags & RETIRED:
+                    # paused while we waited: the URL goes back rather than be held through
+                    # the pause (in a cluster, another process may fetch it meanwhile)
+                    self._sched.untake(host, item)
+                    continue
+                self.queue_stats.taken(item.url)
                 if host.flags & STEP_PENDING:  # robots.txt or the probe first
                     await self._prerequisite(ws, host, item)
                     continue
@@ -308,7 +313,6 @@ class Crawler(Steering):
                 record.fail(errors.HostRetired(f"host {host.key} retired after {host.strikes} failures "
                                                f"in a row (last: {host.last_error})"))
             else:
-                await self._wait_unpaused(ws)
                 record = await self._process(ws, item, host)
         except _Retry as retry:
             self.frontier.requeue(item._replace(tries=retry.tries), retry.after)

@@ -40,6 +40,24 @@ async def test_pause_stops_new_fetches_and_resume_continues(serve) -> None:
     assert len(sink.records) == 61 and sum(site.hits.values()) == 61
 
 
+async def test_a_pause_while_workers_wait_for_a_due_host_holds_no_url(serve) -> None:
+    """Workers already waiting in pop() when the pause comes get their URL when its host
+    comes due: it gives it back (the host's turn is spent), so a paused crawl holds nothing (in a cluster another
+    process may fetch it) and loses nothing."""
+    site = await serve(slow_site(6, 0.0))
+    crawler, sink, task = start(site.url + "/", concurrency=4, delay=0.6)
+    await wait_until(lambda: crawler.frontier.size == 6)  # the root's links, its host not due yet
+    crawler.pause()
+    await asyncio.sleep(0.9)  # the host came due meanwhile: the waiting workers were handed a URL
+    assert sum(site.hits.values()) == 1
+    workers = [(w.phase, w.url) for w in crawler.stats.snapshot().workers]
+    assert ("paused", None) in workers and all(url is None for _, url in workers), workers
+    assert crawler.frontier.size == 6
+    crawler.resume()
+    await asyncio.wait_for(task, 20)
+    assert sorted(r.url for r in sink.records) == sorted([site.url + "/"] + [f"{site.url}/p{i}" for i in range(6)])
+
+
 async def test_set_concurrency_changes_busy_workers(serve) -> None:
     site = await serve(slow_site(200, 0.1))
     crawler, sink, task = start(site.url + "/", concurrency=2)
