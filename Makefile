@@ -9,7 +9,7 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-.PHONY: install demo test screenshots
+.PHONY: install demo test screenshots lint typecheck pkgtree
 install: $(STAMP)
 
 demo: $(STAMP)
@@ -20,3 +20,18 @@ test: $(STAMP)
 
 screenshots: $(STAMP)
 	$(VENV)/bin/python -m crawltop.tui.screenshots
+
+# mypy and import-linter read the package as it is installed (`crawltop.core` is core/, and
+# so on: pyproject.toml), so they run on a copy laid out that way.
+PKGTREE := build/pkgtree
+pkgtree:
+	rm -rf $(PKGTREE) && mkdir -p $(PKGTREE)/crawltop
+	cp crawltop/__init__.py $(PKGTREE)/crawltop/
+	cp -r core tui cli demo $(PKGTREE)/crawltop/
+
+lint: $(STAMP) pkgtree
+	$(VENV)/bin/ruff check .
+	cd $(PKGTREE) && PYTHONPATH=. $(CURDIR)/$(VENV)/bin/lint-imports --no-cache $(CURDIR)/pyproject.toml
+
+typecheck: $(STAMP) pkgtree
+	cd $(PKGTREE) && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml -p crawltop

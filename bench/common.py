@@ -148,7 +148,7 @@ http {{
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> "Nginx":
+    def __enter__(self) -> Nginx:
         binary = nginx_binary()
         subprocess.run([binary, "-t", "-q", "-c", str(self.conf), "-p", str(self.dir)], check=True)
         self.proc = subprocess.Popen([binary, "-c", str(self.conf), "-p", str(self.dir)])
@@ -189,7 +189,7 @@ class RedisServer:
         self.url = f"unix://{self.sock}"
         self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "RedisServer":
+    def __enter__(self) -> RedisServer:
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
         self.proc = subprocess.Popen(
             [binary, "--save", "", "--appendonly", "no", "--port", "0", "--unixsocket", str(self.sock),

@@ -23,8 +23,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    BENCH, CRAWLTOP, VENV_PY, RunResult, crawltop_works, ensure_scrapy, ensure_work, fmt_table,
-    last_machine_busy, median, parse_wget_log, ratio, read_crawltop_jsonl, read_url_list, run_child,
+    BENCH,
+    CRAWLTOP,
+    VENV_PY,
+    RunResult,
+    crawltop_works,
+    ensure_scrapy,
+    ensure_work,
+    fmt_table,
+    last_machine_busy,
+    median,
+    parse_wget_log,
+    ratio,
+    read_crawltop_jsonl,
+    read_url_list,
+    run_child,
     wait_quiet,
 )
 from nginx_site import DEFAULT_PORT, generate, serve, site_dir  # noqa: E402

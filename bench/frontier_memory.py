@@ -37,8 +37,8 @@ import asyncio
 import gc
 import json
 import os
-import resource
 import re
+import resource
 import signal
 import sqlite3
 import subprocess

@@ -28,8 +28,7 @@ import sys
 import tempfile
 import time
 from collections import deque
-from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 TARGET_BYTES_PER_HOST = 400
 TARGET_STATE_MB = 200

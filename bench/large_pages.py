@@ -33,8 +33,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    CRAWLTOP, Nginx, RunResult, ensure_apt, ensure_work, fmt_table, last_machine_busy, median,
-    parse_wget_log, ratio, read_crawltop_jsonl, run_child, wait_quiet,
+    CRAWLTOP,
+    Nginx,
+    RunResult,
+    ensure_apt,
+    ensure_work,
+    fmt_table,
+    last_machine_busy,
+    median,
+    parse_wget_log,
+    ratio,
+    read_crawltop_jsonl,
+    run_child,
+    wait_quiet,
 )
 
 RUST_DOC = Path("/usr/share/doc/rust-doc/html")

@@ -39,8 +39,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    BENCH, CRAWLTOP, VENV_PY, Nginx, crawltop_works, ensure_apt, ensure_work, fmt_table, free_port,
-    machine_cpu, median, parse_wget_log, proc_tree_cpu, read_crawltop_jsonl, run_child, wait_port, wait_quiet,
+    BENCH,
+    CRAWLTOP,
+    VENV_PY,
+    Nginx,
+    crawltop_works,
+    ensure_apt,
+    ensure_work,
+    fmt_table,
+    free_port,
+    machine_cpu,
+    median,
+    parse_wget_log,
+    proc_tree_cpu,
+    read_crawltop_jsonl,
+    run_child,
+    wait_port,
+    wait_quiet,
 )
 
 LATENCY = 0.1
@@ -105,7 +120,7 @@ class NjsServer:
         """, modules=(JS_MODULE,), http_extra=f"js_import main from {js};\n    log_format lat '$msec $status';")
         self.port = self.nginx.port
 
-    def __enter__(self) -> "NjsServer":
+    def __enter__(self) -> NjsServer:
         self.nginx.__enter__()
         return self
 
@@ -135,7 +150,7 @@ class AiohttpServer:
         self.log.write_text("")
         self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "AiohttpServer":
+    def __enter__(self) -> AiohttpServer:
         self.proc = subprocess.Popen([str(VENV_PY), __file__, "--serve", str(self.port), "--log", str(self.log)])
         wait_port(self.port)
         return self

@@ -31,8 +31,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    BENCH, CRAWLTOP, VENV_PY, Nginx, crawltop_works, ensure_work, fmt_table, median, ratio,
-    last_machine_busy, read_crawltop_jsonl, read_url_list, run_child, wait_quiet,
+    BENCH,
+    CRAWLTOP,
+    VENV_PY,
+    Nginx,
+    crawltop_works,
+    ensure_work,
+    fmt_table,
+    last_machine_busy,
+    median,
+    ratio,
+    read_crawltop_jsonl,
+    read_url_list,
+    run_child,
+    wait_quiet,
 )
 
 DEFAULT_PORT = 8766

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import WORK, Nginx, ensure_work  # noqa: E402
+from common import Nginx, ensure_work  # noqa: E402
 
 DEFAULT_PORT = 8765
 SECTIONS = 20

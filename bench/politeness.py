@@ -100,8 +100,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    BENCH, CRAWLTOP, Nginx, crawltop_works, ensure_scrapy, ensure_work, fmt_table,
-    free_port, last_machine_busy, median, ratio, run_child, wait_quiet,
+    BENCH,
+    CRAWLTOP,
+    Nginx,
+    crawltop_works,
+    ensure_scrapy,
+    ensure_work,
+    fmt_table,
+    free_port,
+    last_machine_busy,
+    median,
+    ratio,
+    run_child,
+    wait_quiet,
 )
 
 STATE = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")  # --processes logs there

@@ -53,8 +53,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    BENCH, CRAWLTOP, SCRAPY_VENV, RedisServer, canon, find_descendant, fmt_table, median,
-    proc_tree_cpu, ratio, run_child, wait_quiet,
+    BENCH,
+    CRAWLTOP,
+    SCRAPY_VENV,
+    RedisServer,
+    canon,
+    find_descendant,
+    fmt_table,
+    median,
+    proc_tree_cpu,
+    ratio,
+    run_child,
+    wait_quiet,
 )
 from compare import ensure_scrapy  # noqa: E402
 from nginx_site import DEFAULT_PORT, generate, serve, site_dir  # noqa: E402

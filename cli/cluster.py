@@ -18,8 +18,8 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 from urllib.parse import urlsplit
 
 import redis
@@ -39,8 +39,8 @@ from ..core.runtime import check_name, default_base, state_dir
 from ..core.sanitize import clean
 from ..core.secrets import require
 from . import hangup
-from .options import add_crawl_options, add_session_options, positive, session_options
 from .listen import listen
+from .options import add_crawl_options, add_session_options, positive, session_options
 from .run import run_crawler
 from .state import extra_sinks
 

@@ -17,8 +17,8 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..core.runtime import state_dir
 from .listen import DETACH_FD, DETACH_LOG

@@ -7,13 +7,14 @@ import argparse
 import signal
 import subprocess
 import sys
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
+from ..core.cluster.server import die_with_parent
 from ..core.crawler import VERSION, Crawler
 from ..core.errors import UsageError
 from ..core.sanitize import clean
 from . import attach, cluster, ctl, detach, listen, report, state
-from ..core.cluster.server import die_with_parent
 from .options import Parser, add_crawl_options, config_from
 from .run import run_crawler
 

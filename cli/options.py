@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from typing import Callable, NoReturn, Sequence
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from ..core import cookies as cookiefile
 from ..core.config import CrawlConfig

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..core.errors import UsageError
 from ..core.report import Options, ReportError, analyse, load

@@ -9,14 +9,14 @@ import argparse
 import dataclasses
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..core.config import CrawlConfig
 from ..core.crawler import Crawler
 from ..core.export import export_csv, export_jsonl
 from ..core.records import Sink
-from ..core.sanitize import clean
 from ..core.resume import open_state
+from ..core.sanitize import clean
 from ..core.secrets import require
 from ..core.store import STATUS_FINISHED, STATUS_STOPPED, SqliteStore, StateError
 from ..core.warc import WarcSink

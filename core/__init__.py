@@ -1,7 +1,7 @@
 """crawltop's engine: the asyncio worker-pool crawler. Never imports textual or tui."""
+from .. import __version__
 from .config import CrawlConfig
 from .crawler import Crawler
 from .records import Record
 
-from .. import __version__
 __all__ = ["CrawlConfig", "Crawler", "Record", "__version__"]

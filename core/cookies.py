@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from http.cookies import Morsel, SimpleCookie
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 import aiohttp
 from yarl import URL

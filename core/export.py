@@ -10,7 +10,8 @@ import csv
 import dataclasses
 import json
 import os
-from typing import IO, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import IO
 
 from .records import Record
 from .store import iter_records, read_state

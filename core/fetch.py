@@ -5,10 +5,11 @@ import codecs
 import functools
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 import aiohttp
 from multidict import CIMultiDictProxy
@@ -131,8 +132,8 @@ def retry_after(value: str | None, cap: float) -> float | None:
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return min(cap, max(0.0, (when - datetime.now(timezone.utc)).total_seconds()))
+        when = when.replace(tzinfo=UTC)
+    return min(cap, max(0.0, (when - datetime.now(UTC)).total_seconds()))
 
 
 def decode(resp: Response) -> tuple[str | bytes, str]:

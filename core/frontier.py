@@ -9,7 +9,8 @@ import asyncio
 import math
 import time
 from collections import deque
-from typing import Callable, NamedTuple, Protocol
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
 
 
 class Item(NamedTuple):

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .scope import registered_domain
 from .urls import netloc_of

@@ -13,8 +13,9 @@ before, so the per-link cost is paid once per new URL, not per occurrence.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .patterns import PatternError, PatternSet, check
 

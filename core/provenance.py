@@ -70,10 +70,10 @@ def utc_iso(t: float | None = None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
 
 
-def payload_digest(sha1: "hashlib._Hash") -> str:
+def payload_digest(sha1: hashlib._Hash) -> str:
     """WARC's form of a SHA-1: `sha1:` + base32, as warcio writes WARC-Payload-Digest."""
     return "sha1:" + base64.b32encode(sha1.digest()).decode("ascii")
 
 
-def new_hasher() -> "hashlib._Hash":
+def new_hasher() -> hashlib._Hash:
     return hashlib.sha1(usedforsecurity=False)

@@ -22,8 +22,9 @@ import heapq
 import json
 import os
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from .state import SQLITE_MAGIC, StateError, iter_records, read_state
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Callable
+from collections.abc import Callable
 from xml.etree import ElementTree as ET
 
 from .report import Chain, Report

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .config import CrawlConfig
 from .state import STATUS_RUNNING, StateError, config_to_json

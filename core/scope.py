@@ -14,7 +14,6 @@ from .config import Scope as ScopeKind
 from .patterns import PatternSet
 from .urls import host_of, netloc_of
 
-
 CACHE_MAX = 100_000
 
 

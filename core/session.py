@@ -26,7 +26,7 @@ import contextlib
 import os
 import urllib.request
 import warnings
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
 import aiohttp

@@ -48,8 +48,9 @@ import asyncio
 import io
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 from xml.etree.ElementTree import ParseError
 
 import aiohttp

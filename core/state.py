@@ -21,7 +21,8 @@ import dataclasses
 import json
 import os
 import sqlite3
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .config import CrawlConfig
 from .secrets import redact_config

@@ -8,8 +8,8 @@ from __future__ import annotations
 import heapq
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .errors import kind_of
 

@@ -16,14 +16,15 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from . import errors
+from .hosts import STATES
 from .ignores import SETTING, IgnoreResult, Ignores, IgnoreView
 from .patterns import PatternSet
 from .queueview import QueueStats, QueueView
-from .hosts import STATES
 from .records import Record
 from .stats import HostView, host_view
 from .urls import canonical

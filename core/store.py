@@ -30,20 +30,40 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict, deque
-from itertools import islice
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .bloom import BloomFilter
 from .frontier import DueWaiters, Item
 from .hosts import Host, Hosts
 from .provenance import intern_path
 from .records import Record
+
 # Re-exported: core.store is where the CLI, export and tests import them from.
 from .state import (  # noqa: F401
-    _INSERT_RECORDS, _SCHEMA, _SQL, _TUPLE_FIELDS, _UPSERT, DONE, IN_FLIGHT, QUEUED, SCHEMA_VERSION,
-    SEEN_ONLY, SQLITE_MAGIC, STATUS_FINISHED, STATUS_RUNNING, STATUS_STOPPED, StateError,
-    _check_header, _connect, _has_tables, _read_settings, config_from_json, config_to_json,
-    iter_records, read_state,
+    _INSERT_RECORDS,
+    _SCHEMA,
+    _SQL,
+    _TUPLE_FIELDS,
+    _UPSERT,
+    DONE,
+    IN_FLIGHT,
+    QUEUED,
+    SCHEMA_VERSION,
+    SEEN_ONLY,
+    SQLITE_MAGIC,
+    STATUS_FINISHED,
+    STATUS_RUNNING,
+    STATUS_STOPPED,
+    StateError,
+    _check_header,
+    _connect,
+    _has_tables,
+    _read_settings,
+    config_from_json,
+    config_to_json,
+    iter_records,
+    read_state,
 )
 from .store_open import StoreOpen
 from .store_writer import StoreWriter, _count_lines  # noqa: F401
@@ -121,7 +141,7 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
         self._timer: asyncio.TimerHandle | None = None
         self._flush_soon = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._cmds: "deque[Any]" = deque()
+        self._cmds: deque[Any] = deque()
         self._cmd_ready = threading.Condition()
         self._writer: threading.Thread | None = None
         self._rconn: sqlite3.Connection | None = None

@@ -10,7 +10,8 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Any, Mapping, Self
+from collections.abc import Mapping
+from typing import Any, Self
 
 from .bloom import BloomFilter
 from .config import CrawlConfig
@@ -29,6 +30,7 @@ from .state import (
     config_from_json,
     config_to_json,
 )
+
 
 class StoreOpen:
     """The lifecycle and settings side of SqliteStore (a mixin: the attributes are set

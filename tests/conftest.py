@@ -5,7 +5,7 @@ import asyncio
 import contextlib
 import json
 import time
-from typing import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
 from aiohttp import web

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import until
 from ctl_helpers import cli, rundir, site, status, wait_gone, wait_status  # noqa: F401
+
 from crawltop.cli.attach import attach
 from crawltop.core.remote import RemoteCrawler
 from crawltop.core.runtime import resolve
@@ -259,8 +259,8 @@ async def test_demo_detach_keeps_its_site_as_long_as_the_crawl(rundir: Path) -> 
 async def test_the_same_loop_tui_listens_too(site: str, rundir: Path) -> None:
     """The default `crawltop crawl` (TUI and crawl on one loop) can be steered from another shell."""
     from crawltop.cli.listen import listen
-    from crawltop.core import CrawlConfig, Crawler
     from crawltop.cli.main import build_parser
+    from crawltop.core import CrawlConfig, Crawler
 
     args = build_parser().parse_args(["crawl", site, "--name", "local"])
     crawler = listen(Crawler(CrawlConfig(roots=(site,), concurrency=4, robots=False)), args)

@@ -12,12 +12,11 @@ from urllib.parse import urlsplit
 
 import pytest
 import redis
-
-from crawltop.core.cluster.keys import Keys
-
 from cluster_helpers import CLI, recorded_by, records_of, run, start, wait_for
 from conftest import counting_site
-from ctl_helpers import serve_site, rundir, site  # noqa: F401  (fixtures)
+from ctl_helpers import rundir, serve_site, site  # noqa: F401  (fixtures)
+
+from crawltop.core.cluster.keys import Keys
 
 pytestmark = pytest.mark.timeout(120)
 

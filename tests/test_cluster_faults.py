@@ -11,11 +11,10 @@ import time
 
 import pytest
 import redis
+from ctl_helpers import rundir, serve_site  # noqa: F401  (fixture)
 
 from crawltop.core.cluster.keys import Keys
 from crawltop.core.cluster.server import RedisServer, free_port
-
-from ctl_helpers import serve_site, rundir  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.timeout(150)
 CLI = [sys.executable, "-m", "crawltop.cli"]

@@ -8,18 +8,17 @@ import json
 
 import pytest
 import redis.asyncio as aioredis
+from conftest import crawl, page, redirect
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.cluster import open as cluster
-from crawltop.core.errors import UsageError
 from crawltop.core.cluster.frontier import RedisFrontier
-from crawltop.core.cluster.keys import Keys, encode_item, fingerprint
+from crawltop.core.cluster.keys import Keys, fingerprint
 from crawltop.core.cluster.member import Member
+from crawltop.core.errors import UsageError
 from crawltop.core.frontier import Item
 from crawltop.core.records import Record
 from crawltop.core.urls import canonical
-
-from conftest import ListSink, crawl, page, redirect
 
 pytestmark = pytest.mark.timeout(60)
 

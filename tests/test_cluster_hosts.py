@@ -17,13 +17,12 @@ import time
 import pytest
 import redis.asyncio as aioredis
 from aiohttp import web
-
-from crawltop.core.cluster.keys import Keys, MAGIC
-from crawltop.core.protocol import SnapshotDecoder
-from crawltop.core.remote import Client
-
 from conftest import page
 from ctl_helpers import rundir  # noqa: F401  (fixture)
+
+from crawltop.core.cluster.keys import MAGIC, Keys
+from crawltop.core.protocol import SnapshotDecoder
+from crawltop.core.remote import Client
 
 pytestmark = pytest.mark.timeout(120)
 

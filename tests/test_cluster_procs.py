@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 import redis
-
-from crawltop.core.cluster.keys import Keys
-
 from cluster_helpers import CLI, recorded_by, records_of, run, start, wait_for
 from conftest import counting_site
 from ctl_helpers import rundir, site  # noqa: F401  (fixtures)
+
+from crawltop.core.cluster.keys import Keys
 
 pytestmark = pytest.mark.timeout(120)
 

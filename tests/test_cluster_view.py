@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from conftest import crawl, until
+from test_cluster_frontier import engines, slow_tree, tree
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.cluster import open as cluster
@@ -14,9 +16,6 @@ from crawltop.core.cluster.member import Member
 from crawltop.core.cluster.merge import merge
 from crawltop.core.cluster.view import ClusterView
 from crawltop.tui.app import CrawlApp
-
-from conftest import crawl, until
-from test_cluster_frontier import engines, slow_tree, tree
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -10,10 +10,9 @@ import socket
 from pathlib import Path
 
 import pytest
-
 from ctl_helpers import cli, rundir, site, status, wait_gone, wait_status  # noqa: F401
-from crawltop.core.protocol import (
-    MAX_REQUEST, PROTOCOL, SnapshotDecoder, encode, encode_snapshot, rings)
+
+from crawltop.core.protocol import MAX_REQUEST, PROTOCOL, SnapshotDecoder, encode, encode_snapshot, rings
 from crawltop.core.stats import Snapshot, WorkerView
 from crawltop.tui.frozen import sample_snapshot
 

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from ctl_helpers import cli, rundir, site, wait_gone, wait_status  # noqa: F401
 
 pytestmark = pytest.mark.timeout(90)

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from crawltop.demo.site import EXPECTED, DemoSite
 from conftest import crawl
+
+from crawltop.demo.site import EXPECTED, DemoSite
 
 
 async def test_demo_site_crawl_matches_expected() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 import asyncio
 
 from aiohttp import web
+from conftest import ListSink, page, wait_until
 
 from crawltop.core import CrawlConfig, Crawler
-from conftest import ListSink, page, wait_until
 
 
 def slow_site(n: int, delay: float):

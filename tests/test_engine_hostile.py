@@ -8,10 +8,10 @@ import time
 
 import pytest
 from aiohttp import web
+from conftest import crawl, page, redirect
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.errors import UsageError
-from conftest import crawl, page, redirect
 
 
 async def test_missing_location_header(serve) -> None:

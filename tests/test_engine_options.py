@@ -5,7 +5,6 @@ import asyncio
 import time
 
 from aiohttp import web
-
 from conftest import crawl, page
 
 

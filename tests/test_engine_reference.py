@@ -4,7 +4,6 @@ from __future__ import annotations
 import asyncio
 
 from aiohttp import web
-
 from conftest import crawl, page, redirect
 
 

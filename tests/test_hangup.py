@@ -15,11 +15,10 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from conftest import counting_site
 from ctl_helpers import cli, rundir, status, wait_gone, wait_status  # noqa: F401
 

@@ -9,7 +9,7 @@ import json
 import re
 import sqlite3
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from aiohttp import web
@@ -74,7 +74,7 @@ async def test_via_and_discovery_across_links_frames_redirects_and_merges(serve)
         r = rec[path]
         assert (r.via, r.discovery) == ((site.url + via) if via else None, disc), path
         assert ISO.match(r.fetched_at or ""), path
-        when = datetime.strptime(r.fetched_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+        when = datetime.strptime(r.fetched_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
         assert t0 - 0.002 <= when <= t1, path
     assert rec["/old"].merged and rec["/old"].next_url == site.url + "/a"
     # a child's request goes out after its parent's
@@ -296,5 +296,5 @@ async def test_truncated_body_digest_matches_the_warc_and_fetched_at_is_the_last
     assert digests[site.url + "/big"] == cut.digest
     flaky_rec = by[site.url + "/flaky"]
     assert flaky_rec.tries == 2 and len(tries) == 2 and tries[1] - tries[0] >= 0.1
-    when = datetime.strptime(flaky_rec.fetched_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+    when = datetime.strptime(flaky_rec.fetched_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
     assert tries[0] + 0.1 <= when <= tries[1] + 0.001

@@ -244,7 +244,7 @@ def test_bad_header_proxy_or_cookie_file_is_one_line_and_exit_2(args, says, tmp_
 
     monkeypatch.setenv("CRAWLTOP_RUN_DIR", str(tmp_path / "run"))
     bad = tmp_path / "bad.txt"
-    bad.write_text(f"127.0.0.1\tFALSE\t/\n")  # 3 fields, not 7
+    bad.write_text("127.0.0.1\tFALSE\t/\n")  # 3 fields, not 7
     args = [str(bad) if a == "BADFILE" else a for a in args]
     assert main(["crawl", "http://127.0.0.1:9/", "--headless", *args]) == 2
     err = capsys.readouterr().err

@@ -16,8 +16,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator

@@ -7,13 +7,13 @@ import re
 import tracemalloc
 
 from aiohttp import web
+from conftest import crawl
 from selectolax.lexbor import LexborHTMLParser
 
 from crawltop.core import slim as slim_mod
 from crawltop.core.fetch import Response, decode
 from crawltop.core.slim import KEEP, TAG_HEAVY, slim, tag_heavy
 from crawltop.core.urls import LinkExtractor
-from conftest import crawl
 
 BASE = "http://h.example/d/page.html"
 

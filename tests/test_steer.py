@@ -9,15 +9,15 @@ from collections import Counter
 
 import pytest
 from aiohttp import web
-
 from conftest import ListSink, html, page, wait_until
+from trapsite import start_trap
+
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.frontier import Item, MemoryFrontier
 from crawltop.core.patterns import PatternSet
 from crawltop.core.queueview import QueueStats, suggest
 from crawltop.core.ranked import RankedCounter
 from crawltop.core.store import SqliteStore
-from trapsite import start_trap
 
 CAL = r"^https?://127\.0\.0\.1:\d+/cal/"
 

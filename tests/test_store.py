@@ -404,10 +404,10 @@ async def test_a_failing_state_write_stops_the_crawl_instead_of_hanging(tmp_path
     import asyncio
 
     from aiohttp import web
+    from conftest import Site, page
 
     from crawltop.core import Crawler
     from crawltop.core.config import CrawlConfig
-    from conftest import Site, page
 
     async def slow(request: web.Request) -> web.Response:
         await asyncio.sleep(0.01)

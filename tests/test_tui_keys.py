@@ -9,11 +9,11 @@ import asyncio
 
 import pytest
 from aiohttp import web
+from conftest import ListSink, page, until
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Input
 
 from crawltop.core import CrawlConfig, Crawler
-from conftest import ListSink, page, until, wait_until
 from crawltop.tui.app import CrawlApp
 from crawltop.tui.screens import ConcurrencyPrompt, ConfirmQuit, ErrorListScreen, HelpScreen, MergeListScreen
 from crawltop.tui.summary import SummaryScreen

@@ -9,11 +9,11 @@ import re
 import time
 
 import pytest
+from conftest import ListSink, page, until
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.stats import ErrorEvent, WorkerView
 from crawltop.demo.site import DemoSite
-from conftest import ListSink, page, until
 from crawltop.tui import fmt
 from crawltop.tui.app import CrawlApp, run_tui_async
 from crawltop.tui.frozen import ROOT, FrozenCrawler, sample_snapshot

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 from aiohttp import web
-
 from conftest import ListSink, html, page, until
+
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.hosts import STATES
 from crawltop.core.steer import HOST_SORTS

@@ -3,19 +3,17 @@ servers: a trap spotted in the queue view and ignored from there, refused patter
 the ignores screen, adding a seed, pausing a host from the hosts panel."""
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from textual.widgets import Input, Static
-
 from conftest import ListSink, page, until
+from test_tui_keys import slow_site
+from textual.widgets import Input, Static
+from trapsite import start_trap
+
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.queueview import suggest
 from crawltop.tui.app import CrawlApp
 from crawltop.tui.steer import IgnoresScreen, QueueScreen, TextPrompt
 from crawltop.tui.summary import SummaryScreen
-from test_tui_keys import slow_site
-from trapsite import start_trap
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-
 from browser import chromium, open_page
 from ctl_helpers import cli, rundir, site, status, wait_gone, wait_status  # noqa: F401
 

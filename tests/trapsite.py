@@ -5,7 +5,6 @@ lets the crawl finish."""
 from __future__ import annotations
 
 from aiohttp import web
-
 from conftest import Site, html
 
 ARTICLES = 40

@@ -21,7 +21,6 @@ from textual.command import CommandPalette
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 
-
 from ..core.errors import describe
 from ..core.sanitize import clean
 from ..core.stats import Snapshot
@@ -29,7 +28,12 @@ from . import fmt
 from .breakdown import BreakdownPanel
 from .commands import CrawlCommands
 from .errors import ErrorsPanel
+from .keybar import KeyBar
+from .line import Line
 from .merges import MergesPanel
+from .pace import Pace, machine_idle
+from .processes import ProcessesPanel
+from .queues import QueuesScreen
 from .screens import (
     ConcurrencyPrompt,
     ConfirmQuit,
@@ -41,14 +45,9 @@ from .screens import (
 from .sparks import SparkPanel
 from .status import StatusBar
 from .steer import IgnoresScreen, QueueScreen, TextPrompt, trap_parts
-from .queues import QueuesScreen
-from .line import Line
 from .summary import SummaryScreen, summary_content
-from .workers import WorkersPanel, WorkersTable
-from .keybar import KeyBar
-from .pace import Pace, machine_idle
 from .terminal import driver_class
-from .processes import ProcessesPanel
+from .workers import WorkersPanel, WorkersTable
 
 MAX_CONCURRENCY = 10_000
 CONC = Binding.Group("conc", compact=False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 SLOWEST = 0.5  # seconds between frames: the display never drops below 2 Hz
 BUSY = 0.85  # share of one core used since the last frame that counts as busy

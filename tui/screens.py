@@ -2,7 +2,7 @@
 help, the error list and the merges/redirects list."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from textual import on
@@ -14,7 +14,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Input, Static
 
 from ..core.sanitize import clean
-from ..core.stats import ErrorEvent, MergeEvent, Snapshot
+from ..core.stats import ErrorEvent, Snapshot
 from . import fmt
 from .errors import kind_parts
 from .keybar import KeyBar

@@ -100,7 +100,7 @@ class IgnoresTable(DiffTable):
 
 def _clock(t: float) -> str:
     """UTC, as the records' fetched_at (and the same on every machine)."""
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%H:%M:%SZ") if t else ""
+    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%H:%M:%SZ") if t else ""
 
 
 class IgnoresScreen(Screen[None]):

@@ -32,8 +32,8 @@ from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
-from textual.widget import Widget
 from textual.strip import Strip
+from textual.widget import Widget
 
 from ..core.sanitize import clean
 

@@ -22,12 +22,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import AuthenticationError, BusyLoadingError, NoScriptError, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.exceptions import AuthenticationError, BusyLoadingError, NoScriptError, RedisError
 
 from ..errors import UsageError
 from ..frontier import Item

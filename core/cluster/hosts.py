@@ -15,7 +15,8 @@ process keeps its own robots and sitemaps state).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..hosts import NEEDS_PROBE, NEEDS_ROBOTS, PAUSED, RETIRED, STATES, STEP_PENDING, HostRow, Politeness, key_function
 from ..urls import netloc_of

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, deque
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..stats import RING, HostView, Snapshot, WorkerView
 

@@ -8,7 +8,7 @@ process fetched, so it cannot give the whole crawl; the stream can.
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 import redis
 
