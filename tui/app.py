@@ -16,7 +16,6 @@ import contextlib
 from typing import Any, Protocol
 
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.command import CommandPalette
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
@@ -25,6 +24,7 @@ from ..core.errors import describe
 from ..core.sanitize import clean
 from ..core.stats import Snapshot
 from . import fmt
+from .actions import bindings, help_lines
 from .breakdown import BreakdownPanel
 from .commands import CrawlCommands
 from .errors import ErrorsPanel
@@ -50,7 +50,6 @@ from .terminal import driver_class
 from .workers import WorkersPanel, WorkersTable
 
 MAX_CONCURRENCY = 10_000
-CONC = Binding.Group("conc", compact=False)
 LIVE = ("RUNNING", "PAUSED")
 
 
@@ -78,17 +77,6 @@ class HangupPolicy(Protocol):
     async def carry_on(self, crawler: Any, task: asyncio.Task[Any]) -> None: ...  # the crawl, detached
 
 
-# Keys shown in the help screen besides the app bindings.
-NAV_KEYS = (
-    ("tab", "next panel: workers, errors, merges, hosts; shift+tab back"),
-    ("↑ ↓ pgup pgdn", "move the selection in a panel (home, end too)"),
-    ("ctrl+p", "command palette: every action by name"),
-    ("escape", "close a list, prompt or help"),
-    ("/", "in the error and merge lists: type to filter"),
-    ("= > <", "same as + ] [ (for keyboards where + needs shift)"),
-)
-
-
 class CrawlApp(App[int]):
     """htop for a crawl: watch it and steer it from the keyboard."""
 
@@ -98,44 +86,7 @@ class CrawlApp(App[int]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-tiny"), (18, "-short"), (34, "-tall")]
 
-    BINDINGS = [
-        Binding("p", "pause", "Pause", id="pause", tooltip="No worker takes a new URL; fetches in flight finish"),
-        Binding("p", "resume", "Resume", id="resume", tooltip="Workers take URLs again"),
-        Binding("plus", "more(1)", "+1", id="more", key_display="+", tooltip="One more worker", group=CONC),
-        Binding("minus", "fewer(1)", "-1", id="fewer", key_display="-", tooltip="One worker fewer (it retires after its URL)", group=CONC),
-        Binding("right_square_bracket", "more(10)", "+10", id="more10", key_display="]", tooltip="Ten more workers", group=CONC),
-        Binding("left_square_bracket", "fewer(10)", "-10", id="fewer10", key_display="[", tooltip="Ten workers fewer", group=CONC),
-        Binding("c", "set_concurrency", "Set", id="concurrency", tooltip="Type a number of workers"),
-        Binding("x", "cancel_worker", "Cancel", id="cancel-worker", tooltip="Cancel the selected worker; its URL is re-queued"),
-        Binding("e", "errors", "Errors", id="errors", tooltip="Full error list, filterable"),
-        Binding("r", "merges", "Merges", id="merges", tooltip="Redirect merges and redirects, filterable"),
-        Binding("s", "summary", "Summary", id="summary", tooltip="Summary of the finished crawl"),
-        Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="Every key"),
-        # Steering (core/steer.py): in the help screen and the palette, not the key bar.
-        Binding("u", "queue", "Queue", id="queue", show=False, tooltip="Queue view: top prefixes, growth, traps, next URLs"),
-        Binding("H", "queues", "Host queues", id="queues", show=False, key_display="H",
-                tooltip="Host queues: every host's state, queue, delay; sort, filter"),
-        Binding("i", "ignore", "Ignore", id="ignore", show=False, tooltip="Add an ignore regex (on the full URL); matching queued URLs are dropped"),
-        Binding("I", "ignores", "Ignores", id="ignores", show=False, key_display="I", tooltip="Ignore patterns: what each dropped and stopped; delete one"),
-        Binding("a", "add_seed", "Add URL", id="add-seed", show=False, tooltip="Add a URL to the crawl (a new seed)"),
-        Binding("h", "toggle_host", "Pause host", id="host-pause", show=False, tooltip="In the hosts panel: pause / resume the selected host"),
-        Binding("t", "host_delay", "Host delay", id="host-delay", show=False, tooltip="In the hosts panel: set the selected host's delay"),
-        # A shared crawl (core/cluster/view.py): the selected row of the processes panel.
-        Binding("P", "process('pause')", "Pause process", id="process-pause", show=False, key_display="P",
-                tooltip="In the processes panel: pause the selected process"),
-        Binding("R", "process('resume')", "Resume process", id="process-resume", show=False, key_display="R",
-                tooltip="In the processes panel: resume the selected process"),
-        Binding("K", "process('stop')", "Stop process", id="process-stop", show=False, key_display="K",
-                tooltip="In the processes panel: stop the selected process (its URLs go back)"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="Quit; asks first while the crawl runs"),
-        Binding("d", "detach", "Detach", id="detach", tooltip="Close this monitor; the crawl goes on (attached monitors only)"),
-        # Aliases, hidden from the key bar: listed in the help screen.
-        Binding("equals_sign", "more(1)", show=False),
-        Binding("greater_than_sign", "more(10)", show=False),
-        Binding("less_than_sign", "fewer(10)", show=False),
-        Binding("ctrl+c", "quit", show=False, priority=True),
-        Binding("ctrl+q", "quit", show=False, priority=True),
-    ]
+    BINDINGS = bindings()  # tui/actions.py: the key bar, help and palette read the same table
 
     def __init__(
         self,
@@ -598,22 +549,7 @@ class CrawlApp(App[int]):
                                     apply=apply, id="delay-prompt"))
 
     def help_keys(self) -> list[tuple[str, str]]:
-        keys: list[tuple[str, str]] = []
-        seen: set[str] = set()
-        for b in self.BINDINGS:
-            assert isinstance(b, Binding)
-            if (not b.show and not b.id) or b.id in seen or (b.id == "detach" and not self.can_detach) \
-                    or ((b.id or "").startswith("process-") and not self.cluster):
-                continue
-            seen.add(b.id or b.action)
-            tip = b.tooltip or b.description
-            if b.id == "pause":
-                keys.append(("p", "pause / resume the crawl"))
-            elif b.id == "resume":
-                continue
-            else:
-                keys.append((b.key_display or b.key, tip[0].lower() + tip[1:]))
-        return keys + list(NAV_KEYS)
+        return help_lines(self)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

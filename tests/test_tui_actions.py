@@ -1,0 +1,164 @@
+"""The action table (tui/actions.py) is the one place the main screen's keys are described:
+the bindings, the key bar, the help screen and the command palette are all read from it.
+
+Run against the app with the frozen stand-in crawler (tui/frozen.py): no site, no engine.
+"""
+from __future__ import annotations
+
+import pytest
+from conftest import until
+from textual.command import CommandList, CommandPalette
+from textual.widgets import Input
+
+from crawltop.tui.actions import ACTIONS, NAV_KEYS
+from crawltop.tui.app import CrawlApp
+from crawltop.tui.frozen import FrozenCluster, FrozenCrawler
+from crawltop.tui.keybar import KeyBar
+from crawltop.tui.screens import HelpScreen
+
+pytestmark = pytest.mark.timeout(30)
+
+# What each key ran before the table existed: a key that did X still does X.
+KEYS = {
+    "p": ["pause", "resume"], "plus": ["more(1)"], "equals_sign": ["more(1)"], "minus": ["fewer(1)"],
+    "right_square_bracket": ["more(10)"], "greater_than_sign": ["more(10)"],
+    "left_square_bracket": ["fewer(10)"], "less_than_sign": ["fewer(10)"],
+    "c": ["set_concurrency"], "x": ["cancel_worker"], "e": ["errors"], "r": ["merges"], "s": ["summary"],
+    "question_mark": ["help"], "u": ["queue"], "H": ["queues"], "i": ["ignore"], "I": ["ignores"],
+    "a": ["add_seed"], "h": ["toggle_host"], "t": ["host_delay"], "P": ["process('pause')"],
+    "R": ["process('resume')"], "K": ["process('stop')"], "q": ["quit"], "d": ["detach"],
+    "ctrl+c": ["quit"], "ctrl+q": ["quit"],
+}
+
+
+class Remote(FrozenCluster):
+    """A monitor of a shared crawl in other processes: detach and the process keys exist."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[str, str]] = []
+        self.detached = False
+
+    def pause_process(self, proc: str) -> None:
+        self.sent.append(("pause", proc))
+
+    def resume_process(self, proc: str) -> None:
+        self.sent.append(("resume", proc))
+
+    def stop_process(self, proc: str) -> None:
+        self.sent.append(("stop", proc))
+
+    def detach(self) -> None:
+        self.detached = True
+        self._stop.set()
+
+
+def test_bindings_are_the_table() -> None:
+    keys: dict[str, list[str]] = {}
+    for b in CrawlApp.BINDINGS:
+        assert not isinstance(b, tuple)
+        keys.setdefault(b.key, []).append(b.action)
+    assert keys == KEYS
+    for row in ACTIONS:
+        (b,) = [b for b in CrawlApp.BINDINGS if not isinstance(b, tuple) and b.id == row.id]
+        assert (b.key, b.action, b.description, b.tooltip, b.show, b.key_display) == (
+            row.key, row.action, row.label, row.description, row.show, row.display)
+    ids = [row.id for row in ACTIONS]
+    assert len(set(ids)) == len(ids)
+    assert {b.action for b in CrawlApp.BINDINGS if not isinstance(b, tuple) and not b.id} <= {
+        row.action for row in ACTIONS}
+
+
+async def test_key_bar_says_each_shown_action_label() -> None:
+    app = CrawlApp(FrozenCrawler())
+    async with app.run_test(size=(160, 30)) as pilot:
+        bar = app.query_one(KeyBar)
+        await until(pilot, lambda: "Pause" in bar.plain)
+        for row in ACTIONS:
+            if row.show and row.applies(app) and app.check_action(row.name, row.params):
+                assert f"{row.shown_key} {row.label} " in bar.plain, row.id
+        assert "Resume" not in bar.plain and "Detach" not in bar.plain  # not now / not for this crawl
+        assert "Queue" not in bar.plain  # show=False: help and palette only
+
+
+async def help_text(pilot, app: CrawlApp) -> str:
+    await pilot.press("question_mark")
+    await until(pilot, lambda: isinstance(app.screen, HelpScreen) and bool(app.screen.query("#help-text")))
+    return str(app.screen.query_one("#help-text").render())
+
+
+async def test_help_lists_the_table_for_this_crawl() -> None:
+    app = CrawlApp(FrozenCrawler())
+    async with app.run_test(size=(100, 60)) as pilot:
+        text = await help_text(pilot, app)
+        for row in ACTIONS:
+            described = row.description[0].lower() + row.description[1:]
+            assert (described in text) == (row.when == "always"), row.id
+        for key, what in NAV_KEYS:
+            assert f"{key} " in text and what in text
+        assert "= > <" in text and "same as + ] [" in text
+
+    app = CrawlApp(Remote())
+    async with app.run_test(size=(100, 60)) as pilot:
+        text = await help_text(pilot, app)
+        for row in ACTIONS:
+            assert f"{row.shown_key} " in text and row.description[1:] in text, row.id
+
+
+async def palette_entries(pilot, app: CrawlApp) -> dict[str, str]:
+    """Open the palette with nothing typed: title -> the prompt (title and help) of each entry."""
+    await pilot.press("ctrl+p")
+    await until(pilot, lambda: isinstance(app.screen, CommandPalette) and isinstance(app.focused, Input))
+    options = app.screen.query_one(CommandList)
+    await until(pilot, lambda: options.option_count > 0)
+    await pilot.pause(0.2)
+    prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+    return {p.split("\n")[0]: p for p in prompts}
+
+
+async def choose(pilot, app: CrawlApp, title: str) -> None:
+    options = app.screen.query_one(CommandList)
+    index = next(i for i in range(options.option_count)
+                 if str(options.get_option_at_index(i).prompt).split("\n")[0] == title)
+    options.highlighted = index
+    await pilot.press("enter")
+    await until(pilot, lambda: not isinstance(app.screen, CommandPalette))
+
+
+async def test_palette_has_every_action_with_the_tables_words() -> None:
+    crawler = Remote()
+    app = CrawlApp(crawler)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.processes_panel is not None
+        app.processes_panel.table.focus()  # the process keys act on its selected row
+        await until(pilot, lambda: app.processes_panel is not None and app.processes_panel.table.row_count > 0)
+        entries = await palette_entries(pilot, app)
+        for row in ACTIONS:
+            if not app.check_action(row.name, row.params):
+                assert row.title not in entries, row.id
+                continue
+            assert entries[row.title].endswith(f"{row.description} ({row.shown_key})"), row.id
+        for title in ("Detach", "Pause selected process", "Resume selected process", "Stop selected process"):
+            assert title in entries
+        assert "Resume crawl" not in entries  # it runs: pause applies, resume does not
+
+        await choose(pilot, app, "Stop selected process")
+        proc = app.processes_panel.table.selected_key()
+        await until(pilot, lambda: crawler.sent == [("stop", proc)])
+
+        await palette_entries(pilot, app)
+        await choose(pilot, app, "Detach")
+        await until(pilot, lambda: crawler.detached)
+    assert app.return_code == 0
+
+
+async def test_palette_leaves_out_what_this_crawl_lacks() -> None:
+    app = CrawlApp(FrozenCrawler())
+    async with app.run_test(size=(120, 40)) as pilot:
+        entries = await palette_entries(pilot, app)
+        assert "Pause crawl" in entries and "Error list" in entries
+        for row in ACTIONS:
+            if row.when != "always":
+                assert row.title not in entries, row.id
+        await pilot.press("escape")
+        app.crawler.stop()

@@ -1,0 +1,157 @@
+"""The main screen's key actions, one row each: the bindings, the key bar, the help screen
+and the command palette are all read from this table, so they say the same thing.
+
+A row's `label` is the key bar's word, `title` names the action in the palette (it has to
+read on its own there), and `description` is what the help screen, the palette and the
+binding's tooltip say. Whether an action can run right now is `CrawlApp.check_action`'s
+call; `when` only says whether it exists at all for this kind of crawl.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from textual.actions import parse
+from textual.binding import Binding
+from textual.keys import format_key
+
+CONC = Binding.Group("conc", compact=False)
+
+When = Literal["always", "remote", "cluster"]
+
+
+class Crawl(Protocol):
+    """What `when` is decided on (CrawlApp has both)."""
+
+    @property
+    def can_detach(self) -> bool: ...  # a monitor of a crawl in another process
+
+    @property
+    def cluster(self) -> bool: ...  # a crawl shared through Redis
+
+
+@dataclass(frozen=True)
+class Action:
+    id: str  # the binding's id: what a keymap names
+    key: str  # Textual's key name
+    action: str  # what the key runs, as Textual parses it: "more(10)", "process('stop')"
+    label: str  # the key bar
+    title: str  # the command palette
+    description: str  # the help screen, the palette, the binding's tooltip
+    display: str | None = None  # the key as shown, when its name is not it ("plus": "+")
+    show: bool = True  # in the key bar
+    when: When = "always"
+    aliases: tuple[str, ...] = ()  # more keys for it, hidden from the key bar (one help line for all)
+    urgent: tuple[str, ...] = ()  # more keys for it that work even while a prompt has the keyboard
+    group: Binding.Group | None = None
+
+    @property
+    def name(self) -> str:
+        return parse(self.action)[1]
+
+    @property
+    def params(self) -> tuple[object, ...]:
+        return tuple(parse(self.action)[2])
+
+    @property
+    def shown_key(self) -> str:
+        return self.display or self.key
+
+    def applies(self, crawl: Crawl) -> bool:
+        if self.when == "remote":
+            return crawl.can_detach
+        if self.when == "cluster":
+            return crawl.cluster
+        return True
+
+    def bindings(self) -> list[Binding]:
+        main = Binding(self.key, self.action, self.label, show=self.show, key_display=self.display,
+                       tooltip=self.description, id=self.id, group=self.group)
+        return ([main] + [Binding(key, self.action, show=False) for key in self.aliases]
+                + [Binding(key, self.action, show=False, priority=True) for key in self.urgent])
+
+
+ACTIONS: tuple[Action, ...] = (
+    Action("pause", "p", "pause", "Pause", "Pause crawl",
+           "Pause the crawl: no new fetches; those in flight finish"),
+    Action("resume", "p", "resume", "Resume", "Resume crawl", "Resume the crawl: workers take URLs again"),
+    Action("more", "plus", "more(1)", "+1", "Concurrency +1", "One more worker",
+           display="+", aliases=("equals_sign",), group=CONC),
+    Action("fewer", "minus", "fewer(1)", "-1", "Concurrency -1", "One worker fewer (it retires after its URL)",
+           display="-", group=CONC),
+    Action("more10", "right_square_bracket", "more(10)", "+10", "Concurrency +10", "Ten more workers",
+           display="]", aliases=("greater_than_sign",), group=CONC),
+    Action("fewer10", "left_square_bracket", "fewer(10)", "-10", "Concurrency -10", "Ten workers fewer",
+           display="[", aliases=("less_than_sign",), group=CONC),
+    Action("concurrency", "c", "set_concurrency", "Set", "Set concurrency…", "Type a number of workers"),
+    Action("cancel-worker", "x", "cancel_worker", "Cancel", "Cancel selected worker",
+           "Cancel the selected worker; its URL is re-queued"),
+    Action("errors", "e", "errors", "Errors", "Error list", "Full error list, filterable"),
+    Action("merges", "r", "merges", "Merges", "Redirect merges", "Redirect merges and redirects, filterable"),
+    Action("summary", "s", "summary", "Summary", "Summary", "Summary of the finished crawl"),
+    Action("help", "question_mark", "help", "Help", "Help: keys", "Every key", display="?"),
+    # Steering (core/steer.py): in the help screen and the palette, not the key bar.
+    Action("queue", "u", "queue", "Queue", "Queue view", "Queue view: top prefixes, growth, traps, next URLs",
+           show=False),
+    Action("queues", "H", "queues", "Host queues", "Host queues",
+           "Host queues: every host's state, queue, delay; sort, filter", display="H", show=False),
+    Action("ignore", "i", "ignore", "Ignore", "Ignore URLs…",
+           "Add an ignore regex (on the full URL); matching queued URLs are dropped", show=False),
+    Action("ignores", "I", "ignores", "Ignores", "Ignore patterns",
+           "Ignore patterns: what each dropped and stopped; delete one", display="I", show=False),
+    Action("add-seed", "a", "add_seed", "Add URL", "Add a URL…", "Add a URL to the crawl (a new seed)", show=False),
+    Action("host-pause", "h", "toggle_host", "Pause host", "Pause / resume selected host",
+           "In the hosts panel: pause / resume the selected host", show=False),
+    Action("host-delay", "t", "host_delay", "Host delay", "Set selected host's delay…",
+           "In the hosts panel: set the selected host's delay", show=False),
+    # A shared crawl (core/cluster/view.py): the selected row of the processes panel.
+    Action("process-pause", "P", "process('pause')", "Pause process", "Pause selected process",
+           "In the processes panel: pause the selected process", display="P", show=False, when="cluster"),
+    Action("process-resume", "R", "process('resume')", "Resume process", "Resume selected process",
+           "In the processes panel: resume the selected process", display="R", show=False, when="cluster"),
+    Action("process-stop", "K", "process('stop')", "Stop process", "Stop selected process",
+           "In the processes panel: stop the selected process (its URLs go back)", display="K", show=False,
+           when="cluster"),
+    Action("quit", "q", "quit", "Quit", "Quit crawltop", "Quit; asks first while the crawl runs",
+           urgent=("ctrl+c", "ctrl+q")),
+    Action("detach", "d", "detach", "Detach", "Detach",
+           "Close this monitor; the crawl goes on (attached monitors only)", when="remote"),
+)
+
+# Keys the help screen lists besides the actions: Textual's own, and the panels'.
+NAV_KEYS: tuple[tuple[str, str], ...] = (
+    ("tab", "next panel: workers, errors, merges, hosts; shift+tab back"),
+    ("↑ ↓ pgup pgdn", "move the selection in a panel (home, end too)"),
+    ("ctrl+p", "command palette: every action by name"),
+    ("escape", "close a list, prompt or help"),
+    ("/", "in the error and merge lists: type to filter"),
+)
+
+
+def bindings() -> list[Binding]:
+    """CrawlApp.BINDINGS: each action's key (same order as the table: the key bar's order)
+    first, then the aliases, which must not take the key bar's place."""
+    rows = [row.bindings() for row in ACTIONS]
+    return [b for r in rows for b in r[:1]] + [b for r in rows for b in r[1:]]
+
+
+def _lower(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def help_lines(crawl: Crawl) -> list[tuple[str, str]]:
+    """(key, what it does) for the help screen: every action this crawl has, then the rest."""
+    rows = [row for row in ACTIONS if row.applies(crawl)]
+    lines = [(row.shown_key, _lower(row.description)) for row in rows] + list(NAV_KEYS)
+    aliased = [row for row in rows if row.aliases]
+    if aliased:
+        keys = " ".join(format_key(key) for row in aliased for key in row.aliases)
+        targets = " ".join(row.shown_key for row in aliased)
+        lines.append((keys, f"same as {targets} (for keyboards where + needs shift)"))
+    return lines
+
+
+def palette(crawl: Crawl) -> Iterator[Action]:
+    """The rows the command palette may offer (check_action decides which it does)."""
+    return (row for row in ACTIONS if row.applies(crawl))
