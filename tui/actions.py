@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from textual.actions import parse
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.keys import format_key
 
 CONC = Binding.Group("conc", compact=False)
@@ -129,11 +129,12 @@ NAV_KEYS: tuple[tuple[str, str], ...] = (
 )
 
 
-def bindings() -> list[Binding]:
+def bindings() -> list[BindingType]:
     """CrawlApp.BINDINGS: each action's key (same order as the table: the key bar's order)
     first, then the aliases, which must not take the key bar's place."""
     rows = [row.bindings() for row in ACTIONS]
-    return [b for r in rows for b in r[:1]] + [b for r in rows for b in r[1:]]
+    out: list[BindingType] = [r[0] for r in rows]
+    return out + [b for r in rows for b in r[1:]]
 
 
 def _lower(text: str) -> str:

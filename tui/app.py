@@ -1,6 +1,7 @@
 """crawltop's live monitor: a Textual app that runs the crawl on its own loop and steers it.
 
-The app *pulls*: a timer (4 Hz by default, the low end of the 4-10 Hz the issue allows: each frame costs CPU the crawl could use) that is re-armed only after the previous
+The app *pulls*: a timer (4 Hz by default, the low end of the 4-10 Hz the issue allows:
+each frame costs CPU the crawl could use) that is re-armed only after the previous
 refresh finished reads one `Stats.snapshot()` and hands it to every panel inside
 `batch_update()`. The engine never posts anything to the UI, and the panels diff their
 rows, so the cost per frame is O(workers + rows shown), not O(pages crawled).
@@ -19,6 +20,7 @@ from textual.app import App, ComposeResult
 from textual.command import CommandPalette
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
+from textual.timer import Timer
 
 from ..core.errors import describe
 from ..core.sanitize import clean
@@ -87,6 +89,7 @@ class CrawlApp(App[int]):
     VERTICAL_BREAKPOINTS = [(0, "-tiny"), (18, "-short"), (34, "-tall")]
 
     BINDINGS = bindings()  # tui/actions.py: the key bar, help and palette read the same table
+    _timer: Timer | None  # the next refresh (_tick)
 
     def __init__(
         self,
@@ -408,7 +411,7 @@ class CrawlApp(App[int]):
             self.notify(f"Worker {worker_id} is already gone", severity="warning", timeout=3)
         self.refresh_now()
 
-    def _show_list(self, cls: type[EventListScreen]) -> None:
+    def _show_list(self, cls: type[ErrorListScreen] | type[MergeListScreen]) -> None:
         if isinstance(self.screen, cls):
             return
         snap = self.last_snapshot or self.refresh_now()

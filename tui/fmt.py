@@ -7,6 +7,7 @@ are never parsed as markup.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from rich.text import Text
@@ -50,10 +51,10 @@ def netloc(url: str | None) -> str:
     return host
 
 
-def home_hosts(roots: object) -> frozenset[str]:
+def home_hosts(roots: Iterable[object] | None) -> frozenset[str]:
     """The roots' hosts (with and without www.): their URLs are shown by path alone."""
     out: set[str] = set()
-    for root in roots or ():  # type: ignore[union-attr]
+    for root in roots or ():
         host = netloc(str(root))
         if host:
             out.add(host)
@@ -111,9 +112,9 @@ def human_bytes(n: int | float) -> str:
     return f"{n:.1f} TB"  # pragma: no cover
 
 
-def duration(seconds: float) -> str:
+def duration(elapsed: float) -> str:
     """Elapsed time as H:MM:SS (or M:SS under an hour)."""
-    s = max(0, int(seconds))
+    s = max(0, int(elapsed))
     h, rem = divmod(s, 3600)
     m, s = divmod(rem, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"

@@ -5,7 +5,8 @@ A same-loop TUI shares one core with the crawl; every frame it paints is CPU the
 does not get. When this process used (nearly) all of a core since the last frame, the
 crawl is CPU-bound and the next frame waits longer, down to 2 Hz; when there is CPU to
 spare, the rate climbs back. A frame that comes late (the loop was too busy to run
-the timer on time: other work, or a core shared with other processes) counts as busy too. The numbers stay readable at 2 Hz; the crawl gets the rest.
+the timer on time: other work, or a core shared with other processes) counts as busy too.
+The numbers stay readable at 2 Hz; the crawl gets the rest.
 """
 from __future__ import annotations
 

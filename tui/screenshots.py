@@ -227,6 +227,7 @@ async def shoot_cluster(out: Path, warmup: float) -> list[Path]:
                                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             await _until(pilot, lambda: len(view.processes()) == 2, 30, "the second process")
             await pilot.pause(warmup)
+            assert app.processes_panel is not None  # a ClusterView: the app shows its processes
             app.processes_panel.table.focus()
             await pilot.pause(0.5)
             app.save_screenshot(filename="cluster.svg", path=str(out))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
-from typing import Any
+from typing import Any, Protocol, cast
 
 from textual import on
 from textual.app import ComposeResult
@@ -37,6 +37,19 @@ def trap_parts(traps: tuple[Trap, ...] | list[Trap]) -> list:
         parts += [(f"  (+{len(traps) - 1} more)", "dim")]
     parts += [("  u: queue view", "dim")]
     return parts
+
+
+class Steering(Protocol):
+    """What these screens ask of the app (CrawlApp), which imports them: typed, not imported."""
+
+    def crawler_ignores(self) -> tuple[Any, ...]: ...
+    def crawler_queue_view(self) -> Any: ...
+    def action_ignore(self, value: str = "") -> None: ...
+    def remove_ignore(self, pattern: str) -> None: ...
+
+
+def steering(screen: Screen[Any]) -> Steering:
+    return cast(Steering, screen.app)
 
 
 class TextPrompt(ModalScreen[Any]):
@@ -119,7 +132,8 @@ class IgnoresScreen(Screen[None]):
         yield self.table
         yield Static(Content.assemble(
             ("A pattern is an RE2 regex searched in the full URL. ", "dim"),
-            ("dropped", "bold"), (": queued URLs taken off the queue when it was added (each recorded as Ignored). ", "dim"),
+            ("dropped", "bold"),
+            (": queued URLs taken off the queue when it was added (each recorded as Ignored). ", "dim"),
             ("stopped", "bold"), (": later links it kept out. Deleting a pattern admits later links again.", "dim"),
         ), id="ignores-note")
         yield KeyBar()
@@ -129,7 +143,7 @@ class IgnoresScreen(Screen[None]):
         self.table.focus()
 
     def show(self, snap: Any = None) -> None:
-        rules = self.app.crawler_ignores()
+        rules = steering(self).crawler_ignores()
         self.heading.show(("Ignore patterns ", "bold"), str(len(rules)),
                           ("   queued URLs dropped ", "dim"), fmt.count(sum(r.dropped for r in rules)),
                           ("   links stopped ", "dim"), fmt.count(sum(r.stopped for r in rules)))
@@ -138,14 +152,14 @@ class IgnoresScreen(Screen[None]):
                         for r in rules)
 
     def action_add(self) -> None:
-        self.app.action_ignore()
+        steering(self).action_ignore()
 
     def action_delete(self) -> None:
         pattern = self.table.selected_key()
         if pattern is None:
             self.notify("No pattern selected", severity="warning", timeout=2)
             return
-        self.app.remove_ignore(pattern)
+        steering(self).remove_ignore(pattern)
         self.show()
 
     def action_close(self) -> None:
@@ -200,7 +214,7 @@ class QueueScreen(Screen[None]):
         self.prefixes.focus()
 
     def show(self, snap: Any = None) -> None:
-        view = self.app.crawler_queue_view()
+        view = steering(self).crawler_queue_view()
         if view is None:
             self.heading.show(("The queue view needs the engine in this process", "bold $warning"))
             return
@@ -242,7 +256,7 @@ class QueueScreen(Screen[None]):
 
     def action_ignore_selected(self) -> None:
         target = self.selected_target()
-        self.app.action_ignore(suggest(target) if target else "")
+        steering(self).action_ignore(suggest(target) if target else "")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -49,7 +49,7 @@ def summary_content(snap: Snapshot, top_errors: Sequence[tuple[str, int]], *, fa
     if retired or snap.hosts_over_budget:  # hosts given up on, URLs a budget turned away
         left.append(("hosts retired", fmt.count(retired)))
         right.append(("over host budget", fmt.count(snap.hosts_over_budget)))
-    for (ln, lv), (rn, rv) in zip(left, right):
+    for (ln, lv), (rn, rv) in zip(left, right, strict=True):  # appended in pairs
         p += [(f"  {ln:<17}", label), (f"{lv:>9}", "bold"), "     "]
         if rn:
             p += [(f"{rn:<19}", label), (f"{rv:>9}", "bold")]

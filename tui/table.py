@@ -30,7 +30,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
@@ -226,7 +226,7 @@ class DiffTable(ScrollView, can_focus=True):
             strip = self._strips[key] = self._strip(self._line(self._cells[key]), base)
         return strip
 
-    def render_lines(self, crop):  # type: ignore[no-untyped-def]
+    def render_lines(self, crop: Region) -> list[Strip]:
         # rich_style walks the ancestors' backgrounds: work it out once per paint
         self._base = self.rich_style
         return super().render_lines(crop)
@@ -295,9 +295,6 @@ class DiffTable(ScrollView, can_focus=True):
             self._update_virtual_size()
         if added or changed:
             self.refresh()
-
-    def remove(self, key: str) -> None:
-        self.remove_many([key])
 
     def remove_many(self, keys: Iterable[str]) -> None:
         gone = {k for k in keys if k in self._cells}

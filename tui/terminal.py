@@ -30,6 +30,7 @@ import termios
 import threading
 import time
 from codecs import getincrementaldecoder
+from functools import partial
 from typing import Any
 
 from textual.driver import Driver
@@ -143,7 +144,8 @@ class TtyDriver(LinuxDriver):
         self._frame: list[str] = []
         self._in_frame = False
         self._repaint = False
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # None until start_application_mode: hang_up and stop read it to know whether we started
+        self._loop: asyncio.AbstractEventLoop | None = None  # type: ignore[assignment]
         self._watch: asyncio.Task[None] | None = None
         self._writer: Writer | None = None
 
@@ -210,6 +212,7 @@ class TtyDriver(LinuxDriver):
     # -- application mode ---------------------------------------------------------------
     def start_application_mode(self) -> None:
         self._loop = asyncio.get_running_loop()
+        assert self._file is not None  # LinuxDriver's stderr: there is one, or no TUI
         self._writer = Writer(self._file.fileno(), self.hang_up)
         self._writer.start()
         super().start_application_mode()
@@ -279,7 +282,7 @@ class PipeWebDriver(WebDriver):
     """textual-serve's driver, but a closed pipe (the server is gone) ends the monitor."""
 
     gone = False
-    _loop: asyncio.AbstractEventLoop | None = None
+    _loop: asyncio.AbstractEventLoop | None = None  # type: ignore[assignment]  # None: not started yet
 
     def start_application_mode(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -307,7 +310,7 @@ class PipeWebDriver(WebDriver):
             return
         self.gone = True
         self.exit_event.set()
-        self._write = lambda data: len(data)  # nothing more goes to a pipe nobody reads
+        self._write = partial(len)  # nothing more goes to a pipe nobody reads
         try:
             assert self._loop is not None
             self._loop.call_soon_threadsafe(_report, self._app, f"crawltop web went away ({reason})")

@@ -67,7 +67,7 @@ class WorkersTable(DiffTable):
     def rows_for(self, snap: Snapshot) -> list[tuple[str, tuple[Cell, ...]]]:
         stuck = stuck_workers(snap.workers, {h.host: h.avg_ms for h in snap.hosts})
         self.stuck = stuck
-        rows = []
+        rows: list[tuple[str, tuple[Cell, ...]]] = []
         for w in sorted(snap.workers, key=lambda w: w.id):
             is_stuck = w.id in stuck
             dim = "dim" if w.retiring else ""
