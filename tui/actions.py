@@ -16,8 +16,10 @@ from textual.actions import parse
 from textual.binding import Binding, BindingType
 from textual.keys import format_key
 
-CONC = Binding.Group("conc", compact=False)
+CONC = Binding.Group("conc", compact=False)  # the concurrency steps, kept together
 
+# "remote": only a monitor of a crawl in another process (core.remote); "cluster": only a
+# crawl shared through Redis (core/cluster/view.py).
 When = Literal["always", "remote", "cluster"]
 
 
@@ -33,6 +35,8 @@ class Crawl(Protocol):
 
 @dataclass(frozen=True)
 class Action:
+    """One key action: the key, what it runs, and the words for it wherever it is shown."""
+
     id: str  # the binding's id: what a keymap names
     key: str  # Textual's key name
     action: str  # what the key runs, as Textual parses it: "more(10)", "process('stop')"
