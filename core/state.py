@@ -108,7 +108,9 @@ def config_to_json(config: CrawlConfig) -> str:
 def config_from_json(text: str) -> CrawlConfig:
     raw = json.loads(text)
     names = {f.name for f in dataclasses.fields(CrawlConfig)}
-    kwargs = {k: (tuple(v) if k in _TUPLE_FIELDS and v is not None else v) for k, v in raw.items() if k in names}
+    kwargs: dict[str, Any] = {
+        k: (tuple(v) if k in _TUPLE_FIELDS and v is not None else v) for k, v in raw.items() if k in names
+    }
     return CrawlConfig(**kwargs)
 
 
