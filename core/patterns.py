@@ -17,9 +17,7 @@ from collections.abc import Sequence
 
 import re2
 
-
-class PatternError(ValueError):
-    """A pattern RE2 cannot compile; the message is one line, fit for a prompt or exit 2."""
+from .errors import PatternError
 
 
 def _options() -> re2.Options:

@@ -50,15 +50,12 @@ from collections import deque
 from functools import cache
 from typing import Any, NamedTuple
 
+from .errors import ProtocolError
 from .stats import RING, Snapshot
 
 PROTOCOL = 1
 MAX_REQUEST = 64 * 1024
 MAX_REPLY = 16 * 1024 * 1024
-
-
-class ProtocolError(Exception):
-    """A message that breaks the protocol; its text is the one-line error reply."""
 
 
 class Command(NamedTuple):

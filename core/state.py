@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .config import CrawlConfig
+from .errors import StateError
 from .secrets import redact_config
 
 SCHEMA_VERSION = 2  # 2: urls.via and urls.discovery (issue 12)
@@ -85,13 +86,6 @@ _SQL = {
 _HOSTS_TABLE = "CREATE TABLE IF NOT EXISTS hosts(key TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID"
 
 STATUS_RUNNING, STATUS_STOPPED, STATUS_FINISHED = "running", "stopped", "finished"
-
-
-class StateError(Exception):
-    """The state file cannot be used: corrupt, not ours, another version, or busy.
-
-    The file is left untouched.  The CLI maps this to exit code 2.
-    """
 
 
 # -- config <-> JSON -------------------------------------------------------------

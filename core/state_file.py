@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .errors import StateError
 from .state import (
     _HOSTS_TABLE,
     _SCHEMA,
     _SQL,
     SCHEMA_VERSION,
     STATUS_RUNNING,
-    StateError,
     _check_header,
     _connect,
     _has_tables,

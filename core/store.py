@@ -35,6 +35,7 @@ from typing import Any, Self
 
 from .bloom import BloomFilter
 from .config import CrawlConfig
+from .errors import StateError
 from .frontier import DueWaiters, Item
 from .hosts import Host, Hosts
 from .provenance import intern_path
@@ -48,7 +49,6 @@ from .state import (
     STATUS_FINISHED,
     STATUS_RUNNING,
     STATUS_STOPPED,
-    StateError,
     config_from_json,
     config_to_json,
     iter_records,
@@ -60,7 +60,7 @@ from .store_writer import Batch, QueuedRow, StoreWriter, _resolve
 # Re-exported: core.store is where the CLI, export and tests import them from.
 __all__ = [
     "SCHEMA_VERSION", "STATUS_FINISHED", "STATUS_RUNNING", "STATUS_STOPPED", "RecordSink", "SqliteStore",
-    "StateError", "iter_records", "read_state",
+    "iter_records", "read_state",
 ]
 
 FLUSH_INTERVAL = 0.2  # seconds between batches
