@@ -24,13 +24,11 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from .item import Item
 from .scope import registered_domain
 from .urls import netloc_of
-
-if TYPE_CHECKING:
-    from .frontier import Item
 
 QueueBy = Literal["host", "domain"]
 

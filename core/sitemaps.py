@@ -64,7 +64,7 @@ from .urls import canonical
 
 if TYPE_CHECKING:
     from .fetch import Response
-    from .frontier import Item
+    from .item import Item
     from .records import Record
     from .robots import Robots
     from .scope import Scope

@@ -36,8 +36,9 @@ from typing import Any, Self
 from .bloom import BloomFilter
 from .config import CrawlConfig
 from .errors import StateError
-from .frontier import DueWaiters, Item
+from .frontier import DueWaiters
 from .hosts import Host, Hosts
+from .item import Item
 from .provenance import intern_path
 from .records import Record
 from .state import (
