@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-import re2
+import re2  # type: ignore[import-untyped]  # google-re2 has no type hints
 
 from .errors import PatternError
 

@@ -54,8 +54,8 @@ from typing import TYPE_CHECKING
 from xml.etree.ElementTree import ParseError
 
 import aiohttp
-from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import iterparse
+from defusedxml import DefusedXmlException  # type: ignore[import-untyped]  # types-defusedxml is not a dependency
+from defusedxml.ElementTree import iterparse  # type: ignore[import-untyped]  # (same)
 
 from . import errors
 from .fetch import read_capped
