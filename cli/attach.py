@@ -13,8 +13,8 @@ import contextlib
 import os
 import sys
 
-from ..core.errors import UsageError
-from ..core.remote import RemoteCrawler, RemoteError
+from ..core.errors import RemoteError, UsageError
+from ..core.remote import RemoteCrawler
 from ..core.runtime import resolve
 from ..core.sanitize import clean
 

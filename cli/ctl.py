@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import UsageError
-from ..core.remote import Client, RemoteError
+from ..core.errors import RemoteError, UsageError
+from ..core.remote import Client
 from ..core.runtime import live_sockets, resolve, run_dir
 from ..core.sanitize import clean
 

@@ -13,8 +13,8 @@ from typing import NoReturn
 
 from ..core import cookies as cookiefile
 from ..core.config import CrawlConfig
-from ..core.errors import UsageError
-from ..core.patterns import PatternError, check
+from ..core.errors import PatternError, UsageError
+from ..core.patterns import check
 from ..core.secrets import parse_headers, split_proxy
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}

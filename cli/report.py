@@ -11,8 +11,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from ..core.errors import UsageError
-from ..core.report import Options, ReportError, analyse, load
+from ..core.errors import ReportError, UsageError
+from ..core.report import Options, analyse, load
 from ..core.report_format import FORMATS
 from ..core.sanitize import clean
 

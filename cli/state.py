@@ -13,12 +13,13 @@ from collections.abc import Sequence
 
 from ..core.config import CrawlConfig
 from ..core.crawler import Crawler
+from ..core.errors import StateError
 from ..core.export import export_csv, export_jsonl
 from ..core.records import Sink
 from ..core.resume import open_state
 from ..core.sanitize import clean
 from ..core.secrets import require
-from ..core.store import STATUS_FINISHED, STATUS_STOPPED, SqliteStore, StateError
+from ..core.store import STATUS_FINISHED, STATUS_STOPPED, SqliteStore
 from ..core.warc import WarcSink
 from .options import Parser, add_crawl_options, config_from
 from .run import run_crawler

@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from .errors import describe
+from .errors import ProtocolError, describe
 from .protocol import (
     COMMANDS,
     MAX_REQUEST,
     PROTOCOL,
-    ProtocolError,
     check_args,
     decode,
     encode,

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from http.cookies import Morsel, SimpleCookie
 from typing import NamedTuple
 
 import aiohttp
+from aiohttp.abc import AbstractCookieJar
 from yarl import URL
 
 from .errors import UsageError
@@ -80,7 +81,7 @@ def read(path: str) -> list[Entry]:
     return out
 
 
-def load(jar: aiohttp.AbstractCookieJar, path: str) -> int:
+def load(jar: AbstractCookieJar, path: str) -> int:
     """Add the cookies of a cookies.txt to the jar; returns how many."""
     now = int(time.time())
     entries = read(path)
@@ -106,9 +107,9 @@ def load(jar: aiohttp.AbstractCookieJar, path: str) -> int:
     return len(entries)
 
 
-def lines(jar: aiohttp.AbstractCookieJar) -> Iterator[str]:
+def lines(jar: AbstractCookieJar) -> Iterator[str]:
     """The jar as cookies.txt lines (session cookies included: a resume needs them)."""
-    host_only = getattr(jar, "host_only_cookies", frozenset())
+    host_only: Container[tuple[str, ...]] = getattr(jar, "host_only_cookies", frozenset())
     expirations: dict = getattr(jar, "_expirations", {})  # absolute deadlines; None: a session cookie
     for morsel in jar:
         domain = morsel["domain"]
@@ -124,7 +125,7 @@ def lines(jar: aiohttp.AbstractCookieJar) -> Iterator[str]:
         ))
 
 
-def save(jar: aiohttp.AbstractCookieJar, path: str) -> None:
+def save(jar: AbstractCookieJar, path: str) -> None:
     """Write the jar to `path` (0600, atomically)."""
     write(list(lines(jar)), path)
 

@@ -1,8 +1,33 @@
 """Every failure crawltop names itself, in one place (httpx-style), and the closed set
 of `error_kind` codes records carry.
 
+The exception tree:
+
+* CrawlError - the crawler's own conditions; `kind` is a failed record's error_kind
+  + UsageError - bad command-line input: exit code 2
+    - RuntimeDirError - the run directory or a socket in it is unsafe
+  + RedirectError
+    - MissingLocation
+    - TooManyRedirects
+  + BlockedByRobots
+  + HTTPStatusError
+  + Cancelled
+  + HostRetired
+  + Ignored
+  + SitemapError
+* StateError - a state file that cannot be used: exit code 2
+* ReportError - a report's source cannot be read: exit code 2
+* PatternError (a ValueError) - a pattern RE2 cannot compile
+* ProtocolError - a control-socket message that breaks the protocol
+* RemoteError - a crawl in another process answered with an error, or not at all
+* CrawlLost - a crawl in another process went away without ending its crawl
+
+Private control-flow exceptions stay beside their one user and never escape it:
+core/crawler.py `_Retry` (a try to repeat) and core/cluster/frontier.py `_Again` (a
+batch to run again).
+
 Network failures keep aiohttp's / asyncio's own class names in a record's human
-`error` ("ClientConnectorError: ..."); the classes below are the conditions the crawler
+`error` ("ClientConnectorError: ..."); the classes below are the conditions crawltop
 itself decides are errors.  Beside `error`, every failed record has an `error_kind`
 from KINDS: a short stable code to group, count and script on, which never changes
 with the wording of a message or the version of aiohttp.
@@ -90,6 +115,41 @@ class SitemapError(CrawlError):
     """A sitemap we could not read whole: not XML or text, malformed, too big, too deep."""
 
     kind = "bad-sitemap"
+
+
+
+class RuntimeDirError(UsageError):
+    """The run directory or a socket in it is not safe to use."""
+
+
+# -- failures outside a crawl's records ------------------------------------------
+
+
+class StateError(Exception):
+    """The state file cannot be used: corrupt, not ours, another version, or busy.
+
+    The file is left untouched.  The CLI maps this to exit code 2.
+    """
+
+
+class ReportError(Exception):
+    """The source cannot be read: missing, not records, corrupt. The CLI exits 2."""
+
+
+class PatternError(ValueError):
+    """A pattern RE2 cannot compile; the message is one line, fit for a prompt or exit 2."""
+
+
+class ProtocolError(Exception):
+    """A message that breaks the protocol; its text is the one-line error reply."""
+
+
+class RemoteError(Exception):
+    """The crawl answered a request with an error, or could not be reached."""
+
+
+class CrawlLost(Exception):
+    """The crawl's process went away without ending its crawl (killed, crashed)."""
 
 
 # Network exceptions by class name (aiohttp's and asyncio's), most specific first:

@@ -10,21 +10,10 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
-
-class Item(NamedTuple):
-    url: str
-    redirects_left: int
-    depth: int
-    tries: int = 0  # tries already spent (a cancelled worker's URL comes back with +1)
-    # Provenance (core/provenance.py): the parent's own URL string (shared, not copied)
-    # and an interned hop path. Defaults keep old 4-field items valid.
-    via: str | None = None
-    discovery: str = ""
-
-
-from .hosts import Hosts  # noqa: E402  (hosts.py needs Item, defined above)
+from .hosts import Hosts
+from .item import Item
 
 
 class Frontier(Protocol):

@@ -24,13 +24,11 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from .item import Item
 from .scope import registered_domain
 from .urls import netloc_of
-
-if TYPE_CHECKING:
-    from .frontier import Item
 
 QueueBy = Literal["host", "domain"]
 
@@ -190,7 +188,7 @@ class Host(HostRow):
     last_error = property(lambda self: self._e.last_error)
 
     @property
-    def queued(self) -> int:
+    def queued(self) -> int:  # type: ignore[override]  # HostRow only reads it; a Host counts its queue
         return len(self.q) - self.head
 
 
@@ -500,7 +498,7 @@ class Hosts:
         for h in self.hosts.values():
             if not h.queued:
                 continue
-            kept = []
+            kept: list[Item] = []
             for item in h.q[h.head:]:
                 (removed if predicate(item.url) else kept).append(item)
             if len(kept) != h.queued:
@@ -527,7 +525,8 @@ class Hosts:
 
     def peek(self, n: int) -> list[Item]:
         """About what pop() gives next: the hosts due soonest, taking turns."""
-        heap, hosts = self._heap, []
+        heap = self._heap
+        hosts: list[Host] = []
         todo = [(heap[0][0], 0)] if heap else []  # walk the heap's top: O(n log n), not a scan
         while todo and len(hosts) < n:
             _, i = heapq.heappop(todo)

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .patterns import PatternError, PatternSet, check
+from .errors import PatternError
+from .patterns import PatternSet, check
 
 SETTING = "ignores"  # the key in a --state file's settings
 

@@ -15,11 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-import re2
+import re2  # type: ignore[import-untyped]  # google-re2 has no type hints
 
-
-class PatternError(ValueError):
-    """A pattern RE2 cannot compile; the message is one line, fit for a prompt or exit 2."""
+from .errors import PatternError
 
 
 def _options() -> re2.Options:

@@ -29,11 +29,12 @@ Crawl -> client:
 
 Snapshots are encoded generically from core.stats.Snapshot's dataclass fields, so a field
 added there flows to every monitor without an edit here: a dataclass becomes an object of
-its fields; a tuple of dataclasses becomes columns {"c": [field names], "r": [[values]]}, where a string that shares more than
-5 leading characters with the one above it in its column travels as [shared, rest];
-floats are rounded to the millisecond. Rings of events (tuples of dataclasses with a `seq`
-field) are sent incrementally: only events newer than the client's `since[field]`, and the
-client keeps its own bounded copy. A client may ask for at most `workers` worker rows.
+its fields; a tuple of dataclasses becomes columns {"c": [field names], "r": [[values]]},
+where a string that shares more than 5 leading characters with the one above it in its
+column travels as [shared, rest]; floats are rounded to the millisecond. Rings of events
+(tuples of dataclasses with a `seq` field) are sent incrementally: only events newer
+than the client's `since[field]`, and the client keeps its own bounded copy. A client
+may ask for at most `workers` worker rows.
 
 Adding a command is one COMMANDS entry: the name on the wire, the Crawler attribute it
 calls (a dotted path), and its arguments with their types (those named `optional` may be
@@ -50,15 +51,12 @@ from collections import deque
 from functools import cache
 from typing import Any, NamedTuple
 
+from .errors import ProtocolError
 from .stats import RING, Snapshot
 
 PROTOCOL = 1
 MAX_REQUEST = 64 * 1024
 MAX_REPLY = 16 * 1024 * 1024
-
-
-class ProtocolError(Exception):
-    """A message that breaks the protocol; its text is the one-line error reply."""
 
 
 class Command(NamedTuple):
@@ -142,14 +140,20 @@ def _fields(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
+def _is_dataclass(value: Any) -> bool:
+    """dataclasses.is_dataclass as a plain bool: the codec works on Any, and the narrowed
+    types (an instance or a class) would only get in its way."""
+    return dataclasses.is_dataclass(value)
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, float):
         return round(value, 3)
-    if dataclasses.is_dataclass(value):
-        return {name: _plain(getattr(value, name)) for name in _fields(type(value))}
+    if _is_dataclass(value):
+        return {name: _plain(getattr(value, name)) for name in _fields(type(value))}  # type: ignore[arg-type]  # type[Any] is hashable; mypy says not
     if isinstance(value, (tuple, list)):
-        if value and dataclasses.is_dataclass(value[0]):
-            names = _fields(type(value[0]))
+        if value and _is_dataclass(value[0]):
+            names = _fields(type(value[0]))  # type: ignore[arg-type]  # (same)
             rows = [[_plain(getattr(v, n)) for n in names] for v in value]
             _front_code(rows)
             return {"c": names, "r": rows}
@@ -193,7 +197,7 @@ def _ring_item(hint: Any) -> type | None:
     """The dataclass of a `tuple[X, ...]` whose X has a seq: a ring sent incrementally."""
     if typing.get_origin(hint) is tuple:
         args = typing.get_args(hint)
-        if len(args) == 2 and args[1] is Ellipsis and dataclasses.is_dataclass(args[0]):
+        if len(args) == 2 and args[1] is Ellipsis and _is_dataclass(args[0]):
             if "seq" in _fields(args[0]):
                 return args[0]
     return None
@@ -225,16 +229,16 @@ def _build(hint: Any, data: Any) -> Any:
     if data is None:
         return None
     if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _build(args[0], data) if len(args) == 1 else data
-    if dataclasses.is_dataclass(hint):
+        members = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _build(members[0], data) if len(members) == 1 else data
+    if _is_dataclass(hint):
         return _dataclass(hint, data)
     if origin is tuple:
         args = typing.get_args(hint)
         item = args[0] if len(args) == 2 and args[1] is Ellipsis else Any
         if isinstance(data, dict) and "c" in data:  # columns of a dataclass
             names = data["c"]
-            return tuple(_dataclass(item, dict(zip(names, row))) for row in _front_decode(data["r"]))
+            return tuple(_dataclass(item, dict(zip(names, row, strict=False))) for row in _front_decode(data["r"]))
         return tuple(_build(item, v) for v in data)
     if origin is dict:
         key, val = typing.get_args(hint)

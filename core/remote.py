@@ -22,16 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from .protocol import MAX_REPLY, PROTOCOL, ProtocolError, SnapshotDecoder, decode, encode
+from .errors import CrawlLost, ProtocolError, RemoteError
+from .protocol import MAX_REPLY, PROTOCOL, SnapshotDecoder, decode, encode
 from .stats import HostView, Snapshot
-
-
-class CrawlLost(Exception):
-    """The crawl's process went away without ending its crawl (killed, crashed)."""
-
-
-class RemoteError(Exception):
-    """The crawl answered a request with an error, or could not be reached."""
 
 
 class HeldStats:

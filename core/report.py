@@ -26,14 +26,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .state import SQLITE_MAGIC, StateError, iter_records, read_state
+from .errors import ReportError, StateError
+from .state import SQLITE_MAGIC, iter_records, read_state
 
 SLOWEST = 10
 NOT_BROKEN_KINDS = frozenset({"cancelled", "ignored"})
-
-
-class ReportError(Exception):
-    """The source cannot be read: missing, not records, corrupt. The CLI exits 2."""
 
 
 @dataclass(frozen=True, slots=True)

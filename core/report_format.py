@@ -34,7 +34,7 @@ def _page(via: str | None) -> str:
 def _steps(c: Chain) -> list[tuple]:
     """(hop, the URL it redirects to) for each hop of a chain."""
     targets = [h.url for h in c.hops[1:]] + [c.final]
-    return list(zip(c.hops, targets))
+    return list(zip(c.hops, targets, strict=False))
 
 
 def text(r: Report) -> str:
@@ -180,7 +180,8 @@ def junit(r: Report) -> str:
                               failures=str(len(links)))
         for b in links:
             case = ET.SubElement(suite, "testcase", classname=_xml(_page(via)), name=_xml(b.url))
-            fail = ET.SubElement(case, "failure", message=_xml(f"{b.reason}: {b.url}"), type=_xml(b.error_kind or "http-status"))
+            fail = ET.SubElement(case, "failure", message=_xml(f"{b.reason}: {b.url}"),
+                                 type=_xml(b.error_kind or "http-status"))
             fail.text = _xml(b.error or f"HTTP {b.status}")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .config import CrawlConfig
-from .state import STATUS_RUNNING, StateError, config_to_json
+from .errors import StateError
+from .state import STATUS_RUNNING, config_to_json
 from .store import SqliteStore
 
 

@@ -19,14 +19,10 @@ import socket
 import stat
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import RuntimeDirError, UsageError
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SUN_PATH_MAX = 107  # sockaddr_un.sun_path minus the NUL
-
-
-class RuntimeDirError(UsageError):
-    """The run directory or a socket in it is not safe to use."""
 
 
 def run_dir(*, create: bool = True) -> Path:

@@ -184,7 +184,8 @@ def _env_proxies() -> ProxyFor | None:
 
     def proxy_for(url: URL) -> tuple[URL | None, BasicAuth | None]:
         entry = table.get(url.scheme)
-        if entry is None or urllib.request.proxy_bypass_environment(url.host_port_subcomponent or "", proxies):
+        bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # public, not in typeshed
+        if entry is None or bypass(url.host_port_subcomponent or "", proxies):
             return None, None
         return entry
 
@@ -201,7 +202,7 @@ def _request_class(credentials: list[tuple[str, str]], hosts: frozenset[str],
     others = [(n, v) for n, v in credentials if n.lower() != "cookie"]
 
     class CrawlRequest(ClientRequest):
-        def update_headers(self, headers) -> None:  # type: ignore[no-untyped-def]
+        def update_headers(self, headers) -> None:
             super().update_headers(headers)
             if credentials and host_key(self.url.host) in hosts:
                 for name, value in others:
@@ -209,7 +210,7 @@ def _request_class(credentials: list[tuple[str, str]], hosts: frozenset[str],
                 if cookie:  # merged with the jar's cookies by update_cookies, which runs next
                     self.headers["Cookie"] = cookie
 
-        def update_proxy(self, proxy, proxy_auth, proxy_headers) -> None:  # type: ignore[no-untyped-def]
+        def update_proxy(self, proxy, proxy_auth, proxy_headers) -> None:
             if proxy is None and env_proxy is not None:
                 proxy, proxy_auth = env_proxy(self.url)
             super().update_proxy(proxy, proxy_auth, proxy_headers)

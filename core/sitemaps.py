@@ -54,8 +54,8 @@ from typing import TYPE_CHECKING
 from xml.etree.ElementTree import ParseError
 
 import aiohttp
-from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import iterparse
+from defusedxml import DefusedXmlException  # type: ignore[import-untyped]  # types-defusedxml is not a dependency
+from defusedxml.ElementTree import iterparse  # type: ignore[import-untyped]  # (same)
 
 from . import errors
 from .fetch import read_capped
@@ -64,7 +64,7 @@ from .urls import canonical
 
 if TYPE_CHECKING:
     from .fetch import Response
-    from .frontier import Item
+    from .item import Item
     from .records import Record
     from .robots import Robots
     from .scope import Scope

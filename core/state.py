@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .config import CrawlConfig
+from .errors import StateError
 from .secrets import redact_config
 
 SCHEMA_VERSION = 2  # 2: urls.via and urls.discovery (issue 12)
@@ -87,13 +88,6 @@ _HOSTS_TABLE = "CREATE TABLE IF NOT EXISTS hosts(key TEXT PRIMARY KEY, data TEXT
 STATUS_RUNNING, STATUS_STOPPED, STATUS_FINISHED = "running", "stopped", "finished"
 
 
-class StateError(Exception):
-    """The state file cannot be used: corrupt, not ours, another version, or busy.
-
-    The file is left untouched.  The CLI maps this to exit code 2.
-    """
-
-
 # -- config <-> JSON -------------------------------------------------------------
 
 _TUPLE_FIELDS = {f.name for f in dataclasses.fields(CrawlConfig) if str(f.type).startswith("tuple")}
@@ -108,7 +102,9 @@ def config_to_json(config: CrawlConfig) -> str:
 def config_from_json(text: str) -> CrawlConfig:
     raw = json.loads(text)
     names = {f.name for f in dataclasses.fields(CrawlConfig)}
-    kwargs = {k: (tuple(v) if k in _TUPLE_FIELDS and v is not None else v) for k, v in raw.items() if k in names}
+    kwargs: dict[str, Any] = {
+        k: (tuple(v) if k in _TUPLE_FIELDS and v is not None else v) for k, v in raw.items() if k in names
+    }
     return CrawlConfig(**kwargs)
 
 

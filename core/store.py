@@ -5,12 +5,11 @@ records and settings.
 not change, and its `.sink` is a `Sink` that keeps every Record.  `open_state()` is
 the entry point the CLI uses: it creates or resumes a state file.
 
-The store is split by what each part holds: this module is the frontier and seen set;
-core/store_writer.py the writer thread (why a thread, how batches are cut and applied);
-core/store_open.py opening, resuming, locking, closing and settings; core/resume.py
-`open_state()`;
+The store is split by what each part holds, and holds the other parts: this module is
+the frontier and seen set, and when a batch is cut; core/store_writer.py the batches and
+the writer thread (why a thread, how batches are applied); core/state_file.py an open
+state file (lock, schema, settings, read connection); core/resume.py `open_state()`;
 core/state.py the file format and crash safety; core/bloom.py the Bloom filter.
-Every name is still importable from here.
 
 Bounded memory
 --------------
@@ -26,47 +25,44 @@ happens for URLs that were very probably seen before.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import sqlite3
-import threading
 import time
-from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Self
 
 from .bloom import BloomFilter
-from .frontier import DueWaiters, Item
+from .config import CrawlConfig
+from .errors import StateError
+from .frontier import DueWaiters
 from .hosts import Host, Hosts
+from .item import Item
 from .provenance import intern_path
 from .records import Record
-
-# Re-exported: core.store is where the CLI, export and tests import them from.
-from .state import (  # noqa: F401
-    _INSERT_RECORDS,
-    _SCHEMA,
-    _SQL,
-    _TUPLE_FIELDS,
-    _UPSERT,
+from .state import (
     DONE,
     IN_FLIGHT,
     QUEUED,
     SCHEMA_VERSION,
     SEEN_ONLY,
-    SQLITE_MAGIC,
     STATUS_FINISHED,
     STATUS_RUNNING,
     STATUS_STOPPED,
-    StateError,
-    _check_header,
-    _connect,
-    _has_tables,
-    _read_settings,
     config_from_json,
     config_to_json,
     iter_records,
     read_state,
 )
-from .store_open import StoreOpen
-from .store_writer import StoreWriter, _count_lines  # noqa: F401
+from .state_file import StateFile
+from .store_writer import Batch, QueuedRow, StoreWriter, _resolve
+
+# Re-exported: core.store is where the CLI, export and tests import them from.
+__all__ = [
+    "SCHEMA_VERSION", "STATUS_FINISHED", "STATUS_RUNNING", "STATUS_STOPPED", "RecordSink", "SqliteStore",
+    "iter_records", "read_state",
+]
 
 FLUSH_INTERVAL = 0.2  # seconds between batches
 FLUSH_OPS = 2000  # or this many operations, whichever comes first
@@ -91,7 +87,7 @@ class RecordSink:
         self._store.flush()
 
 
-class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
+class SqliteStore(DueWaiters):
     """A persistent Frontier and record store. Create it with `open_state()` or
     `SqliteStore.open()`; all methods are called from the event loop's thread."""
 
@@ -100,19 +96,11 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
     def __init__(self, path: str, *, _internal: bool = False) -> None:
         if not _internal:
             raise TypeError("use SqliteStore.open(path) or open_state(...)")
-        self.path = path
-        self.resumed = False  # the file held a crawl before this open
-        self.resumed_records = 0  # records carried over from earlier runs
-        self.recovered_in_flight = 0  # in-flight URLs turned back into queued ones at open
-        self.settings: dict[str, Any] = {}
-        self.run = 1
+        self._file = StateFile(path)
+        # _apply looked up on each batch, not bound now: the seam a test replaces.
+        self._writer = StoreWriter(self._file, apply=lambda conn, batch: self._apply(conn, batch))
         self.records_written = 0
         self._closed = False
-        self._error: BaseException | None = None
-        # Called from the writer thread on the first failed write; must be thread-safe.
-        self.on_error: Callable[[BaseException], None] | None = None
-        self._jsonl: Any = None  # text file the writer appends committed records to
-        self.jsonl_caught_up = 0  # records copied from the state into the JSONL at attach
 
         # Frontier state (loop thread only). The queue head in memory is per-host
         # queues (core/hosts.py); host states are kept in the hosts table for resume.
@@ -120,41 +108,150 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
         self.hosts.changed = self._host_changed
         self._dirty_hosts: dict[str, Host] = {}
         self._waiters_init()
-        self._spilled = 0  # queued items only in SQLite, all after the ones in _mem
-        self._mem_hi = 0  # highest seq ever put in _mem
+        self._spilled = 0  # queued items only in SQLite, all after the ones in memory
+        self._mem_hi = 0  # highest seq ever put in memory
         self._seq = 0
         self._unfinished = 0
         self._skip_done: dict[str, int] = {}
         self._joined: asyncio.Event | None = None
-        self._refill_task: asyncio.Future[list[tuple]] | None = None
+        self._refill_task: asyncio.Future[list[QueuedRow]] | None = None
         self._removed: set[str] = set()  # taken off the queue while a refill may still bring them
         self._seen_total = 0
         self._bloom = BloomFilter(1)
         self._cache: OrderedDict[str, None] = OrderedDict()
 
-        # Batching.
-        self._rows: dict[str, tuple] = {}  # url -> (url, state, seq, redirects_left, depth, tries, via, discovery)
-        self._recs: list[Record] = []
-        self._sets: list[tuple[str, str]] = []
-        self._nops = 0
-        self._uncommitted: deque[dict[str, tuple]] = deque()  # writer pops after commit
-        self._timer: asyncio.TimerHandle | None = None
+        # When the current batch is handed to the writer.
+        self._flush_timer: asyncio.TimerHandle | None = None
         self._flush_soon = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._cmds: deque[Any] = deque()
-        self._cmd_ready = threading.Condition()
-        self._writer: threading.Thread | None = None
-        self._rconn: sqlite3.Connection | None = None
-        self._lock_fd: int | None = None
+
+    # ---------------------------------------------------------------- open / close
+
+    @classmethod
+    def open(cls, path: str, *, create: bool = True, settings: Mapping[str, Any] | None = None) -> Self:
+        """Open (resume) or create a state file. `settings` are written with the schema,
+        in the same transaction, when the file is new (so a kill can't leave half a file)."""
+        store = cls(os.fspath(path), _internal=True)
+        store._file.open(create=create, settings=settings or {}, load=store._load)
+        store._writer.start()
+        return store
+
+    def _load(self, conn: sqlite3.Connection) -> None:
+        """A resumed file's frontier: host states, queue, seen set (errors: corrupt file)."""
+        offset = time.time() - time.monotonic()
+        for key, data in conn.execute("SELECT key, data FROM hosts"):
+            try:
+                saved = json.loads(data)
+            except ValueError:
+                continue  # one bad row costs that host its history, not the resume
+            if isinstance(saved, dict):
+                self.hosts.restore(key, saved, offset)
+        self._seq = conn.execute("SELECT coalesce(max(seq), 0) FROM urls").fetchone()[0]
+        queued = conn.execute("SELECT count(*) FROM urls WHERE state = 0").fetchone()[0]
+        self._spilled = queued
+        self._unfinished = queued
+        total = conn.execute("SELECT count(*) FROM urls").fetchone()[0]
+        self._bloom = BloomFilter(total * 2)
+        for (url,) in conn.execute("SELECT url FROM urls"):
+            self._bloom.add(url)
+        self._seen_total = total
+
+    def close(self) -> None:
+        """Flush everything, stop the writer thread and release the file. Idempotent."""
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            if self._flush_timer is not None:
+                self._flush_timer.cancel()
+                self._flush_timer = None
+            self._writer.stop()
+            self._file.close()
+        self._raise_if_failed()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _unlock(self) -> None:
+        self._file.unlock()
+
+    # ---------------------------------------------------------------- what the open found
+
+    @property
+    def path(self) -> str:
+        return self._file.path
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self._file.settings
+
+    @property
+    def run(self) -> int:
+        return self._file.run
+
+    @property
+    def resumed(self) -> bool:
+        """The file held a crawl before this open."""
+        return self._file.resumed
+
+    @property
+    def resumed_records(self) -> int:
+        """Records carried over from earlier runs."""
+        return self._file.resumed_records
+
+    @property
+    def recovered_in_flight(self) -> int:
+        """In-flight URLs turned back into queued ones at open."""
+        return self._file.recovered_in_flight
+
+    @property
+    def _rconn(self) -> sqlite3.Connection | None:
+        return self._file.rconn
+
+    # ---------------------------------------------------------------- settings
+
+    @property
+    def status(self) -> str:
+        """running (or killed while running), stopped (clean stop) or finished."""
+        return str(self.settings.get("status", STATUS_RUNNING))
+
+    @property
+    def finished(self) -> bool:
+        return self.status == STATUS_FINISHED
+
+    @property
+    def config(self) -> CrawlConfig | None:
+        raw = self.settings.get("config")
+        return config_from_json(raw) if raw else None
+
+    def set_setting(self, key: str, value: Any) -> None:
+        self.settings[key] = value
+        self._writer.sets.append((key, json.dumps(value)))
+        self._touch()
+
+    def save_config(self, config: CrawlConfig) -> None:
+        self.set_setting("config", config_to_json(config))
+
+    def save_session(self, *, status: str, paused: bool | None = None, concurrency: int | None = None) -> None:
+        """At the end of a run: how it ended, and the paused flag and concurrency to resume with."""
+        if paused is not None:
+            self.set_setting("paused", bool(paused))
+        if concurrency is not None:
+            self.set_setting("concurrency", int(concurrency))
+        self.set_setting("status", status)
 
     # ---------------------------------------------------------------- batching
-    # (the hand-over to the writer thread is in core/store_writer.py; _touch stays here
-    # because it reads this module's FLUSH_OPS and FLUSH_INTERVAL)
 
     def _touch(self) -> None:
         """One more operation in the current batch: make sure it gets flushed."""
-        self._nops += 1
-        if self._timer is not None and self._nops < FLUSH_OPS:
+        w = self._writer
+        w.nops += 1
+        if self._flush_timer is not None and w.nops < FLUSH_OPS:
             return  # the common case: a flush is already scheduled
         if self._closed:
             raise StateError(f"{self.path}: store is closed")
@@ -165,19 +262,86 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
             except RuntimeError:
                 loop = self._loop = None
         if loop is None:
-            if self._nops >= FLUSH_OPS:
+            if w.nops >= FLUSH_OPS:
                 self._flush()
             return
-        if self._nops >= FLUSH_OPS:
+        if w.nops >= FLUSH_OPS:
             if not self._flush_soon:
                 self._flush_soon = True
-                if self._timer is not None:
-                    self._timer.cancel()
-                    self._timer = None
+                if self._flush_timer is not None:
+                    self._flush_timer.cancel()
+                    self._flush_timer = None
                 loop.call_soon(self._flush)
-        elif self._timer is None and not self._flush_soon:
-            self._timer = loop.call_later(FLUSH_INTERVAL, self._flush)
+        elif self._flush_timer is None and not self._flush_soon:
+            self._flush_timer = loop.call_later(FLUSH_INTERVAL, self._flush)
 
+    def _flush(self) -> None:
+        """Hand the current batch to the writer thread (never blocks)."""
+        self._flush_soon = False
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        if not self._writer.nops:
+            return
+        hosts: list[tuple[str, str | None]] = []
+        if self._dirty_hosts:  # host states as they are now (one row per host per batch)
+            offset = time.time() - time.monotonic()
+            for key, h in self._dirty_hosts.items():
+                saved = self.hosts.saved(h, offset)
+                hosts.append((key, json.dumps(saved, separators=(",", ":")) if saved else None))
+            self._dirty_hosts = {}
+        self._writer.hand_over(hosts)
+
+    def _submit(self, cmd: Any) -> None:
+        self._writer.submit(cmd)
+
+    def _apply(self, conn: sqlite3.Connection, batch: Batch) -> None:
+        self._writer.apply(conn, batch)
+
+    def flush(self) -> None:
+        """Commit everything so far, waiting for the writer (blocks: not for the loop)."""
+        if self._closed:
+            return
+        self._flush()
+        self._writer.sync()
+        self._raise_if_failed()
+
+    async def aflush(self) -> None:
+        """Commit everything so far without blocking the loop."""
+        self._flush()
+        await self._writer.async_sync()
+        self._raise_if_failed()
+
+    def _raise_if_failed(self) -> None:
+        error = self._writer.error
+        if error is not None:
+            raise StateError(f"{self.path}: writing the state failed: {error}") from error
+
+    @property
+    def on_error(self) -> Callable[[BaseException], None] | None:
+        """Called from the writer thread on the first failed write; must be thread-safe."""
+        return self._writer.on_error
+
+    @on_error.setter
+    def on_error(self, callback: Callable[[BaseException], None] | None) -> None:
+        self._writer.on_error = callback
+
+    def attach_jsonl(self, path: str) -> None:
+        """Stream this state's records to a JSON-lines file, written by the writer thread
+        right after each commit, so the file never holds a record the state lacks.
+
+        Call it right after opening, before any record is written.  A new state starts
+        the file afresh.  On a resume the file is continued: a partial last line (a kill
+        mid-write) is cut, and the records committed but not yet written out when the
+        last run died are copied from the state first, so the file equals `export`.
+        """
+        self.flush()
+        self._writer.attach_jsonl(path)
+
+    @property
+    def jsonl_caught_up(self) -> int:
+        """Records copied from the state into the JSONL at attach."""
+        return self._writer.jsonl_caught_up
 
     # ---------------------------------------------------------------- Sink
 
@@ -187,13 +351,13 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
 
     def write(self, record: Record) -> None:
         self.records_written += 1
-        self._recs.append(record)
+        self._writer.recs.append(record)
         self._touch()
 
     # ---------------------------------------------------------------- Frontier
 
     def _is_seen(self, url: str) -> bool:
-        if url in self._rows:
+        if url in self._writer.rows:
             return True
         if url not in self._bloom:
             return False
@@ -201,13 +365,12 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
 
     def _confirm_seen(self, url: str) -> bool:
         """The Bloom filter says maybe: ask the cache, the pending batches, then SQLite."""
-        if url in self._rows:
+        if url in self._writer.rows:
             return True
         if url in self._cache:
             return True
-        for urls in tuple(self._uncommitted):
-            if url in urls:
-                return True
+        if self._writer.pending(url):
+            return True
         assert self._rconn is not None
         if self._rconn.execute("SELECT 1 FROM urls WHERE url = ?", (url,)).fetchall():
             self._cache[url] = None
@@ -218,10 +381,10 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
 
     def _state(self, item: Item, state: int, seq: int = -1) -> None:
         if seq < 0:
-            prev = self._rows.get(item.url)
+            prev = self._writer.rows.get(item.url)
             if prev is not None:
                 seq = prev[2]
-        self._rows[item.url] = (item.url, state, seq, item.redirects_left, item.depth, item.tries,
+        self._writer.rows[item.url] = (item.url, state, seq, item.redirects_left, item.depth, item.tries,
                                item.via, item.discovery)
         self._touch()
 
@@ -242,7 +405,7 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
 
     def _new(self, url: str) -> bool:
         """True, and the URL is now seen, if it was never seen before."""
-        if url in self._rows:
+        if url in self._writer.rows:
             return False
         if self._bloom.check_add(url) and self._confirm_seen(url):
             return False
@@ -256,12 +419,12 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
         if self.hosts.policy.budget is not None:  # else a spilled URL costs no Host until it is read back
             host = self.hosts.within_budget(item.url)
             if host is None:  # over its host's budget: seen, never queued
-                self._rows[item.url] = (item.url, SEEN_ONLY, 0, 0, 0, 0, None, "")
+                self._writer.rows[item.url] = (item.url, SEEN_ONLY, 0, 0, 0, 0, None, "")
                 self._touch()
                 return False
         self._seq += 1
         seq = self._seq
-        self._rows[item.url] = (item.url, QUEUED, seq, item.redirects_left, item.depth, item.tries,
+        self._writer.rows[item.url] = (item.url, QUEUED, seq, item.redirects_left, item.depth, item.tries,
                                item.via, item.discovery)
         self._touch()
         self._enqueue(item, seq, host)
@@ -288,7 +451,7 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
     def mark_seen(self, url: str) -> bool:
         if not self._new(url):
             return False
-        self._rows[url] = (url, SEEN_ONLY, 0, 0, 0, 0, None, "")
+        self._writer.rows[url] = (url, SEEN_ONLY, 0, 0, 0, 0, None, "")
         self._touch()
         return True
 
@@ -297,7 +460,7 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
 
     async def pop(self) -> Item:
         loop = asyncio.get_running_loop()
-        while len(self._uncommitted) > MAX_BACKLOG:  # the writer is behind: let it catch up
+        while len(self._writer.uncommitted) > MAX_BACKLOG:  # the writer is behind: let it catch up
             await asyncio.sleep(0.005)
         while True:
             item = self._take(loop)
@@ -317,18 +480,18 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
 
     def _start_refill(self, loop: asyncio.AbstractEventLoop) -> None:
         self._flush()  # the spilled items may still be in the current batch
-        fut: asyncio.Future[list[tuple]] = loop.create_future()
+        fut: asyncio.Future[list[QueuedRow]] = loop.create_future()
         self._refill_task = fut
 
-        def deliver(rows: list[tuple]) -> None:
+        def deliver(rows: list[QueuedRow]) -> None:
             try:
                 loop.call_soon_threadsafe(self._refilled, fut, rows)
             except RuntimeError:  # loop closed
                 pass
 
-        self._submit(("refill", self._mem_hi, REFILL, deliver))
+        self._writer.refill(self._mem_hi, REFILL, deliver)
 
-    def _refilled(self, fut: asyncio.Future[list[tuple]], rows: list[tuple]) -> None:
+    def _refilled(self, fut: asyncio.Future[list[QueuedRow]], rows: list[QueuedRow]) -> None:
         self._refill_task = None
         removed, self._removed = self._removed, set()
         taken = 0
@@ -355,15 +518,15 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
             return removed
         self._flush()  # queued rows still in the current batch must be in SQLite for the scan
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[list[tuple]] = loop.create_future()
+        fut: asyncio.Future[list[QueuedRow]] = loop.create_future()
 
-        def deliver(rows: list[tuple]) -> None:
+        def deliver(rows: list[QueuedRow]) -> None:
             try:
-                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(rows))
+                loop.call_soon_threadsafe(_resolve, fut, rows)
             except RuntimeError:  # loop closed
                 pass
 
-        self._submit(("scan", predicate, deliver))
+        self._writer.scan(predicate, deliver)
         rows = await fut
         removed += self._take_from_mem(predicate)  # a refill may have landed meanwhile
         for url, redirects_left, depth, tries, via, discovery, seq in rows:
@@ -435,4 +598,4 @@ class SqliteStore(StoreOpen, StoreWriter, DueWaiters):
 
     def memory_bytes(self) -> int:
         """Rough size of what the store keeps in memory (for benchmarks)."""
-        return self._bloom.nbytes + 200 * (self.hosts.size + len(self._cache) + self._nops)
+        return self._bloom.nbytes + 200 * (self.hosts.size + len(self._cache) + self._writer.nops)

@@ -31,76 +31,109 @@ import json
 import os
 import sqlite3
 import threading
-import time
-from typing import Any
+from collections import deque
+from collections.abc import Callable
+from typing import Any, TextIO
 
-from .state import _INSERT_RECORDS, _SQL, _UPSERT, StateError, _connect
+from .records import Record
+from .state import _INSERT_RECORDS, _SQL, _UPSERT, _connect
+from .state_file import StateFile
+
+# A URL's row as the batch holds it: (url, state, seq, redirects_left, depth, tries, via, discovery).
+Row = tuple[str, int, int, int, int, int, str | None, str]
+# One batch: URL rows by URL, records, settings (key, JSON) and host states (key, JSON or None).
+Batch = tuple[dict[str, Row], list[Record], list[tuple[str, str]], list[tuple[str, str | None]]]
+# What the thread hands back to a refill or a scan: (url, redirects_left, depth, tries, via,
+# discovery, seq).
+QueuedRow = tuple[str, int, int, int, str | None, str, int]
+Deliver = Callable[[list[QueuedRow]], None]
 
 
 class StoreWriter:
-    """The writer side of SqliteStore (a mixin: the attributes are set up by
-    SqliteStore.__init__).  Everything here but the thread's own methods is called
-    from the event loop's thread."""
+    """The current batch, the batches handed over but not yet committed, and the thread
+    that commits them.  Everything here but the thread's own methods is called from the
+    event loop's thread; when to cut a batch is the store's call (core/store.py)."""
 
-    def _flush(self) -> None:
-        """Hand the current batch to the writer thread (never blocks)."""
-        self._flush_soon = False
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if not self._nops:
-            return
-        hosts: list[tuple[str, str | None]] = []
-        if self._dirty_hosts:  # host states as they are now (one row per host per batch)
-            offset = time.time() - time.monotonic()
-            for key, h in self._dirty_hosts.items():
-                saved = self.hosts.saved(h, offset)
-                hosts.append((key, json.dumps(saved, separators=(",", ":")) if saved else None))
-            self._dirty_hosts = {}
-        batch = (self._rows, self._recs, self._sets, hosts)
-        self._uncommitted.append(self._rows)
-        self._rows, self._recs, self._sets, self._nops = {}, [], [], 0
-        self._submit(("batch", batch))
+    def __init__(self, state: StateFile, apply: Callable[[sqlite3.Connection, Batch], None]) -> None:
+        self._state = state
+        self._apply_batch = apply  # the store's _apply, which tests replace to fill the disk
+        self.rows: dict[str, Row] = {}
+        self.recs: list[Record] = []
+        self.sets: list[tuple[str, str]] = []
+        self.nops = 0  # operations in the current batch
+        self.uncommitted: deque[dict[str, Row]] = deque()  # the thread pops after commit
+        self.error: BaseException | None = None  # the first failed write
+        # Called from the writer thread on the first failed write; must be thread-safe.
+        self.on_error: Callable[[BaseException], None] | None = None
+        self.jsonl: TextIO | None = None  # text file the thread appends committed records to
+        self.jsonl_caught_up = 0  # records copied from the state into the JSONL at attach
+        self._cmds: deque[Any] = deque()
+        self._cmd_ready = threading.Condition()
+        self._thread: threading.Thread | None = None
 
-    def _submit(self, cmd: Any) -> None:
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._main, name="crawltop-store", daemon=True)
+        self._thread.start()
+
+    def hand_over(self, hosts: list[tuple[str, str | None]]) -> None:
+        """Hand the current batch (and `hosts`) to the thread and start a new one."""
+        batch: Batch = (self.rows, self.recs, self.sets, hosts)
+        self.uncommitted.append(self.rows)
+        self.rows, self.recs, self.sets, self.nops = {}, [], [], 0
+        self.submit(("batch", batch))
+
+    def pending(self, url: str) -> bool:
+        """The URL is in a batch handed over but not yet committed."""
+        return any(url in urls for urls in tuple(self.uncommitted))
+
+    def submit(self, cmd: Any) -> None:
         with self._cmd_ready:
             self._cmds.append(cmd)
             self._cmd_ready.notify()
 
-    def flush(self) -> None:
-        """Commit everything so far, waiting for the writer (blocks: not for the loop)."""
-        if self._closed:
-            return
-        self._flush()
+    def sync(self) -> None:
+        """Wait until everything handed over so far is committed (blocks)."""
         done = threading.Event()
-        self._submit(("sync", done.set))
+        self.submit(("sync", done.set))
         done.wait()
-        self._raise_if_failed()
 
-    async def aflush(self) -> None:
-        """Commit everything so far without blocking the loop."""
-        self._flush()
+    async def async_sync(self) -> None:
+        """Wait until everything handed over so far is committed, without blocking the loop."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
 
         def wake() -> None:
             try:
-                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
+                loop.call_soon_threadsafe(_resolve, fut, None)
             except RuntimeError:
                 pass
 
-        self._submit(("sync", wake))
+        self.submit(("sync", wake))
         await fut
-        self._raise_if_failed()
 
-    def _raise_if_failed(self) -> None:
-        if self._error is not None:
-            raise StateError(f"{self.path}: writing the state failed: {self._error}") from self._error
+    def refill(self, after: int, limit: int, deliver: Deliver) -> None:
+        """Queued rows after seq `after`, in queue order, to `deliver` (on the thread)."""
+        self.submit(("refill", after, limit, deliver))
 
-    # ---------------------------------------------------------------- writer thread
+    def scan(self, predicate: Callable[[str], bool], deliver: Deliver) -> None:
+        """Every queued row whose URL matches, in queue order, to `deliver` (on the thread)."""
+        self.submit(("scan", predicate, deliver))
 
-    def _writer_main(self) -> None:
-        conn = _connect(self.path)
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def stop(self) -> None:
+        """Stop the thread after what was handed over, and close the JSON-lines file."""
+        self.submit(None)
+        self.join()
+        if self.jsonl is not None:
+            self.jsonl.close()
+
+    # ---------------------------------------------------------------- the thread
+
+    def _main(self) -> None:
+        conn = _connect(self._state.path)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA cache_size = -8000")
         try:
@@ -114,10 +147,10 @@ class StoreWriter:
                 kind = cmd[0]
                 if kind == "batch":
                     try:
-                        if self._error is None:
-                            self._apply(conn, cmd[1])
+                        if self.error is None:
+                            self._apply_batch(conn, cmd[1])
                     except BaseException as exc:  # disk full, I/O error: surfaced by flush/close
-                        self._error = exc
+                        self.error = exc
                         if self.on_error is not None:  # and at once to the crawl, which stops
                             self.on_error(exc)
                         try:
@@ -125,7 +158,7 @@ class StoreWriter:
                         except sqlite3.Error:
                             pass
                     finally:
-                        self._uncommitted.popleft()
+                        self.uncommitted.popleft()
                 elif kind == "sync":
                     cmd[1]()
                 elif kind == "refill":
@@ -137,7 +170,7 @@ class StoreWriter:
                             (after, limit),
                         ).fetchall()
                     except BaseException as exc:
-                        self._error = exc
+                        self.error = exc
                         rows = []
                     deliver(rows)
                 elif kind == "scan":  # remove_matching: queued rows only in SQLite
@@ -147,13 +180,14 @@ class StoreWriter:
                             "SELECT url, redirects_left, depth, tries, via, discovery, seq FROM urls"
                             " WHERE state = 0 ORDER BY seq") if predicate(row[0])]
                     except BaseException as exc:
-                        self._error = exc
+                        self.error = exc
                         rows = []
                     deliver(rows)
         finally:
             conn.close()
 
-    def _apply(self, conn: sqlite3.Connection, batch: tuple) -> None:
+    def apply(self, conn: sqlite3.Connection, batch: Batch) -> None:
+        """Commit one batch in one transaction, then append its records to the JSONL."""
         rows, recs, sets, hosts = batch
         rows_json = json.dumps(list(rows.values()), ensure_ascii=False, separators=(",", ":")) if rows else None
         lines = [r.to_json() for r in recs]
@@ -162,45 +196,46 @@ class StoreWriter:
         if rows_json:
             conn.execute(_UPSERT, (rows_json,))
         if recs_json:
-            conn.execute(_INSERT_RECORDS, (self.run, recs_json))
+            conn.execute(_INSERT_RECORDS, (self._state.run, recs_json))
         if sets:
             conn.executemany(_SQL["setting"], sets)
         if hosts:
             conn.executemany(_SQL["host"], [(k, v) for k, v in hosts if v is not None])
             conn.executemany(_SQL["host_default"], [(k,) for k, v in hosts if v is None])
         conn.execute("COMMIT")
-        if lines and self._jsonl is not None:  # after the commit: the JSONL never runs ahead
-            self._jsonl.write("\n".join(lines) + "\n")
-            self._jsonl.flush()
+        if lines and self.jsonl is not None:  # after the commit: the JSONL never runs ahead
+            self.jsonl.write("\n".join(lines) + "\n")
+            self.jsonl.flush()
+
+    # ---------------------------------------------------------------- JSON lines
 
     def attach_jsonl(self, path: str) -> None:
-        """Stream this state's records to a JSON-lines file, written by the writer thread
-        right after each commit, so the file never holds a record the state lacks.
-
-        Call it right after opening, before any record is written.  A new state starts
-        the file afresh.  On a resume the file is continued: a partial last line (a kill
-        mid-write) is cut, and the records committed but not yet written out when the
-        last run died are copied from the state first, so the file equals `export`.
-        """
-        self.flush()
-        if not self.resumed or not os.path.exists(path):
-            self._jsonl = open(path, "w", encoding="utf-8")
-            if self.resumed:  # the file is gone: rewrite it from the state
+        """Start the JSON-lines file (see SqliteStore.attach_jsonl; everything is committed)."""
+        if not self._state.resumed or not os.path.exists(path):
+            self.jsonl = open(path, "w", encoding="utf-8")
+            if self._state.resumed:  # the file is gone: rewrite it from the state
                 self._copy_records_to_jsonl(0)
             return
         have, good = _count_lines(path)
         with open(path, "r+b") as fh:
             fh.truncate(good)
-        self._jsonl = open(path, "a", encoding="utf-8")
+        self.jsonl = open(path, "a", encoding="utf-8")
         self._copy_records_to_jsonl(have)
 
     def _copy_records_to_jsonl(self, after_id: int) -> None:
-        assert self._rconn is not None and self._jsonl is not None
-        cur = self._rconn.execute("SELECT data FROM records WHERE id > ? ORDER BY id", (after_id,))
+        rconn, jsonl = self._state.rconn, self.jsonl
+        assert rconn is not None and jsonl is not None
+        cur = rconn.execute("SELECT data FROM records WHERE id > ? ORDER BY id", (after_id,))
         while rows := cur.fetchmany(1000):
-            self._jsonl.write("".join(data + "\n" for (data,) in rows))
+            jsonl.write("".join(data + "\n" for (data,) in rows))
             self.jsonl_caught_up += len(rows)
-        self._jsonl.flush()
+        jsonl.flush()
+
+
+def _resolve(fut: asyncio.Future[Any], value: Any) -> None:
+    """Set a future's result unless it is already done (a callback for the loop)."""
+    if not fut.done():
+        fut.set_result(value)
 
 
 def _count_lines(path: str) -> tuple[int, int]:

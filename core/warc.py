@@ -27,9 +27,9 @@ from collections import deque
 from typing import Any
 from urllib.parse import urlsplit
 
-from warcio.archiveiterator import ArchiveIterator
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
+from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]  # warcio has no type hints
+from warcio.statusandheaders import StatusAndHeaders  # type: ignore[import-untyped]  # (same)
+from warcio.warcwriter import WARCWriter  # type: ignore[import-untyped]  # (same)
 
 from .records import Record
 from .secrets import redact_pairs

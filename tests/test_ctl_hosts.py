@@ -87,7 +87,8 @@ async def test_ctl_hosts_table_json_sort_state_and_attached_queues_view(site: st
 
 def test_the_hosts_command_takes_optional_arguments() -> None:
     """`hosts` may leave out (or null) its sort, state and limit: the engine's defaults apply."""
-    from crawltop.core.protocol import ProtocolError, check_args
+    from crawltop.core.errors import ProtocolError
+    from crawltop.core.protocol import check_args
 
     assert check_args("hosts", None) == {}
     assert check_args("hosts", {"sort": "host", "state": None, "limit": 5}) == {"sort": "host", "limit": 5}

@@ -253,7 +253,8 @@ async def test_queued_items_keep_provenance_across_a_resume(serve, tmp_path) -> 
 
 
 def test_schema_1_state_file_is_refused(tmp_path) -> None:
-    from crawltop.core.store import StateError, read_state
+    from crawltop.core.errors import StateError
+    from crawltop.core.store import read_state
 
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)

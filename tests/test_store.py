@@ -11,11 +11,12 @@ import pytest
 
 from crawltop.core import store as store_mod
 from crawltop.core.config import CrawlConfig
+from crawltop.core.errors import StateError
 from crawltop.core.export import CSV_FIELDS, export_csv, export_jsonl
 from crawltop.core.frontier import Item
 from crawltop.core.records import Record
 from crawltop.core.resume import open_state
-from crawltop.core.store import SCHEMA_VERSION, SqliteStore, StateError
+from crawltop.core.store import SCHEMA_VERSION, SqliteStore
 
 CFG = CrawlConfig(roots=("http://a.test/",), concurrency=7, max_depth=3)
 

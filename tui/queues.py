@@ -20,9 +20,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 
+from ..core.errors import RemoteError
 from ..core.hosts import STATES
 from ..core.hosttext import delay_text, state_text
-from ..core.remote import RemoteError
 from ..core.stats import HostView
 from ..core.steer import HOST_SORTS
 from . import fmt

@@ -7,6 +7,8 @@ stop marks the crawl stopped, so no process pops another URL meanwhile.
 """
 from __future__ import annotations
 
+from typing import cast
+
 import redis.asyncio as aioredis
 
 from .keys import Keys
@@ -25,7 +27,7 @@ async def command(r: aioredis.Redis, keys: Keys, op: str, arg: int | None = None
         pipe.hset(target, "paused", "0")
         if proc is None:
             for other in await r.hkeys(keys.procs):
-                pipe.hdel(keys.ctl_of(other.decode()), "paused")
+                pipe.hdel(keys.ctl_of(cast(bytes, other).decode()), "paused")  # a client without decode_responses
     elif op == "concurrency":
         pipe.hset(target, "concurrency", str(max(1, int(arg or 1))))
     elif op == "stop":

@@ -23,8 +23,8 @@ from ..urls import netloc_of
 from .scripts import HOST_FIELDS
 
 if TYPE_CHECKING:
-    from ..frontier import Item
-    from .frontier import RedisFrontier
+    from ..item import Item
+    from .frontier_ops import FrontierOps
 
 Event = tuple[str, str, float, int, int, str]  # kind, host, started (loop time), b, c, why
 
@@ -48,7 +48,7 @@ class ClusterHost(HostRow):
 class RedisHosts:
     """Hosts as the crawler sees them, for a crawl whose hosts live in Redis."""
 
-    def __init__(self, frontier: RedisFrontier) -> None:
+    def __init__(self, frontier: FrontierOps) -> None:
         self._frontier = frontier
         self.policy = Politeness()
         self.hosts: dict[str, ClusterHost] = {}

@@ -44,7 +44,7 @@ import os
 import socket
 from hashlib import blake2b
 
-from ..frontier import Item
+from ..item import Item
 
 MAGIC = "crawltop-cluster/2"  # per-host queues (issue 22)
 OLD_MAGICS = ("crawltop-cluster/1",)  # one FIFO and a gate: exported, never continued

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from typing import Any, cast
 
 import redis.asyncio as aioredis
 from redis.exceptions import AuthenticationError, ResponseError
@@ -57,7 +57,7 @@ async def _meta(r: aioredis.Redis, keys: Keys, *, old_ok: bool = False) -> dict[
     if it is a crawl of an older format (one queue, no per-host state: continuing it would
     misread it), unless `old_ok` (export reads only its records, whose format is the same)."""
     try:
-        raw = await r.hgetall(keys.meta)
+        raw = cast("dict[bytes, bytes]", await r.hgetall(keys.meta))  # a client without decode_responses
     except ResponseError as exc:  # WRONGTYPE: someone else's key
         raise UsageError(f"Redis key prefix {keys.prefix} holds foreign data ({exc})") from None
     meta = {k.decode(): v.decode() for k, v in raw.items()}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import cast
 
 import redis
 
@@ -28,7 +29,8 @@ class StreamRecords:
     def __iter__(self) -> Iterator[dict]:
         start = b"-"
         while True:
-            entries = self._r.xrange(self._key, min=start, count=PAGE)
+            # A client without decode_responses: ids and fields are bytes.
+            entries = cast("list[tuple[bytes, dict[bytes, bytes]]]", self._r.xrange(self._key, min=start, count=PAGE))
             if not entries:
                 return
             for entry_id, fields in entries:

@@ -291,7 +291,8 @@ DONE = _HOSTS + """
 local e = tonumber(ARGV[12])
 local i = 13
 for _ = 1, e do
-  local kind, h, a, b, c, why = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4], ARGV[i + 5]
+  local kind, h, a, b, c, why = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]),
+    ARGV[i + 4], ARGV[i + 5]
   i = i + 6
   local hh = hk(h)
   if kind == 'g' then
@@ -306,7 +307,9 @@ for _ = 1, e do
       schedule(h)
     end
     local s = redis.call('HMGET', hh, 'x', 'k', 'b')
-    if (num(s[1]) > 0 or num(s[2]) > 0) and now - a >= num(s[3]) then redis.call('HSET', hh, 'x', 0, 'k', 0, 'w', '') end
+    if (num(s[1]) > 0 or num(s[2]) > 0) and now - a >= num(s[3]) then
+      redis.call('HSET', hh, 'x', 0, 'k', 0, 'w', '')
+    end
   elseif kind == 'c' then
     redis.call('HSET', hh, 'cd', b)
     recompute(h)
@@ -333,7 +336,8 @@ for _ = 1, e do
 end
 local accepted, rejected = 0, 0
 while i <= #ARGV do
-  local m, url, record, back, after, err, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4]), ARGV[i + 5], tonumber(ARGV[i + 6])
+  local m, url, record, back, after, err, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3],
+    tonumber(ARGV[i + 4]), ARGV[i + 5], tonumber(ARGV[i + 6])
   local last = i + 6 + 3 * n
   local new = add_links(i + 7, last)
   i = last + 1

@@ -56,7 +56,8 @@ class RedisServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise UsageError(f"redis-server exited at start (see {self.where.parent if port is None else self.where}/redis.log)")
+                log_dir = self.where.parent if port is None else self.where
+                raise UsageError(f"redis-server exited at start (see {log_dir}/redis.log)")
             try:
                 if port is None:
                     with socket.socket(socket.AF_UNIX) as s:
