@@ -9,7 +9,7 @@ import argparse
 import os
 import re
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ..core import cookies as cookiefile
 from ..core.config import CrawlConfig
@@ -119,7 +119,8 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.
     add("--delay-factor", type=seconds, default=d.delay_factor, metavar="F",
         help="adaptive delay: F x the host's last response time (default off)")
     add("--host-max-failures", type=positive(int), default=d.host_max_failures, metavar="N",
-        help=f"retire a host after N failures in a row: its URLs get records, unfetched (default {d.host_max_failures})")
+        help=f"retire a host after N failures in a row: its URLs get records, unfetched "
+             f"(default {d.host_max_failures})")
     add("--max-pages-per-host", type=positive(int), default=None, metavar="N",
         help="queue at most N URLs per host; the rest are counted, not fetched (default: no budget)")
     add("--no-robots", action="store_true",
@@ -162,6 +163,10 @@ def add_session_options(p: argparse.ArgumentParser, *, join: bool = False) -> No
                  "(default: the roots' hosts)")
 
 
+def add_warc(p: argparse.ArgumentParser) -> None:
+    """`--warc`, for crawl, demo and resume (cli/state.py writes it)."""
+    p.add_argument("--warc", metavar="FILE.warc.gz", default=None,
+                   help="write a WARC 1.1 archive of every response (default: none)")
 
 
 def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
@@ -175,21 +180,22 @@ def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
         max_tries=args.max_tries, scope=args.scope, include=tuple(args.include),
         exclude=tuple(args.exclude), max_depth=args.max_depth, max_pages=args.max_pages,
         timeout=args.timeout, max_bytes=args.max_bytes, per_host=args.per_host,
-        delay=args.delay, robots=not args.no_robots, sitemaps=not args.no_sitemaps, user_agent=args.user_agent, output=args.output,
+        delay=args.delay, robots=not args.no_robots, sitemaps=not args.no_sitemaps, user_agent=args.user_agent,
+        output=args.output,
         queue_by=args.queue_by, max_crawl_delay=args.max_crawl_delay, delay_factor=args.delay_factor,
         host_max_failures=args.host_max_failures, max_pages_per_host=args.max_pages_per_host,
         **session_options(args),
     )
 
 
-def session_options(args: argparse.Namespace) -> dict[str, object]:
+def session_options(args: argparse.Namespace) -> dict[str, Any]:
     """CrawlConfig fields of add_session_options, checked: a bad header, proxy or cookie
     file is a one-line usage error (exit 2) before anything starts."""
     headers = expand_headers(getattr(args, "header", []))
     parse_headers(headers)
     if getattr(args, "proxy", None):
         split_proxy(args.proxy)
-    out: dict[str, object] = {"headers": tuple(headers), "proxy": getattr(args, "proxy", None),
+    out: dict[str, Any] = {"headers": tuple(headers), "proxy": getattr(args, "proxy", None),
                               "env_proxy": not getattr(args, "no_proxy", False)}
     if hasattr(args, "header_host"):
         out["header_hosts"] = tuple(h.strip().lower().rstrip(".") for h in args.header_host)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import Any
 
 from ..core.crawler import Crawler
 from .listen import listen
@@ -12,17 +13,18 @@ from .listen import listen
 def run_crawler(crawler: Crawler, args: argparse.Namespace) -> int:
     """Textual is imported here, and only when a terminal will show it. Either way the
     crawl listens on its control socket (attach, ctl, ls) while it runs."""
-    crawler = listen(crawler, args)  # type: ignore[assignment]
+    # a Listening (core/control.py): the crawler's own attributes pass through, and its control
+    listening: Any = listen(crawler, args)
     if args.headless or not sys.stdout.isatty():
         from .headless import run_headless
 
-        return asyncio.run(run_headless(crawler))
+        return asyncio.run(run_headless(listening))
     from ..tui.app import run_tui
     from .hangup import Hangup
     from .headless import report
 
-    crawler.control.mode = "tui"
-    hangup = Hangup(getattr(args, "on_hangup", "detach"), crawler.control)
-    code = run_tui(crawler, exit_on_finish=args.exit_on_finish, hangup=hangup)
-    report(crawler, sys.stdout)  # the screen is gone: leave the totals in the scrollback (or the log)
+    listening.control.mode = "tui"
+    hangup = Hangup(getattr(args, "on_hangup", "detach"), listening.control)
+    code = run_tui(listening, exit_on_finish=args.exit_on_finish, hangup=hangup)
+    report(listening, sys.stdout)  # the screen is gone: leave the totals in the scrollback (or the log)
     return code

@@ -1,7 +1,7 @@
-"""The CLI side of crash-safe state: `crawl --state`, `resume`, `export` and `--warc`.
+"""The CLI side of crash-safe state: `crawl --state`, `resume` and `--warc`.
 
-cli/main.py calls `add_arguments()` while building its parser and `run()` for any
-command that touches a state file.  Imports run one way: main -> state -> options.
+The commands (cli/commands/) add `--warc` with `add_warc()` and call `run()` for a crawl
+that keeps a state file.  Imports run one way: commands -> state -> options, run.
 """
 from __future__ import annotations
 
@@ -14,48 +14,19 @@ from collections.abc import Sequence
 from ..core.config import CrawlConfig
 from ..core.crawler import Crawler
 from ..core.errors import StateError
-from ..core.export import export_csv, export_jsonl
 from ..core.records import Sink
 from ..core.resume import open_state
 from ..core.sanitize import clean
 from ..core.secrets import require
 from ..core.store import STATUS_FINISHED, STATUS_STOPPED, SqliteStore
 from ..core.warc import WarcSink
-from .options import Parser, add_crawl_options, config_from
+from .options import Parser, add_crawl_options, add_warc, config_from
 from .run import run_crawler
 
 # argparse dest -> CrawlConfig field, for options that a resume may override
 _FIELD = {"no_robots": "robots", "no_sitemaps": "sitemaps",
           "header": "headers", "header_host": "header_hosts", "no_proxy": "env_proxy"}
 _NOT_CONFIG = {"headless", "exit_on_finish", "warc", "state", "fast", "command", "roots", "_pos"}
-
-
-def add_arguments(sub: argparse._SubParsersAction, crawl: argparse.ArgumentParser,
-                  demo: argparse.ArgumentParser) -> None:
-    for p in (crawl, demo):
-        _add_warc(p)
-    crawl.add_argument("--state", metavar="PATH", default=None,
-                       help="keep the crawl state in this SQLite file; resume it if it exists (default: memory only)")
-    resume = sub.add_parser("resume", help="continue a crawl from its --state file (options given here win)")
-    resume.add_argument("state", metavar="PATH", help="the --state file of the crawl to continue")
-    add_crawl_options(resume)
-    _add_warc(resume)
-    export = sub.add_parser("export", help="export the records of a --state file, or of a crawl in --redis")
-    export.add_argument("state", metavar="PATH|NAME", help="the --state file whose records to write (with --redis: the crawl's name)")
-    export.add_argument("--redis", metavar="URL", default=None, help="export crawl NAME shared through this Redis (default: none)")
-    export.add_argument("--trim", action="store_true",
-                        help="with --redis: then delete the exported records from Redis, bounding its memory (default: keep)")
-    export.add_argument("--jsonl", metavar="FILE", help="write one JSON object per record; '-' for stdout (default: none)")
-    export.add_argument("--csv", metavar="FILE", help="write one CSV row per record, with a header; '-' for stdout (default: none)")
-
-
-def _add_warc(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--warc", metavar="FILE.warc.gz", default=None,
-                   help="write a WARC 1.1 archive of every response (default: none)")
-
-
-def wants_state(args: argparse.Namespace) -> bool:
-    return args.command in ("resume", "export") or bool(getattr(args, "state", None))
 
 
 def extra_sinks(args: argparse.Namespace) -> list[Sink]:
@@ -68,7 +39,7 @@ def explicit_options(argv: Sequence[str], command: str) -> set[str]:
     p = Parser(prog=f"crawltop {command}", add_help=False)
     p.add_argument("_pos", nargs="*")
     add_crawl_options(p)
-    _add_warc(p)
+    add_warc(p)
     p.add_argument("--state")
     if command == "demo":
         p.add_argument("--fast", action="store_true")
@@ -96,26 +67,13 @@ def overrides_from(args: argparse.Namespace, argv: Sequence[str]) -> dict[str, o
 
 
 def run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
-    """`crawl --state PATH`, `resume PATH` or `export PATH`; returns the exit code."""
+    """`crawl --state PATH` or `resume PATH`; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if args.command == "export":
-            return _export(args)
         return _crawl(args, argv)
     except StateError as exc:
         print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
         return 2
-
-
-def _export(args: argparse.Namespace) -> int:
-    if not args.jsonl and not args.csv:
-        print("crawltop: error: export needs --jsonl FILE and/or --csv FILE", file=sys.stderr)
-        return 2
-    for out, fn, kind in ((args.jsonl, export_jsonl, "JSONL"), (args.csv, export_csv, "CSV")):
-        if out:
-            n = fn(args.state, out)
-            print(f"exported {n} records to {out} ({kind})", file=sys.stderr)
-    return 0
 
 
 def _crawl(args: argparse.Namespace, argv: list[str]) -> int:

@@ -14,7 +14,7 @@ import pytest
 from conftest import until
 from ctl_helpers import cli, rundir, site, status, wait_gone, wait_status  # noqa: F401
 
-from crawltop.cli.attach import attach
+from crawltop.cli.commands.attach import attach
 from crawltop.core.remote import RemoteCrawler
 from crawltop.core.runtime import resolve
 from crawltop.tui.app import CrawlApp

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Sequence
 
-from ..core.errors import ReportError, UsageError
-from ..core.report import Options, analyse, load
-from ..core.report_format import FORMATS
-from ..core.sanitize import clean
+from ...core.errors import ReportError
+from ...core.report import Options, analyse, load
+from ...core.report_format import FORMATS
+from ...core.sanitize import clean
 
 
-def add_arguments(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="broken links by page, redirect chains, slowest pages, totals; exit 1 if anything is broken")
-    p.add_argument("source", metavar="SOURCE", help="a records JSONL file (-o) or a --state file (with --redis: the crawl's NAME)")
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="broken links by page, redirect chains, slowest pages, totals; "
+                                      "exit 1 if anything is broken")
+    p.add_argument("source", metavar="SOURCE",
+                   help="a records JSONL file (-o) or a --state file (with --redis: the crawl's NAME)")
     p.add_argument("--redis", metavar="URL", default=None,
                    help="report on crawl NAME shared through this Redis: its records stream (default: none)")
     p.add_argument("--format", choices=tuple(FORMATS), default="text",
@@ -34,24 +35,15 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
                    help="write the report to FILE (default: stdout)")
 
 
-def shared_records(url: str, name: str) -> Iterator[dict[str, Any]]:
-    """The records of a crawl on Redis (those not yet trimmed by `export --trim`)."""
-    import redis
-
-    from ..core.cluster.records import StreamRecords
-    from .cluster import check_crawl
-
-    try:
-        name = check_crawl(url, name)
-        yield from StreamRecords(redis.Redis.from_url(url, socket_timeout=30), name)
-    except (UsageError, redis.RedisError) as exc:
-        raise ReportError(f"Redis at {url}: {exc}" if isinstance(exc, redis.RedisError) else str(exc)) from None
-
-
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     options = Options(min_status=args.min_status, include_robots=args.include_robots, broken_only=args.broken_only)
     try:
-        records = load(args.source) if not args.redis else shared_records(args.redis, args.source)
+        if args.redis:
+            from ...core.cluster.oneshot import records as shared_records
+
+            records = shared_records(args.redis, args.source)
+        else:
+            records = load(args.source)
         report = analyse(records, options, source=args.source)
         text = FORMATS[args.format](report)
         if args.output == "-":

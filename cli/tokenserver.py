@@ -1,4 +1,4 @@
-"""`crawltop web [NAME]`: the monitor in a browser, through textual-serve.
+"""The server behind `crawltop web` (cli/commands/web.py): the monitor in a browser, through textual-serve.
 
 textual-serve runs `crawltop attach NAME` per browser tab and relays its screen over a
 websocket. It listens on TCP, which every local user can reach, so it is bound to
@@ -14,8 +14,10 @@ import os
 import secrets
 import shlex
 import sys
+from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from textual_serve.server import Server
 
 from .orphan import WEB_PID
@@ -26,8 +28,8 @@ COOKIE = "crawltop_token"
 class TokenServer(Server):
     """textual-serve's server with a token check in front of every route."""
 
-    def __init__(self, command: str, *, token: str, **kwargs: object) -> None:
-        super().__init__(command, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, command: str, *, token: str, **kwargs: Any) -> None:
+        super().__init__(command, **kwargs)
         self.token = token
 
     async def _make_app(self) -> web.Application:
@@ -35,7 +37,7 @@ class TokenServer(Server):
         token = self.token.encode()
 
         @web.middleware
-        async def check(request: web.Request, handler):  # type: ignore[no-untyped-def]
+        async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
             given = request.query.get("token") or request.cookies.get(COOKIE, "")
             if not hmac.compare_digest(given.encode(), token):
                 raise web.HTTPForbidden(text="crawltop web: open the URL printed by `crawltop web`, with its token\n")

@@ -1,21 +1,21 @@
-"""`crawltop ls` and `crawltop ctl`: the live crawls, and one-shot control for scripts.
+"""`crawltop ctl NAME ACTION`: one-shot control of a live crawl, for scripts.
 
-Both are plain blocking socket clients (core.remote.Client): no asyncio, no Textual.
-`ctl` exits 0 on success and 1 with a one-line reason otherwise (an unknown name too).
+A plain blocking socket client (core.remote.Client): no asyncio, no Textual. Exit 0 on
+success and 1 with a one-line reason otherwise (an unknown name too); with `--redis`,
+the whole crawl shared through Redis (or one of its processes).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import time
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from ..core.errors import RemoteError, UsageError
-from ..core.remote import Client
-from ..core.runtime import live_sockets, resolve, run_dir
-from ..core.sanitize import clean
+from ...core.errors import RemoteError, UsageError
+from ...core.remote import Client
+from ...core.runtime import resolve
+from ...core.sanitize import clean
 
 ACTIONS = {  # ctl action -> (protocol op, argument name or None)
     "pause": ("pause", None),
@@ -27,9 +27,7 @@ ACTIONS = {  # ctl action -> (protocol op, argument name or None)
 }
 
 
-def add_arguments(sub: argparse._SubParsersAction) -> None:
-    ls = sub.add_parser("ls", help="list the live crawls of this user")
-    ls.add_argument("--json", action="store_true", help="one JSON array, for scripts (default: a table)")
+def add_parser(sub: argparse._SubParsersAction) -> None:
     ctl = sub.add_parser("ctl", help="steer a live crawl from a script: exit 0, or 1 with a reason")
     ctl.add_argument("name", metavar="NAME", help="the crawl's name (crawltop ls)")
     ctl.add_argument("action", metavar="ACTION",
@@ -53,54 +51,10 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
                      help="with --redis: only this process (host:pid:id, as `status` lists them)")
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.command == "ctl" and args.redis:
-        from .cluster import ctl
-
-        return ctl(args)
-    return run_ls(args) if args.command == "ls" else run_ctl(args)
-
-
-def crawls(removed: list[Path] | None = None) -> list[dict[str, Any]]:
-    """One row per live crawl, stale sockets cleaned up on the way (listed in `removed`)."""
-    rows = []
-    for path in live_sockets(removed):
-        row: dict[str, Any] = {"name": path.name, "socket": str(path)}
-        try:
-            with Client(path, timeout=2.0) as c:
-                row.update(c.call("status"))
-        except RemoteError as exc:
-            row.update(state="?", error=str(exc))
-        rows.append(row)
-    return rows
-
-
-def run_ls(args: argparse.Namespace) -> int:
-    removed: list[Path] = []
-    try:
-        run_dir(create=False)
-        rows = crawls(removed)
-    except (UsageError, OSError) as exc:
-        print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
-        return 1
-    for path in removed:  # once: the socket is gone now, so the next ls is silent about it
-        print(f"crawltop: removed {path}: its crawl is gone (nothing listened on it)", file=sys.stderr)
-    if args.json:
-        print(json.dumps(rows, indent=None))
-        return 0
-    if not rows:
-        print("no live crawls")
-        return 0
-    table = [("NAME", "PID", "STATE", "MODE", "PAGES", "QUEUED", "PAGES/S", "STARTED", "ROOT")]
-    for r in rows:
-        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["started"])) if "started" in r else "?"
-        table.append((r["name"], str(r.get("pid", "?")), r.get("state", "?"), r.get("mode", "?"), str(r.get("pages", "?")),
-                      str(r.get("queued", "?")), f"{r['rate_now']:.0f}" if "rate_now" in r else "?",
-                      started, clean(r.get("root", ""), 80)))
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    for row in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
-    return 0
+def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
+    if args.redis:
+        return run_shared(args)
+    return run_ctl(args)
 
 
 def _fail(message: str) -> int:
@@ -208,9 +162,9 @@ HOST_COLUMNS = ("HOST", "STATE", "QUEUED", "FLIGHT", "DONE", "ERRORS", "DELAY", 
 def run_hosts(args: argparse.Namespace) -> int:
     """`ctl NAME hosts [--sort KEY] [--state STATE] [--limit N] [--json]`: every host's queue
     row as the queues view (`H`) shows it. A bad key or state is a usage error (exit 2)."""
-    from ..core.hosttext import delay_text, state_text
-    from ..core.stats import HostView
-    from ..core.steer import HOST_SORTS, STATES
+    from ...core.hosttext import delay_text, state_text
+    from ...core.stats import HostView
+    from ...core.steer import HOST_SORTS, STATES
 
     if args.value:
         raise UsageError("hosts takes no value: crawltop ctl NAME hosts [--sort KEY] [--state STATE] [--json]")
@@ -244,5 +198,51 @@ def run_hosts(args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in table) for i in range(len(HOST_COLUMNS))]
     right = {2, 3, 4, 5, 8, 9}
     for row in table:
-        print("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+        cells = enumerate(zip(row, widths, strict=False))
+        print("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in cells).rstrip())
     return 0
+
+
+# -- a crawl shared through Redis (issue 10): the whole crawl, or one of its processes ------------
+def run_shared(args: argparse.Namespace) -> int:
+    """`crawltop ctl NAME --redis URL ACTION [--process PROC]`: exit 0, or 1 with a reason."""
+    import asyncio
+    import dataclasses
+
+    from ...core.cluster import commands
+    from ...core.cluster import open as cluster
+    from ...core.cluster.keys import Keys
+    from ...core.cluster.oneshot import text
+    from ...core.cluster.view import ClusterView
+    from ...core.runtime import check_name
+
+    name = check_name(args.name)
+    op = {"pause": "pause", "resume": "resume", "stop": "stop", "concurrency": "concurrency"}.get(args.action)
+    if op is None and args.action != "status":
+        raise UsageError(f"with --redis, ACTION is pause, resume, stop, concurrency N or status, not {args.action!r}")
+    if op == "concurrency" and (len(args.value) != 1 or not args.value[0].isdigit()):
+        raise UsageError("concurrency needs one number: crawltop ctl NAME --redis URL concurrency N")
+
+    async def run() -> int:
+        r = cluster.client(args.redis)
+        try:
+            await cluster.join(r, args.redis, name, resume=False)
+            view = ClusterView(r, name, [])
+            if args.process and args.process not in {text(p) for p in await r.hkeys(Keys(name).procs)}:
+                print(f"crawltop: no process {args.process!r} in crawl {name!r}", file=sys.stderr)
+                return 1
+            if op is not None:
+                await commands.command(r, Keys(name), op, int(args.value[0]) if op == "concurrency" else None,
+                                       args.process)
+            await view.read()
+            snap = view.stats.snap
+            print(json.dumps({"name": name, "status": view.status, "state": snap.state, "records": view.records,
+                              "pages": snap.pages, "queued": snap.queued, "seen": snap.seen,
+                              "in_flight": snap.in_flight, "processes": [
+                                  {"proc": p.proc, **dataclasses.asdict(p.info), "lost": p.lost, "leases": p.leases,
+                                   "heartbeat_age": round(p.beat_age, 1)} for p in view.processes()]}))
+            return 0
+        finally:
+            await r.aclose()
+
+    return asyncio.run(run())

@@ -1,0 +1,61 @@
+"""`crawltop crawl ROOT...`: a crawl in this process, kept in a --state file or in
+memory, or shared through Redis (`--redis`, `--processes`)."""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from ...core.config import CrawlConfig
+from .. import listen, shared
+from ..options import add_crawl_options, add_warc, config_from
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    crawl = sub.add_parser("crawl", help="crawl one or more roots")
+    crawl.add_argument("roots", nargs="+", metavar="ROOT", help="http(s) URL to start from (one or more)")
+    add_crawl_options(crawl)
+    add_warc(crawl)
+    crawl.add_argument("--state", metavar="PATH", default=None,
+                       help="keep the crawl state in this SQLite file; resume it if it exists "
+                            "(default: memory only)")
+    shared.add_options(crawl)
+    listen.add_arguments(crawl)  # --name, --detach, --on-hangup
+
+
+def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    shared.check_mix(args)
+    if args.state:
+        from ..state import run as run_state
+
+        return run_state(args, argv)
+    return crawl(args, args.roots)
+
+
+def crawl(args: argparse.Namespace, roots: Sequence[str]) -> int:
+    """`crawl` and `demo` from ROOTs: here, or as one engine of a crawl shared through Redis."""
+    if shared.wants_cluster(args):
+        return run_shared(args, config_from(args, roots))
+    from ...core.crawler import Crawler
+    from ..run import run_crawler
+    from ..state import extra_sinks
+
+    crawler = Crawler(config_from(args, roots), sinks=extra_sinks(args))
+    return run_crawler(crawler, args)
+
+
+def run_shared(args: argparse.Namespace, config: CrawlConfig) -> int:
+    """`crawl`/`demo` with --redis (this process one engine) or --processes (N children)."""
+    name = shared.name_of(args, config.roots)
+    if args.processes:
+        from ..processes import supervise
+        from .join import child_main
+
+        return supervise(args, name, config, child_main)
+    import asyncio
+
+    from ...core.cluster.oneshot import start
+    from ..engine import engine
+
+    if asyncio.run(start(args.redis, name, config)) == "finished":
+        return shared.finished(args.redis, name)
+    return engine(args, args.redis, name, config)

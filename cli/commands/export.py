@@ -1,0 +1,79 @@
+"""`crawltop export PATH|NAME --jsonl F|--csv F`: the records of a --state file, or of a
+crawl shared through Redis (`--redis`, `--trim`)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ...core.export import export_csv, export_jsonl
+from ...core.sanitize import clean
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    export = sub.add_parser("export", help="export the records of a --state file, or of a crawl in --redis")
+    export.add_argument("state", metavar="PATH|NAME",
+                        help="the --state file whose records to write (with --redis: the crawl's name)")
+    export.add_argument("--redis", metavar="URL", default=None,
+                        help="export crawl NAME shared through this Redis (default: none)")
+    export.add_argument("--trim", action="store_true",
+                        help="with --redis: then delete the exported records from Redis, bounding its memory "
+                             "(default: keep)")
+    export.add_argument("--jsonl", metavar="FILE",
+                        help="write one JSON object per record; '-' for stdout (default: none)")
+    export.add_argument("--csv", metavar="FILE",
+                        help="write one CSV row per record, with a header; '-' for stdout (default: none)")
+
+
+def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    if args.redis:
+        return _shared(args)
+    from ...core.store import StateError
+
+    try:
+        return _state_file(args)
+    except StateError as exc:
+        print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
+        return 2
+
+
+def _state_file(args: argparse.Namespace) -> int:
+    if not args.jsonl and not args.csv:
+        print("crawltop: error: export needs --jsonl FILE and/or --csv FILE", file=sys.stderr)
+        return 2
+    for out, fn, kind in ((args.jsonl, export_jsonl, "JSONL"), (args.csv, export_csv, "CSV")):
+        if out:
+            n = fn(args.state, out)
+            print(f"exported {n} records to {out} ({kind})", file=sys.stderr)
+    return 0
+
+
+def _shared(args: argparse.Namespace) -> int:
+    """`crawltop export --redis URL NAME --jsonl F|--csv F [--trim]`."""
+    import asyncio
+
+    import redis
+
+    from ...core.cluster.oneshot import join
+    from ...core.cluster.records import StreamRecords
+    from ...core.errors import UsageError
+    from ...core.runtime import check_name
+
+    name = check_name(args.state)
+    r = redis.Redis.from_url(args.redis, socket_timeout=30)
+    try:
+        # reachable, ours, exists (an older format's records export too): or a one-line error
+        asyncio.run(join(args.redis, name, resume=False, old_ok=True))
+        streams = []
+        for out, fn, kind in ((args.jsonl, export_jsonl, "JSONL"), (args.csv, export_csv, "CSV")):
+            if out:
+                streams.append(StreamRecords(r, name))
+                n = fn(streams[-1], out)
+                print(f"exported {n} records of {name!r} to {out} ({kind})", file=sys.stderr)
+        if args.trim and streams:  # up to what every file has (the first read the fewest)
+            print(f"trimmed {streams[0].trim()} exported records from Redis", file=sys.stderr)
+        return 0
+    except redis.RedisError as exc:
+        raise UsageError(f"Redis at {args.redis}: {exc}") from None
+    finally:
+        r.close()

@@ -1,0 +1,29 @@
+"""The monitor of a crawl shared through Redis: the whole crawl, every process, from
+any machine (`attach --redis`, and the screen of `crawl --processes`)."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+from ..core.cluster import open as cluster
+from ..core.cluster.keys import Keys
+from ..core.cluster.view import ClusterView
+from .hangup import Hangup
+
+
+def run_monitor(url: str, name: str, *, exit_on_finish: bool = False, on_hangup: Hangup | None = None) -> int:
+    from ..tui.app import CrawlApp
+
+    async def run() -> int:
+        r = cluster.client(url)
+        roots = json.loads(await r.hget(Keys(name).meta, "roots") or b"[]")
+        view = ClusterView(r, name, roots)
+        app = CrawlApp(view,  # type: ignore[arg-type]  # its paused, concurrency: read-only properties
+                       exit_on_finish=exit_on_finish, hangup=on_hangup)
+        try:
+            await app.run_async()
+        finally:
+            await r.aclose()
+        return app.return_code or 0
+
+    return asyncio.run(run())

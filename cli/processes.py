@@ -1,0 +1,195 @@
+"""`crawl --processes N`: N engine processes forked here, each a `join` child, and this
+process watching them, against `--redis` or a private redis-server on a Unix socket in
+the state directory, stopped at the end."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import redis
+
+from ..core.cluster.keys import Keys
+from ..core.cluster.oneshot import start, text
+from ..core.cluster.server import RedisServer, die_with_parent
+from ..core.config import CrawlConfig
+from ..core.runtime import state_dir
+from ..core.sanitize import clean
+from . import hangup
+from .engine import final_report
+from .monitor import run_monitor
+
+PROGRESS_EVERY = 2.0
+
+Main = Callable[[Sequence[str]], int]  # `crawltop join ...` in a child: its argv, its exit code
+
+
+def supervise(args: argparse.Namespace, name: str, config: CrawlConfig, join: Main) -> int:
+    """N `join` children and this process watching them; a private Redis if none given."""
+    server = None
+    url = args.redis
+    if url is None:
+        server = RedisServer.start(state_dir() / "redis" / name)
+        url = server.url
+    try:
+        asyncio.run(start(url, name, config))
+        logs = state_dir() / "log"
+        logs.mkdir(mode=0o700, parents=True, exist_ok=True)
+        children = [child(join, url, name, config.concurrency, logs / f"{name}.p{i}.log", args.output, i,
+                          secret_argv(config, i))
+                    for i in range(1, args.processes + 1)]
+        hup = hangup.Hangup(getattr(args, "on_hangup", "detach"), None, name=name)
+        if not args.headless and sys.stdout.isatty():
+            # q stops the crawl; d leaves it to us; a hang-up too (its log: NAME.log), or stops it
+            run_monitor(url, name, exit_on_finish=args.exit_on_finish, on_hangup=hup)
+        return watch(url, name, children, hup=hup.reason is None, stop_now=hup.reason is not None and hup.stop)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def secret_argv(config: CrawlConfig, i: int) -> list[str]:
+    """The secrets of a --processes child, on the argv of a fork (never exec'd, so never
+    in the process list): the parent's own, as given."""
+    out = [a for h in config.headers for a in ("--header", h)]
+    if config.proxy:
+        out += ["--proxy", config.proxy]
+    if not config.env_proxy:
+        out.append("--no-proxy")
+    if config.cookies:
+        out += ["--cookies", config.cookies]
+    if config.save_cookies:
+        out += ["--save-cookies", f"{config.save_cookies}.p{i}"]
+    return out
+
+
+class Forked:
+    """An engine forked from this process, with the part of Popen's interface watch()
+    uses. A fork starts crawling at once: its imports (0.4 s of CPU) are already done."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+
+def child(join: Main, url: str, name: str, concurrency: int, log: Path, output: str | None, i: int,
+          secrets: Sequence[str] = ()) -> Forked:
+    """`crawltop join NAME` in a forked child: its own session, its log on stdout and
+    stderr, SIGTERM when this process dies; it never returns into our stack."""
+    argv = ["join", name, "--redis", url, "--headless", "-c", str(concurrency), "--no-final-report",
+            *(["-o", f"{output}.p{i}"] if output else []), *secrets]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    parent = os.getpid()
+    # no signal between fork and setsid: a Ctrl-C there would unwind the child into our
+    # stack (and stop the private redis-server of the others)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+    pid = os.fork()
+    if pid:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        return Forked(pid)
+    code = 1
+    try:
+        os.setsid()
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        die_with_parent()
+        if os.getppid() != parent:  # the parent died before PDEATHSIG was armed
+            os._exit(1)
+        null, fd = os.open(os.devnull, os.O_RDONLY), os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(null, 0)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        code = join(argv)
+    except SystemExit as exc:
+        code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - whatever happens, the child must not return into the parent's code
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop_now: bool = False) -> int:
+    """Progress of the whole crawl on stderr until every child is gone; Ctrl-C stops the
+    whole crawl (through Redis), and the children finish cleanly."""
+    keys = Keys(name)
+    r = redis.Redis.from_url(url, socket_timeout=5)
+    stopping = stop_now  # (--on-hangup stop after the monitor's terminal went away)
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    # SIGHUP stops the crawl, unless the terminal already went away and left it running
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hup else []))}
+    started, sent, shown = time.monotonic(), False, 0.0
+    try:
+        while any(c.poll() is None for c in children):
+            if stopping and not sent:
+                r.hset(keys.ctl, "stop", "1")
+                r.hset(keys.meta, "status", "stopped")
+                sent = True
+            time.sleep(0.1)
+            if time.monotonic() - shown < PROGRESS_EVERY:
+                continue
+            shown = time.monotonic()
+            try:
+                records = int(r.hget(keys.count, "records") or 0)
+                print(f"[{time.monotonic() - started:7.1f}s] {name}: records {records} "
+                      f"queued {int(r.hget(keys.count, 'queued') or 0)} "
+                      f"in flight {r.zcard(keys.leases)} processes {r.hlen(keys.procs)}", file=sys.stderr, flush=True)
+            except redis.RedisError as exc:
+                print(f"crawltop: Redis: {clean(exc)}", file=sys.stderr, flush=True)
+        status = text(r.hget(keys.meta, "status") or b"?")
+        records = int(r.hget(keys.count, "records") or 0)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        r.close()
+    codes = [c.wait() for c in children]
+    print(f"crawl {name!r} {status}: {records} records from {len(children)} processes "
+          f"(exit codes {', '.join(map(str, codes))})", file=sys.stdout)
+    if status == "finished" and claim_report(url, name):
+        final_report(url, name)
+    return 0 if all(c == 0 for c in codes) else 1
+
+
+def claim_report(url: str, name: str) -> bool:
+    """The whole crawl's report is written once: by us, unless a process that joined from
+    elsewhere left after our engines and claimed it (then it says who)."""
+    r = redis.Redis.from_url(url, socket_timeout=5)
+    try:
+        me = f"processes:{socket.gethostname()}:{os.getpid()}"
+        meta = Keys(name).meta
+        if r.hsetnx(meta, "reporter", me) or r.hget(meta, "reporter") == me.encode():
+            return True
+        print(f"crawl {name!r}: its report was written by {clean(text(r.hget(meta, 'reporter') or b'?'))}",
+              file=sys.stderr)
+        return False
+    except redis.RedisError as exc:
+        print(f"crawltop: Redis: {clean(exc)}", file=sys.stderr)
+        return False
+    finally:
+        r.close()

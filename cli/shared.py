@@ -1,0 +1,50 @@
+"""A crawl shared through Redis, as the commands see it: `--redis` and `--processes`,
+which options mix with them, the crawl's name, the "already finished" message."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from ..core.errors import UsageError
+from ..core.runtime import check_name, default_base
+from .options import positive
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--redis", metavar="URL", default=None,
+                   help="share the crawl through Redis (redis://HOST:PORT/DB or unix:///PATH): "
+                        "other processes `join` it (default: this process only)")
+    p.add_argument("--processes", type=positive(int), default=None, metavar="N",
+                   help="N engine processes on this machine and one monitor; without --redis a private "
+                        "redis-server is started (default: this process is the engine)")
+
+
+def wants_cluster(args: argparse.Namespace) -> bool:
+    return args.command == "join" or bool(getattr(args, "redis", None)) or bool(getattr(args, "processes", None))
+
+
+def check_mix(args: argparse.Namespace) -> None:
+    """Options that cannot go with a shared crawl: a one-line refusal, not a silent ignore."""
+    if not wants_cluster(args) or args.command in ("join", "export"):
+        return
+    if getattr(args, "state", None):
+        raise UsageError("--state and --redis/--processes don't mix: a shared crawl keeps its state in Redis")
+    if args.processes and getattr(args, "warc", None):
+        raise UsageError("--warc needs one process: with --processes, keep -o per process instead")
+    if args.processes and getattr(args, "detach", False):
+        raise UsageError("--detach and --processes don't mix: start with crawl --redis URL --detach, "
+                         "then add engines with join NAME --redis URL --detach")
+
+
+def name_of(args: argparse.Namespace, roots: Sequence[str]) -> str:
+    if getattr(args, "name", None):
+        return check_name(args.name)
+    return "demo" if args.command == "demo" else default_base(urlsplit(roots[0]).hostname)
+
+
+def finished(url: str, name: str) -> int:
+    print(f"crawl {name!r} has already finished: export it with "
+          f"crawltop export --redis {url} {name} --jsonl FILE", file=sys.stderr)
+    return 0
