@@ -40,7 +40,7 @@ def gaps(times: list[tuple[float, str]]) -> list[float]:
 async def child_sites(pages: int, addresses: list[str]) -> tuple[asyncio.subprocess.Process, dict[str, str]]:
     """tests/hostsites.py in a child process: {address: root URL}."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(Path(__file__).with_name("hostsites.py")), str(pages), *addresses,
+        sys.executable, str(Path(__file__).parents[1] / "hostsites.py"), str(pages), *addresses,
         stdout=asyncio.subprocess.PIPE)
     assert proc.stdout is not None
     ports = json.loads(await asyncio.wait_for(proc.stdout.readline(), 20))

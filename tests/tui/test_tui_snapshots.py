@@ -3,7 +3,7 @@
 The stand-in (tui.frozen.FrozenCrawler) returns one fixed Snapshot: fixed clock, fixed
 numbers, nothing blinks. It is used here only; every behaviour test drives a real crawl.
 Regenerate after an intended change with:
-    .venv/bin/pytest tests/test_tui_snapshots.py --snapshot-update
+    .venv/bin/pytest tests/tui/test_tui_snapshots.py --snapshot-update
 """
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-TESTS = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = Path(__file__).resolve().parents[1]
 SCRIPT = Path(sys.executable).parent / "crawltop"
 CMD = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "crawltop.cli"]
 CAL = r"^https?://127\.0\.0\.1:\d+/cal/"

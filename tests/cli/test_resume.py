@@ -27,7 +27,7 @@ from crawltop.core.crawler import Crawler
 from crawltop.core.resume import open_state
 from crawltop.demo.site import EXPECTED, DemoSite
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).parent / "crawltop"
 CMD = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "crawltop.cli"]
 CONCURRENCY = 8
