@@ -16,7 +16,8 @@ from urllib.parse import parse_qsl, urlsplit
 from xml.etree import ElementTree
 
 import pytest
-from conftest import crawl, page
+from support.crawl import crawl
+from support.sites import page
 
 from crawltop.core.report import Options, analyse, load
 from crawltop.core.report_format import WIDTH

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import redis
 from aiohttp import web
-from cluster_helpers import recorded_by
-from proxy_helpers import Proxy
+from support.cluster import recorded_by
+from support.proxy import Proxy
 
 from crawltop.core.cluster.keys import Keys
 

@@ -42,7 +42,7 @@ asyncio.run(main())
 
 @pytest.fixture
 def trap_url() -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, str(TESTS / "trapsite.py")], cwd=TESTS, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "support.trapsite"], cwd=TESTS, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     assert url.startswith("http://"), url

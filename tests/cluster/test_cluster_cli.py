@@ -12,9 +12,9 @@ from urllib.parse import urlsplit
 
 import pytest
 import redis
-from cluster_helpers import CLI, recorded_by, records_of, run, start, wait_for
-from conftest import counting_site
-from ctl_helpers import rundir, serve_site, site  # noqa: F401  (fixtures)
+from support.cluster import CLI, recorded_by, records_of, run, start, wait_for
+from support.ctl import serve_site
+from support.sites import counting_site
 
 from crawltop.core.cluster.keys import Keys
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 import redis
-from ctl_helpers import rundir, serve_site  # noqa: F401  (fixture)
+from support.ctl import serve_site
 
 from crawltop.core.cluster.keys import Keys
 from crawltop.core.cluster.server import RedisServer, free_port

@@ -8,7 +8,9 @@ import json
 
 import pytest
 import redis.asyncio as aioredis
-from conftest import crawl, page, redirect
+from support.cluster import engines, slow_tree, tree
+from support.crawl import crawl
+from support.sites import page
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.cluster import open as cluster
@@ -21,40 +23,6 @@ from crawltop.core.records import Record
 from crawltop.core.urls import canonical
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def tree(n: int = 40) -> dict:
-    """A site of n pages, each linking to the next two and back to the root; one redirect
-    to a page already linked (a merge), one loop of redirects."""
-    routes = {"/": page("/p1", "/p2", "/r/merge", "/loop/a")}
-    for i in range(1, n + 1):
-        routes[f"/p{i}"] = page(*(f"/p{j}" for j in (2 * i, 2 * i + 1) if j <= n), "/")
-    routes["/r/merge"] = redirect("/p1")  # seen on the root page, before the redirect
-    routes["/loop/a"] = redirect("/loop/b")
-    routes["/loop/b"] = redirect("/loop/a")
-    return routes
-
-
-async def engines(url: str, name: str, config: CrawlConfig, n: int) -> list[Member]:
-    """Crawl NAME created in Redis and n engines on it (in this loop; not started)."""
-    r = cluster.client(url)
-    await cluster.start(r, url, name, config)
-    await r.aclose()
-    members = []
-    for _ in range(n):
-        f = cluster.frontier(url, name, config)
-        members.append(Member(Crawler(config, frontier=f, sinks=[f.sink]), f))
-    return members
-
-
-def slow_tree(n: int, delay: float) -> dict:
-    """tree(n), each response `delay` seconds late."""
-    async def slow(request):
-        await asyncio.sleep(delay)
-        return await routes[request.path](request)
-
-    routes = tree(n)
-    return {p: slow for p in routes}
 
 
 async def shared_crawl(url: str, name: str, root: str, processes: int = 1, **options) -> list[Member]:
@@ -246,7 +214,7 @@ async def test_finish_waits_for_a_burst_of_late_links(serve, redis_url):
     are still there for the last burst (each fetches part of it)."""
     import time
 
-    from conftest import html
+    from support.sites import html
 
     def slow(seconds: float, *links: str):
         async def handler(request):

@@ -17,8 +17,7 @@ import time
 import pytest
 import redis.asyncio as aioredis
 from aiohttp import web
-from conftest import page
-from ctl_helpers import rundir  # noqa: F401  (fixture)
+from support.sites import page
 
 from crawltop.core.cluster.keys import MAGIC, Keys
 from crawltop.core.protocol import SnapshotDecoder

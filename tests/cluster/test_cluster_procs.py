@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 import redis
-from cluster_helpers import CLI, recorded_by, records_of, run, start, wait_for
-from conftest import counting_site
-from ctl_helpers import rundir, site  # noqa: F401  (fixtures)
+from support.cluster import CLI, recorded_by, records_of, run, start, wait_for
+from support.sites import counting_site
 
 from crawltop.core.cluster.keys import Keys
 

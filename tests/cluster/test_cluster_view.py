@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import crawl, until
-from test_cluster_frontier import engines, slow_tree, tree
+from support.cluster import engines, slow_tree, tree
+from support.crawl import crawl
+from support.wait import until
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.cluster import open as cluster

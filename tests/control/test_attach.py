@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import until
-from ctl_helpers import cli, rundir, site, status, wait_gone, wait_status  # noqa: F401
+from support.ctl import cli, status, wait_gone, wait_status
+from support.wait import until
 
 from crawltop.cli.attach import attach
 from crawltop.core.remote import RemoteCrawler

@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from ctl_helpers import cli, rundir, site, status, wait_gone, wait_status  # noqa: F401
+from support.ctl import cli, status, wait_gone, wait_status
 
 from crawltop.core.protocol import MAX_REQUEST, PROTOCOL, SnapshotDecoder, encode, encode_snapshot, rings
 from crawltop.core.stats import Snapshot, WorkerView

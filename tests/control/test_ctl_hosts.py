@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import page, until
-from ctl_helpers import cli, rundir, site, wait_gone, wait_status  # noqa: F401
+from support.ctl import cli, wait_gone, wait_status
+from support.sites import page
+from support.wait import until
 
 from crawltop.core.hosts import STATES
 from crawltop.core.remote import RemoteCrawler

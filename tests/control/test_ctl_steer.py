@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ctl_helpers import cli, rundir, site, wait_gone, wait_status  # noqa: F401
+from support.ctl import cli, wait_gone, wait_status
 
 pytestmark = pytest.mark.timeout(90)
 

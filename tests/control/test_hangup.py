@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import counting_site
-from ctl_helpers import cli, rundir, status, wait_gone, wait_status  # noqa: F401
+from support.ctl import cli, status, wait_gone, wait_status
+from support.sites import counting_site
 
 pytestmark = pytest.mark.timeout(240)
 

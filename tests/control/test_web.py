@@ -15,8 +15,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from browser import chromium, open_page
-from ctl_helpers import cli, rundir, site, status, wait_gone, wait_status  # noqa: F401
+from support.browser import chromium, open_page
+from support.ctl import cli, status, wait_gone, wait_status
 
 pytestmark = pytest.mark.timeout(180)
 

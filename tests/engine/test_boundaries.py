@@ -8,8 +8,6 @@ import sys
 import zipfile
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {"crawltop": "crawltop", "core": "crawltop.core", "tui": "crawltop.tui",
            "cli": "crawltop.cli", "demo": "crawltop.demo"}

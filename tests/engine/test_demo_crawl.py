@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from conftest import crawl
+from support.crawl import crawl
 
 from crawltop.demo.site import EXPECTED, DemoSite
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 import asyncio
 
 from aiohttp import web
-from conftest import ListSink, page, wait_until
+from support.crawl import ListSink
+from support.sites import page
+from support.wait import wait_until
 
 from crawltop.core import CrawlConfig, Crawler
 

@@ -8,7 +8,8 @@ import time
 
 import pytest
 from aiohttp import web
-from conftest import crawl, page, redirect
+from support.crawl import crawl
+from support.sites import page, redirect
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.errors import UsageError

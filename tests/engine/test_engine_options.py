@@ -5,7 +5,8 @@ import asyncio
 import time
 
 from aiohttp import web
-from conftest import crawl, page
+from support.crawl import crawl
+from support.sites import page
 
 
 def chain(n: int) -> dict:

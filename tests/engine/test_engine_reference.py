@@ -4,7 +4,8 @@ from __future__ import annotations
 import asyncio
 
 from aiohttp import web
-from conftest import crawl, page, redirect
+from support.crawl import crawl
+from support.sites import page, redirect
 
 
 async def test_missing_page_is_recorded_as_404(serve) -> None:

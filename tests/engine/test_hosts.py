@@ -12,7 +12,8 @@ from email.utils import formatdate
 from pathlib import Path
 
 from aiohttp import web
-from conftest import ListSink, crawl, page, redirect
+from support.crawl import ListSink, crawl
+from support.sites import page, redirect
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.resume import open_state
@@ -20,7 +21,7 @@ from crawltop.core.resume import open_state
 # Most servers here share the crawler's event loop, so a request is timestamped when the
 # loop gets to it: one can read a few ms late and shorten the next gap by as much. The gap
 # is counted from when the request's headers were written, so it is never short by more.
-# The 20-host test serves from a child process (tests/hostsites.py), and
+# The 20-host test serves from a child process (tests/support/hostsites.py), and
 # bench/politeness.py measures at nginx, to the millisecond.
 SLACK = 0.025  # generous: a loaded 2-core CI runs these servers late now and then
 
@@ -38,9 +39,9 @@ def gaps(times: list[tuple[float, str]]) -> list[float]:
 
 
 async def child_sites(pages: int, addresses: list[str]) -> tuple[asyncio.subprocess.Process, dict[str, str]]:
-    """tests/hostsites.py in a child process: {address: root URL}."""
+    """tests/support/hostsites.py in a child process: {address: root URL}."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(Path(__file__).parents[1] / "hostsites.py"), str(pages), *addresses,
+        sys.executable, str(Path(__file__).parents[1] / "support" / "hostsites.py"), str(pages), *addresses,
         stdout=asyncio.subprocess.PIPE)
     assert proc.stdout is not None
     ports = json.loads(await asyncio.wait_for(proc.stdout.readline(), 20))

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 
 import pytest
 from aiohttp import web
-from conftest import crawl, page, redirect
+from support.crawl import crawl
+from support.sites import page, redirect
 from warcio.archiveiterator import ArchiveIterator
 
 from crawltop.core import errors
@@ -122,7 +123,7 @@ def _gzipped(req: web.Request) -> web.Response:
 
 
 async def _crawl_with(root: str, extra) -> tuple[object, object]:
-    from conftest import ListSink
+    from support.crawl import ListSink
 
     from crawltop.core import CrawlConfig, Crawler
 
@@ -278,7 +279,7 @@ async def test_truncated_body_digest_matches_the_warc_and_fetched_at_is_the_last
                         "/big": lambda req: _async(web.Response(body=big, content_type="text/plain")),
                         "/flaky": flaky})
     warc = tmp_path / "t.warc.gz"
-    from conftest import ListSink
+    from support.crawl import ListSink
 
     from crawltop.core import CrawlConfig, Crawler
 

@@ -8,8 +8,9 @@ import stat
 
 import pytest
 from aiohttp import web
-from conftest import crawl, page
-from proxy_helpers import Proxy
+from support.crawl import crawl
+from support.proxy import Proxy
+from support.sites import page
 
 from crawltop.core import cookies as cookiefile
 from crawltop.core.secrets import REDACTED, redact_pairs

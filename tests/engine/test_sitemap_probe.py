@@ -11,7 +11,8 @@ import sys
 import time
 
 from aiohttp import web
-from conftest import crawl, page
+from support.crawl import crawl
+from support.sites import page
 
 from crawltop.core.protocol import headline
 from crawltop.core.sitemaps import looks_like_sitemap

@@ -5,7 +5,8 @@ from __future__ import annotations
 import gzip
 
 from aiohttp import web
-from conftest import crawl, page, redirect
+from support.crawl import crawl
+from support.sites import page, redirect
 
 from crawltop.core.sitemaps import MAX_NESTING, inflate, parse
 

@@ -7,8 +7,8 @@ import re
 import tracemalloc
 
 from aiohttp import web
-from conftest import crawl
 from selectolax.lexbor import LexborHTMLParser
+from support.crawl import crawl
 
 from crawltop.core import slim as slim_mod
 from crawltop.core.fetch import Response, decode

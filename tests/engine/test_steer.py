@@ -9,8 +9,10 @@ from collections import Counter
 
 import pytest
 from aiohttp import web
-from conftest import ListSink, html, page, wait_until
-from trapsite import start_trap
+from support.crawl import ListSink
+from support.sites import html, page
+from support.trapsite import start_trap
+from support.wait import wait_until
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.frontier import Item, MemoryFrontier

@@ -404,7 +404,7 @@ async def test_a_failing_state_write_stops_the_crawl_instead_of_hanging(tmp_path
     import asyncio
 
     from aiohttp import web
-    from conftest import Site, page
+    from support.sites import Site, page
 
     from crawltop.core import Crawler
     from crawltop.core.config import CrawlConfig

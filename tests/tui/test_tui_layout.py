@@ -9,7 +9,9 @@ import re
 import time
 
 import pytest
-from conftest import ListSink, page, until
+from support.crawl import ListSink
+from support.sites import page
+from support.wait import until
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.stats import ErrorEvent, WorkerView

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import pytest
 from aiohttp import web
-from conftest import ListSink, html, page, until
+from support.crawl import ListSink
+from support.sites import html, page
+from support.wait import until
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.hosts import STATES

@@ -4,10 +4,12 @@ the ignores screen, adding a seed, pausing a host from the hosts panel."""
 from __future__ import annotations
 
 import pytest
-from conftest import ListSink, page, until
-from test_tui_keys import slow_site
+from support.crawl import ListSink
+from support.sites import page
+from support.trapsite import start_trap
+from support.tui import slow_site
+from support.wait import until
 from textual.widgets import Input, Static
-from trapsite import start_trap
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.queueview import suggest

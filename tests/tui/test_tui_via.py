@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from aiohttp import web
-from conftest import page, until
-from test_tui_keys import finished, make
+from support.sites import page
+from support.tui import finished, make
+from support.wait import until
 
 from crawltop.tui.screens import ErrorListScreen
 

@@ -4,7 +4,7 @@ The child has its own event loop, so each request is stamped (CLOCK_MONOTONIC, t
 clock in every process) when it arrives, not when a crawler sharing the loop lets the
 server run: gaps between a host's requests are measured as a server would see them.
 
-    python tests/hostsites.py PAGES ADDR [ADDR ...]
+    python tests/support/hostsites.py PAGES ADDR [ADDR ...]
 prints one line of JSON {address: port} when listening; on SIGTERM writes the requests,
 one `time address path` a line, to stdout and exits.
 """

@@ -5,7 +5,8 @@ lets the crawl finish."""
 from __future__ import annotations
 
 from aiohttp import web
-from conftest import Site, html
+
+from support.sites import Site, html
 
 ARTICLES = 40
 
