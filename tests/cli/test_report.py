@@ -186,7 +186,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, content: str) -> None:
                                  {"error_kind": {"a": 1}}])
 def test_records_with_wrong_field_types_are_bad_input(tmp_path, bad: dict) -> None:
     path = tmp_path / "r.jsonl"
-    path.write_text(json.dumps({"url": "http://x/", "status": 200}) + "\n" + json.dumps({"url": "http://x/y", **bad}) + "\n")
+    path.write_text(json.dumps({"url": "http://x/", "status": 200}) + "\n"
+                    + json.dumps({"url": "http://x/y", **bad}) + "\n")
     proc = run("report", str(path))
     assert proc.returncode == 2 and "record 2 is not a crawltop record" in proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

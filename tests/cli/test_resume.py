@@ -115,7 +115,7 @@ def test_sigkill_at_random_points_then_resume_until_done(site_url, tmp_path):
         # `crawl --state` also resumes, and works if the first kill came before the file existed.
         args = ("crawl", site_url, "--state", str(db), "-o", str(jsonl)) if i == 0 else ("resume", str(db))
         proc = start(*args, *OPTS, out=log)
-        if wait_for(proc, lambda: committed(db) >= point):
+        if wait_for(proc, lambda point=point: committed(db) >= point):
             proc.kill()
             proc.wait()
             kills += 1

@@ -29,7 +29,7 @@ def slow_site():
 
 
 @pytest.mark.timeout(180)
-def test_three_processes_one_killed_nothing_lost_nothing_twice(redis_url, rundir, tmp_path):  # noqa: F811
+def test_three_processes_one_killed_nothing_lost_nothing_twice(redis_url, rundir, tmp_path):
     """Three processes on a 3,000-page site; one gets SIGKILL mid-crawl. The other two
     finish (exit 0, one writes the final report); the export has every page once; and the
     only pages the server served twice are ones the killed process held leases on when it
@@ -80,7 +80,7 @@ def test_three_processes_one_killed_nothing_lost_nothing_twice(redis_url, rundir
     assert {x["status"] for x in recs} == {200}
 
 
-def test_export_trim_bounds_redis(slow_site, redis_url, rundir, tmp_path):  # noqa: F811
+def test_export_trim_bounds_redis(slow_site, redis_url, rundir, tmp_path):
     crawl = run("crawl", slow_site, "--redis", redis_url, "--name", "t", "--headless", "-c", "8", "--no-sitemaps",
                 "--max-pages", "40")
     assert crawl.returncode == 0, crawl.stderr
@@ -94,8 +94,9 @@ def test_export_trim_bounds_redis(slow_site, redis_url, rundir, tmp_path):  # no
     assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 40
 
 
-def test_processes_with_a_private_redis(slow_site, rundir, tmp_path):  # noqa: F811
-    done = subprocess.run([*CLI, "crawl", slow_site, "--processes", "2", "--headless", "-c", "4", "--name", "pp", "--no-sitemaps"],
+def test_processes_with_a_private_redis(slow_site, rundir, tmp_path):
+    done = subprocess.run([*CLI, "crawl", slow_site, "--processes", "2", "--headless", "-c", "4", "--name", "pp",
+                           "--no-sitemaps"],
                           capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr
     assert "crawl 'pp' finished: 300 records from 2 processes (exit codes 0, 0)" in done.stdout
@@ -105,7 +106,7 @@ def test_processes_with_a_private_redis(slow_site, rundir, tmp_path):  # noqa: F
 
 @pytest.mark.parametrize("case", ["unreachable", "password", "settings", "foreign", "state-mix", "no-redis-server",
                                   "detach-processes"])
-def test_bad_input_one_line_exit_2(case, redis_server, tmp_path, rundir):  # noqa: F811
+def test_bad_input_one_line_exit_2(case, redis_server, tmp_path, rundir):
     url = redis_server.url
     env = None
     args = ["crawl", "http://127.0.0.1:9/", "--redis", url, "--name", "b", "--headless"]
@@ -138,7 +139,7 @@ def test_bad_input_one_line_exit_2(case, redis_server, tmp_path, rundir):  # noq
     assert expect[case] in lines[0]
 
 
-def test_redis_refusing_mid_crawl_is_one_line_not_a_hang(slow_site, redis_url, rundir):  # noqa: F811
+def test_redis_refusing_mid_crawl_is_one_line_not_a_hang(slow_site, redis_url, rundir):
     """A password set while the crawl runs: the process stops with one line, exit 2."""
     proc = start("crawl", slow_site, "--redis", redis_url, "--name", "pw", "--headless", "-c", "2", "--no-sitemaps")
     r = redis.Redis.from_url(redis_url)
@@ -153,7 +154,7 @@ def test_redis_refusing_mid_crawl_is_one_line_not_a_hang(slow_site, redis_url, r
     assert [line for line in err.splitlines() if line.startswith("crawltop: error: Redis refused")], err
 
 
-def test_a_killed_processes_parent_leaves_nothing_behind(slow_site, rundir):  # noqa: F811
+def test_a_killed_processes_parent_leaves_nothing_behind(slow_site, rundir):
     """SIGKILL to `crawl --processes 2`: its engines and its redis-server go too."""
     parent = start("crawl", slow_site, "--processes", "2", "--headless", "-c", "2", "--name", "orph")
     deadline = time.monotonic() + 30
@@ -175,7 +176,7 @@ def test_a_killed_processes_parent_leaves_nothing_behind(slow_site, rundir):  # 
     assert alive == []
 
 
-def test_ctl_steers_the_whole_crawl_or_one_process(site, redis_url, rundir):  # noqa: F811
+def test_ctl_steers_the_whole_crawl_or_one_process(site, redis_url, rundir):
     def ctl(*args: str) -> dict:
         done = run("ctl", "c", "--redis", redis_url, *args)
         assert done.returncode == 0, done.stderr

@@ -26,7 +26,7 @@ def site():
         yield url
 
 
-def test_redis_restarted_mid_crawl_nothing_lost(site, tmp_path, rundir):  # noqa: F811
+def test_redis_restarted_mid_crawl_nothing_lost(site, tmp_path, rundir):
     if shutil.which("redis-server") is None and not os.environ.get("CI"):
         pytest.skip("redis-server is not installed")
     port, where = free_port(), tmp_path / "redis"

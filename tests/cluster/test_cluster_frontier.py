@@ -187,7 +187,7 @@ async def test_per_host_cap_and_delay_hold_across_processes(serve, redis_url):
     await asyncio.gather(*(m.crawl() for m in members))
     assert all(m.stats.pages > 0 for m in members)  # both took part
     assert site.max_in_flight <= 2
-    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
     # each start can be late by the loop's lag (a loaded machine): a tolerance on each gap,
     # and the same on the whole span, where one delay per process would show as half of it
     assert len(starts) == 44 and min(gaps) >= 0.05 - 0.025, sorted(gaps)[:5]
@@ -243,8 +243,8 @@ async def test_finish_waits_for_a_burst_of_late_links(serve, redis_url):
 
     async def watch() -> None:
         while True:
-            q, leased, recs, status = await asyncio.gather(r.hget(k.count, "queued"), r.zcard(k.leases), r.hget(k.count, "records"),
-                                                           r.hget(k.meta, "status"))
+            q, leased, recs, status = await asyncio.gather(r.hget(k.count, "queued"), r.zcard(k.leases),
+                                                           r.hget(k.count, "records"), r.hget(k.meta, "status"))
             samples.append((time.monotonic(), int(q or 0), leased, int(recs or 0), status))
             await asyncio.sleep(0.05)
 

@@ -39,7 +39,7 @@ def tree(n: int) -> dict:
 
 def gaps(times: list[tuple[float, str]]) -> list[float]:
     ts = sorted(t for t, path in times if path != "/robots.txt")
-    return [b - a for a, b in zip(ts, ts[1:])]
+    return [b - a for a, b in zip(ts, ts[1:], strict=False)]
 
 
 async def engine(*args: str, env: dict | None = None) -> asyncio.subprocess.Process:
@@ -195,7 +195,7 @@ async def test_a_killed_engines_leases_return_to_their_hosts_queues(serve, redis
     await r.aclose()
 
 
-async def test_hosts_view_and_host_pause_over_the_control_socket(serve, redis_url, rundir):  # noqa: F811
+async def test_hosts_view_and_host_pause_over_the_control_socket(serve, redis_url, rundir):
     """Engine A's control socket shows every host of the crawl (rows and counts read from
     Redis, fetched by either engine); a host paused through A is paused for B too: no
     request reaches it from either until it is resumed."""
@@ -240,7 +240,7 @@ async def test_hosts_view_and_host_pause_over_the_control_socket(serve, redis_ur
 
     def ctl(*args: str) -> object:
         with Client(path) as c:
-            return c.call(*args[:1], **dict(zip(args[1::2], args[2::2])))
+            return c.call(*args[:1], **dict(zip(args[1::2], args[2::2], strict=False)))
 
     await asyncio.to_thread(ctl, "host_pause", "host", paused)
     await asyncio.sleep(0.5)  # a request that went out before the pause may still arrive

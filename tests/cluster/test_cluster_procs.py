@@ -41,7 +41,7 @@ TOLERANCE = 0.08
 
 
 @pytest.mark.parametrize("case", ["delay", "crawl-delay", "per-host"])
-def test_politeness_holds_across_two_processes(case, redis_url, rundir):  # noqa: F811
+def test_politeness_holds_across_two_processes(case, redis_url, rundir):
     """`crawl --redis` and `join`, 3 workers each, one host. --delay (or robots.txt's
     Crawl-delay, robots on): consecutive requests from both processes together are at
     least the delay apart (one process's own delay alone would let the two interleave at
@@ -70,7 +70,7 @@ def test_politeness_holds_across_two_processes(case, redis_url, rundir):  # noqa
         return
     # robots.txt is read once per process, before the gate: not a page request
     starts = sorted(t for path, t, _end in stats["log"] if path != "/robots.txt")
-    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
     assert len(starts) == pages
     assert min(gaps) >= DELAY - TOLERANCE, sorted(gaps)[:5]
     assert starts[-1] - starts[0] >= (pages - 1) * DELAY - TOLERANCE, starts[-1] - starts[0]
@@ -96,7 +96,7 @@ print(json.dumps(codes), flush=True)
 """
 
 
-def test_join_detach_runs_and_finishes(redis_url, rundir, tmp_path):  # noqa: F811
+def test_join_detach_runs_and_finishes(redis_url, rundir, tmp_path):
     """`join NAME --detach` prints the joined engine's socket name and exits 0 at once; the
     engine runs in the background, takes part in the crawl, writes its log under the state
     directory, and exits 0 when Redis says the crawl is finished."""
@@ -120,10 +120,10 @@ def test_join_detach_runs_and_finishes(redis_url, rundir, tmp_path):  # noqa: F8
         log_path = rundir.parent / "state" / "crawltop" / "log" / f"{sock}.log"
         try:
             rest, _ = reaper.communicate(timeout=60)  # the reaper waits for the detached engine
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired as err:
             reaper.kill()
             raise AssertionError(f"the detached engine did not end: status {r.hget(k.meta, 'status')!r}, "
-                                 f"processes {r.hkeys(k.procs)!r}, its log: {log_path.read_text()[-3000:]}")
+                                 f"processes {r.hkeys(k.procs)!r}, its log: {log_path.read_text()[-3000:]}") from err
         codes = json.loads(rest)
         assert reaper.returncode == 0
     assert {int(pid): code for pid, code in codes.items()} == {detached.pop(): 0}
@@ -141,7 +141,7 @@ def test_join_detach_runs_and_finishes(redis_url, rundir, tmp_path):  # noqa: F8
 
 # -- a Unix-socket Redis URL -----------------------------------------------------------------
 
-def test_unix_socket_redis_url(redis_unix_server, rundir, tmp_path):  # noqa: F811
+def test_unix_socket_redis_url(redis_unix_server, rundir, tmp_path):
     """`--redis unix:///PATH` for crawl, join, ctl and export: the crawl lives in that server."""
     url = redis_unix_server.url
     assert url.startswith("unix:///") and url.endswith(".sock")
@@ -163,7 +163,7 @@ def test_unix_socket_redis_url(redis_unix_server, rundir, tmp_path):  # noqa: F8
 
 # -- --processes N with --redis URL --------------------------------------------------------------
 
-def test_processes_with_a_given_redis(redis_url, rundir):  # noqa: F811
+def test_processes_with_a_given_redis(redis_url, rundir):
     """`crawl --processes 2 --redis URL`: both engines work on that server's crawl; no
     private redis-server is started."""
     pages = 300
@@ -185,7 +185,7 @@ def test_processes_with_a_given_redis(redis_url, rundir):  # noqa: F811
 
 # -- ctl concurrency, one process and the whole crawl ---------------------------------------------
 
-def test_ctl_concurrency_of_one_process(site, redis_url, rundir):  # noqa: F811
+def test_ctl_concurrency_of_one_process(site, redis_url, rundir):
     """`ctl NAME --redis URL concurrency 5 --process P` changes P's workers only (and P
     really runs 5 at once); a whole-crawl `concurrency 3` then changes the other process,
     while P's own setting wins over it. (Polled from the rows each heartbeat writes.)"""
@@ -231,7 +231,7 @@ def test_ctl_concurrency_of_one_process(site, redis_url, rundir):  # noqa: F811
 # -- join's refusals -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("case", ["no-such-crawl", "no-such-crawl-detached", "unreachable", "bad-url"])
-def test_join_bad_input_one_line_exit_2(case, redis_url, rundir):  # noqa: F811
+def test_join_bad_input_one_line_exit_2(case, redis_url, rundir):
     url = {"unreachable": "redis://127.0.0.1:9/0", "bad-url": "redis://127.0.0.1:notaport/0"}.get(case, redis_url)
     args = ["join", "nobody", "--redis", url, "--headless"] + (["--detach"] if case.endswith("detached") else [])
     proc = run(*args)
@@ -246,7 +246,7 @@ def test_join_bad_input_one_line_exit_2(case, redis_url, rundir):  # noqa: F811
         assert redis.Redis.from_url(redis_url).keys("crawltop:*") == []  # nothing created by a failed join
 
 
-def test_last_survivor_writes_the_report_when_a_killed_process_held_nothing(redis_url, rundir):  # noqa: F811
+def test_last_survivor_writes_the_report_when_a_killed_process_held_nothing(redis_url, rundir):
     """A process killed with no lease still looks live for a few seconds (its last beat is
     fresh): the survivor that finishes the crawl just after waits for it to go quiet,
     then claims and writes the whole crawl's report (was: nobody wrote it)."""

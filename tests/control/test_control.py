@@ -51,7 +51,8 @@ def test_rings_travel_incrementally() -> None:
 
 def test_two_hundred_workers_stay_under_100_kb_per_second_at_4_hz() -> None:
     snap = sample_snapshot("RUNNING")
-    workers = tuple(WorkerView(i, "reading", f"http://www.example-shop.com/products/category-{i % 17}/item-{i * 7919}.html",
+    workers = tuple(WorkerView(i, "reading",
+                               f"http://www.example-shop.com/products/category-{i % 17}/item-{i * 7919}.html",
                                "www.example-shop.com", 0.123456 + i, 1, False) for i in range(1, 201))
     snap = dataclasses.replace(snap, workers=workers)
     dec = SnapshotDecoder()
@@ -113,7 +114,7 @@ async def test_hostile_clients_get_an_error_or_the_door(site: str, rundir: Path)
     reply = await _ask(r, w, {"op": "status", "id": 7})
     assert reply["ok"] and reply["result"]["state"] == "RUNNING"
     # too many bad messages: the door
-    for i in range(25):
+    for _ in range(25):
         w.write(b"nope\n")
     replies = 0
     try:

@@ -24,4 +24,5 @@ async def test_demo_site_crawl_matches_expected() -> None:
     assert sum(1 for r in recs if (r.error or "").startswith("BlockedByRobots")) == EXPECTED.robots_blocked
     assert s.errors == EXPECTED.robots_blocked + EXPECTED.server_errors
     assert not any("example.invalid" in r.url for r in recs)
-    assert {r.content_type for r in recs if r.url.endswith((".pdf", ".json"))} == {"application/pdf", "application/json"}
+    assert ({r.content_type for r in recs if r.url.endswith((".pdf", ".json"))}
+            == {"application/pdf", "application/json"})

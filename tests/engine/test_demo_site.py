@@ -54,7 +54,7 @@ async def bfs(session: aiohttp.ClientSession, root: str) -> Counter[str]:
         n["robots_blocked"] += len(level) - len(allowed)
         results = await asyncio.gather(*(fetch(session, u) for u in allowed))
         level = []
-        for url, (status, headers, body) in zip(allowed, results):
+        for url, (status, headers, body) in zip(allowed, results, strict=True):
             if url in sitemaps:
                 n["sitemaps"] += 1
                 is_index, hrefs = read_sitemap(body)
@@ -93,7 +93,8 @@ def read_sitemap(body: bytes) -> tuple[bool, list[str]]:
         body = gzip.decompress(body)
     if body.lstrip().startswith(b"<"):
         root = ElementTree.fromstring(body)
-        return root.tag.endswith("sitemapindex"), [e.text.strip() for e in root.iter() if e.tag.endswith("}loc") and e.text]
+        return (root.tag.endswith("sitemapindex"),
+                [e.text.strip() for e in root.iter() if e.tag.endswith("}loc") and e.text])
     return False, [line.strip() for line in body.decode().splitlines() if line.strip()]
 
 
@@ -188,7 +189,7 @@ async def test_latency_mode_delays(session: aiohttp.ClientSession) -> None:
         took = await asyncio.gather(*(timed(s.url + p) for p in paths))
     want = [latency("/" + p) for p in paths]
     want[-1] += SLOW_SECONDS
-    assert all(t >= w - 0.01 for t, w in zip(took, want)), (took, want)
+    assert all(t >= w - 0.01 for t, w in zip(took, want, strict=True)), (took, want)
     assert all(LATENCY_MS[0] / 1000 <= latency("/" + p) <= LATENCY_MS[1] / 1000 for p in paths)
     async with DemoSite(fast=True) as s:
         took = await asyncio.gather(*(timed(s.url + p) for p in paths))

@@ -35,7 +35,7 @@ def tree(n: int) -> dict:
 
 def gaps(times: list[tuple[float, str]]) -> list[float]:
     ts = sorted(t for t, _ in times)
-    return [b - a for a, b in zip(ts, ts[1:])]
+    return [b - a for a, b in zip(ts, ts[1:], strict=False)]
 
 
 async def child_sites(pages: int, addresses: list[str]) -> tuple[asyncio.subprocess.Process, dict[str, str]]:

@@ -109,7 +109,8 @@ async def test_digest_equals_the_warc_payload_digest(serve, tmp_path) -> None:
     expect = "sha1:" + base64.b32encode(hashlib.sha1(big).digest()).decode()
     assert by[site.url + "/big.bin"].digest == expect
     # the gzip-encoded response: the digest is of the body as stored (decoded), as in the WARC
-    assert by[site.url + "/gz"].digest == "sha1:" + base64.b32encode(hashlib.sha1(b"<p>zipped</p>" * 50).digest()).decode()
+    assert (by[site.url + "/gz"].digest
+            == "sha1:" + base64.b32encode(hashlib.sha1(b"<p>zipped</p>" * 50).digest()).decode())
 
 
 async def _async(resp: web.StreamResponse) -> web.StreamResponse:

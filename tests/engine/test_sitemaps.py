@@ -204,7 +204,8 @@ async def test_sitemap_fetches_use_the_crawls_retries_and_robots(serve) -> None:
 
     site = await serve({"/": page(), "/from-map": page(), "/maps/s.xml": flaky, "/private/s.xml": body(urlset())})
     site.routes["/robots.txt"] = body(
-        f"User-agent: *\nDisallow: /private/\nSitemap: {site.url}/maps/s.xml\nSitemap: {site.url}/private/s.xml\n".encode(),
+        (f"User-agent: *\nDisallow: /private/\nSitemap: {site.url}/maps/s.xml\n"
+         f"Sitemap: {site.url}/private/s.xml\n").encode(),
         "text/plain")
     _, sink = await crawl(site.url + "/", sitemaps=True, max_tries=3)
     rec = {r.url.removeprefix(site.url): r for r in sink.records}

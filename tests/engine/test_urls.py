@@ -67,14 +67,16 @@ def test_fast_paths_agree_with_the_slow_path() -> None:
     from urllib.parse import urljoin
 
     hrefs = ["/a/b?x=1&y=2", "/a/./b", "/a/../b", "/%7Euser", "/a b", "/a#f", "/é", "//h.com/x",
-             "HTTP://H.COM:80/Y", "http://user@h.com/z", "http://other.org/", "rel/x", "rel/./y", "./z", "../up", "x:y", "?q", "/"]
+             "HTTP://H.COM:80/Y", "http://user@h.com/z", "http://other.org/", "rel/x", "rel/./y", "./z", "../up", "x:y",
+             "?q", "/"]
     le = LinkExtractor()
     scope = Scope(("http://h.com/",))
     html = "".join(f'<a href="{h}">x</a>' for h in hrefs)
     got = le.links(html, "http://h.com/d/p", scope.host_ok)
     joined = {canonical(urljoin("http://h.com/d/p", h)) for h in hrefs}
     assert got == {u for u in joined if u is not None and "other.org" not in u}
-    assert "http://other.org/" in joined and "http://other.org/" not in got and "http://h.com/Y" in got and "http://h.com/~user" in got
+    assert "http://other.org/" in joined and "http://other.org/" not in got
+    assert "http://h.com/Y" in got and "http://h.com/~user" in got
 
 
 def test_plain_join_fast_path_matches_urljoin_on_random_hrefs() -> None:

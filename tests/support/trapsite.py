@@ -23,7 +23,7 @@ async def calendar(request: web.Request) -> web.StreamResponse:
     try:
         y, m = int(parts[1]), int(parts[2])
     except (IndexError, ValueError):
-        raise web.HTTPNotFound()
+        raise web.HTTPNotFound() from None
     if len(parts) == 4:  # a day
         return html(f"/cal/{y}/{m:02d}/")
     return html(*month_links(y, m))

@@ -75,7 +75,7 @@ async def test_queues_view_shows_host_states_sorts_filters_and_pauses(serve) -> 
         for sort in ("errors", "latency", "wake"):
             await pilot.press("o")
             assert screen.sort == sort
-            await until(pilot, lambda: len(screen.rows) == 6 and ordered(screen.rows, sort))
+            await until(pilot, lambda sort=sort: len(screen.rows) == 6 and ordered(screen.rows, sort))
         await pilot.press("o", "o")
         assert screen.sort == "host"
         await until(pilot, lambda: [h.host for h in screen.rows] == hosts)

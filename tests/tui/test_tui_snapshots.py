@@ -40,7 +40,8 @@ class TestMainScreen:
 
 class TestScreens:
     def test_help(self, snap_compare) -> None:
-        assert snap_compare(CrawlApp(FrozenCrawler()), press=["question_mark"], terminal_size=(80, 24), run_before=settle)
+        assert snap_compare(CrawlApp(FrozenCrawler()), press=["question_mark"], terminal_size=(80, 24),
+                            run_before=settle)
 
     def test_error_list(self, snap_compare) -> None:
         assert snap_compare(CrawlApp(FrozenCrawler()), press=["e"], terminal_size=(100, 24), run_before=settle)
