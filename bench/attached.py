@@ -29,6 +29,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+# The noqa E402 below: the package is imported after REPO, where the script has always had it.
 from crawltop.core import CrawlConfig, Crawler  # noqa: E402
 from crawltop.core.control import ControlServer  # noqa: E402
 from crawltop.core.runtime import claim  # noqa: E402
@@ -143,9 +144,11 @@ async def key_latency(url: str, concurrency: int, presses: int) -> list[float]:
         applied: list[float] = []
         for method in ("pause", "resume"):
             inner = getattr(crawler, method)
-            setattr(crawler, method, lambda inner=inner: (applied.append(time.perf_counter()), inner()))
+            setattr(crawler, method,
+                    lambda inner=inner, applied=applied: (applied.append(time.perf_counter()), inner()))
 
-        async def body(server: ControlServer, monitor: Monitor) -> None:
+        async def body(server: ControlServer, monitor: Monitor, *, crawler: Crawler = crawler,
+                       applied: list[float] = applied) -> None:
             task = asyncio.create_task(crawler.crawl())
             while crawler.stats.pages < 100 and not task.done():
                 await asyncio.sleep(0.01)
@@ -234,7 +237,7 @@ async def main_async(url: str, runs: int, concurrency: int, presses: int, traffi
     print(f"median attached {a:7.1f} pages/s  {ac * 1e6:5.0f} us CPU/page")
     print(f"ratio attached/headless  {a / h:.3f}  (target >= 0.97; concurrency {concurrency}, {runs} runs each, "
           f"monitor: {MONITOR})")
-    paired = [x / y for x, y in zip(rates["attached"], rates["headless"])]
+    paired = [x / y for x, y in zip(rates["attached"], rates["headless"], strict=False)]
     print(f"median of the per-run ratios (each attached run over the headless run beside it)  "
           f"{statistics.median(paired):.3f}")
     print(f"CPU per page, headless/attached  {hc / ac:.3f}")

@@ -202,10 +202,10 @@ class RedisServer:
                 with self.client() as r:
                     r.ping()
                 return self
-            except Exception:
+            except Exception as err:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.__exit__()
-                    raise RuntimeError(f"redis-server did not start (see {self.dir}/redis.log)")
+                    raise RuntimeError(f"redis-server did not start (see {self.dir}/redis.log)") from err
                 time.sleep(0.02)
 
     def client(self):  # -> redis.Redis (imported here: only the Redis benches need redis-py)
@@ -391,8 +391,11 @@ def crawltop_works() -> bool:
 
 
 def fmt_table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = lambda r: "  ".join(str(x).rjust(w) if i else str(x).ljust(w) for i, (x, w) in enumerate(zip(r, widths)))
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+    def line(r: list[str]) -> str:
+        return "  ".join(str(x).rjust(w) if i else str(x).ljust(w)
+                         for i, (x, w) in enumerate(zip(r, widths, strict=False)))
+
     out = [line(header), line(["-" * w for w in widths])]
     out += [line(r) for r in rows]
     return "\n".join(out)

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
+from common import (  # noqa: E402 (bench/ put on sys.path just above)
     BENCH,
     CRAWLTOP,
     VENV_PY,
@@ -40,7 +40,7 @@ from common import (  # noqa: E402
     run_child,
     wait_quiet,
 )
-from nginx_site import DEFAULT_PORT, generate, serve, site_dir  # noqa: E402
+from nginx_site import DEFAULT_PORT, generate, serve, site_dir  # noqa: E402 (bench/ put on sys.path just above)
 
 TOOLS = ("crawltop", "scrapy", "wget", "bare")
 # BENCH_CRAWLTOP_BEFORE=/path/to/an/older/crawltop adds it as the tool "before", side by side
@@ -202,7 +202,8 @@ def main() -> None:
                 key = f"crawltop/{other}"
                 ratios[key] = ratio(summary["crawltop"]["pages_per_s"], summary[other]["pages_per_s"])
                 tgt = TARGETS[key]
-                print(f"  {key:16s} {ratios[key]:6.2f}x   target >= {tgt}x: {'met' if ratios[key] >= tgt else 'MISSED'}")
+                print(f"  {key:16s} {ratios[key]:6.2f}x   "
+                      f"target >= {tgt}x: {'met' if ratios[key] >= tgt else 'MISSED'}")
         rss = summary["crawltop"]["rss_mb_max"]
         print(f"  crawltop peak RSS {rss:.0f} MB   target <= {RSS_TARGET_MB:.0f} MB: "
               f"{'met' if rss <= RSS_TARGET_MB else 'MISSED'}")

@@ -49,7 +49,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RedisServer  # noqa: E402
+from common import RedisServer  # noqa: E402 (bench/ put on sys.path just above)
 
 MODES = ("state", "resume", "memory", "redis", "redis-frontier", "hosts")
 CRAWLTOP = [str(Path(sys.executable).parent / "crawltop")]

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
+from common import (  # noqa: E402 (bench/ put on sys.path just above)
     CRAWLTOP,
     Nginx,
     RunResult,
@@ -111,7 +111,7 @@ def rss_trace(pid: int, jsonl: Path, every: float, out: list[tuple[float, int, f
     while not stop.is_set():
         try:
             with open(f"/proc/{pid}/status") as fh:
-                rss = next((int(l.split()[1]) for l in fh if l.startswith("VmRSS:")), 0) / 1024
+                rss = next((int(line.split()[1]) for line in fh if line.startswith("VmRSS:")), 0) / 1024
             with open(jsonl, "rb") as fh:
                 n = sum(buf.count(b"\n") for buf in iter(lambda: fh.read(1 << 20), b""))
         except (OSError, StopIteration):
@@ -238,10 +238,12 @@ def main() -> None:
     if "wget" in summary:
         for tool in tools:
             if tool != "wget":
-                print(f"{tool}/wget: peak RSS {ratio(summary[tool]['peak_rss_mb'], summary['wget']['peak_rss_mb']):.2f}x, "
+                print(f"{tool}/wget: "
+                      f"peak RSS {ratio(summary[tool]['peak_rss_mb'], summary['wget']['peak_rss_mb']):.2f}x, "
                       f"pages/s {ratio(summary[tool]['pages_per_s'], summary['wget']['pages_per_s']):.2f}x")
     if "before" in summary and "crawltop" in summary:
-        print(f"crawltop/before: peak RSS {ratio(summary['crawltop']['peak_rss_mb'], summary['before']['peak_rss_mb']):.2f}x, "
+        print(f"crawltop/before: "
+              f"peak RSS {ratio(summary['crawltop']['peak_rss_mb'], summary['before']['peak_rss_mb']):.2f}x, "
               f"pages/s {ratio(summary['crawltop']['pages_per_s'], summary['before']['pages_per_s']):.2f}x")
     if "crawltop" in summary:
         peak = summary["crawltop"]["peak_rss_mb"]

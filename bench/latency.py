@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
+from common import (  # noqa: E402 (bench/ put on sys.path just above)
     BENCH,
     CRAWLTOP,
     VENV_PY,
@@ -182,7 +182,7 @@ def serve_aiohttp(port: int, log: str) -> None:
         try:
             n = int(request.match_info["n"])
         except ValueError:
-            raise web.HTTPNotFound()
+            raise web.HTTPNotFound() from None
         await asyncio.sleep(LATENCY)
         stamps.append(f"{time.time():.3f}\n")
         return web.Response(text=page_html(n), content_type="text/html")
@@ -340,8 +340,9 @@ def main() -> None:
             rs = [x for x in results if x["tool"] == tool and x["conc"] == c]
             if not rs:
                 continue
-            s = {k: median([x[k] for x in rs]) for k in ("pages_per_s", "crawl_rate", "process", "crawl", "steady", "cpu",
-                                                         "rss", "crawler_cores", "server_cores", "other_cores")}
+            s = {k: median([x[k] for x in rs])
+                 for k in ("pages_per_s", "crawl_rate", "process", "crawl", "steady", "cpu",
+                           "rss", "crawler_cores", "server_cores", "other_cores")}
             s.update(tool=tool, conc=c, ideal=c / LATENCY, server_ceiling=capacity.get(c))
             summary.append(s)
             target = 0.9 if c <= 200 else 0.75

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
+from common import (  # noqa: E402 (bench/ put on sys.path just above)
     BENCH,
     CRAWLTOP,
     VENV_PY,
@@ -166,7 +166,8 @@ def main() -> None:
                      "cpu_us_link": 1e6 * cpu / m["links"],
                      "pages_per_s": len(html) / wall, "other_cores": others}
                 res[tool].append(d)
-                print(f"  round {r + 1} {tool:8s} {wall:6.2f} s (start-up {w0:.2f} s)  {d['pages_per_s']:6.1f} pages/s  "
+                print(f"  round {r + 1} {tool:8s} {wall:6.2f} s (start-up {w0:.2f} s)  "
+                      f"{d['pages_per_s']:6.1f} pages/s  "
                       f"{d['us_link']:5.2f} µs/link ({d['us_link_net']:5.2f} net, {d['cpu_us_link']:5.2f} cpu)  "
                       f"pages {d['pages']} (missing {d['missing']}, extra {d['extra']})  rss {rss:.0f} MB  "
                       f"other load {others:.2f} cores", flush=True)

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Nginx, ensure_work  # noqa: E402
+from common import Nginx, ensure_work  # noqa: E402 (bench/ put on sys.path just above)
 
 DEFAULT_PORT = 8765
 SECTIONS = 20
@@ -127,7 +127,8 @@ def generate(site: Path, *, port: int = DEFAULT_PORT, seed: int = 20240501, forc
             redirects.add(f"/sec{s:02d}")
         items.append(f'<li><a href="{href}">Section {s}</a></li>')
     items += [f'<li><a href="sitemap/{k}.html">Sitemap {k}</a></li>' for k in range(SITEMAPS)]
-    write("/", _html("crawltop bench site", '<a href="/">home</a>', "<ul>" + "\n".join(items) + "</ul>" + "".join(paras[:5])))
+    write("/", _html("crawltop bench site", '<a href="/">home</a>',
+                     "<ul>" + "\n".join(items) + "</ul>" + "".join(paras[:5])))
     total_links += len(items) + 2
 
     # sitemaps: ~5,000 links each, all pages split between them
@@ -136,7 +137,8 @@ def generate(site: Path, *, port: int = DEFAULT_PORT, seed: int = 20240501, forc
         part = pages[k * chunk:(k + 1) * chunk]
         links = [f'<li><a href="{pp}">{pp}</a></li>' for pp in part]
         html_paths.add(f"/sitemap/{k}.html")
-        write(f"/sitemap/{k}.html", _html(f"Sitemap {k}", '<a href="/">home</a>', "<ul>\n" + "\n".join(links) + "\n</ul>"))
+        write(f"/sitemap/{k}.html",
+              _html(f"Sitemap {k}", '<a href="/">home</a>', "<ul>\n" + "\n".join(links) + "\n</ul>"))
         total_links += len(links) + 3
 
     for s in range(SECTIONS):
@@ -144,12 +146,14 @@ def generate(site: Path, *, port: int = DEFAULT_PORT, seed: int = 20240501, forc
         html_paths.add(sp)
         topics = [f'<li><a href="t{t:02d}/">Topic {t}</a></li>' for t in range(TOPICS)]
         write(sp, _html(f"Section {s}", '<a href="/">home</a> <a href="all.html">all</a>',
-                        '<ul>' + "\n".join(topics) + '</ul><p><a href="all.html">All pages</a></p>' + "".join(paras[s:s + 3])))
+                        '<ul>' + "\n".join(topics) + '</ul><p><a href="all.html">All pages</a></p>'
+                        + "".join(paras[s:s + 3])))
         total_links += len(topics) + 5
         html_paths.add(sp + "all.html")
         allp = [f'<li><a href="t{t:02d}/p{p:03d}.html">t{t:02d}/p{p:03d}</a></li>'
                 for t in range(TOPICS) for p in range(PAGES_PER_TOPIC)]
-        write(sp + "all.html", _html(f"Section {s}: all pages", '<a href="/">home</a> <a href="./">section</a>', "<ol>\n" + "\n".join(allp) + "\n</ol>"))
+        write(sp + "all.html", _html(f"Section {s}: all pages", '<a href="/">home</a> <a href="./">section</a>',
+                                     "<ol>\n" + "\n".join(allp) + "\n</ol>"))
         total_links += len(allp) + 4
         for t in range(TOPICS):
             tp = f"{sp}t{t:02d}/"

@@ -99,7 +99,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
+from common import (  # noqa: E402 (bench/ put on sys.path just above)
     BENCH,
     CRAWLTOP,
     Nginx,
@@ -165,7 +165,9 @@ def loopback(i: int) -> str:
 def scenarios(quick: bool, seconds: float | None, many: int | None) -> dict[str, Scenario]:
     few = tuple(f"127.0.0.{i}" for i in range(2, 22))
     lots = tuple(loopback(i) for i in range(many or (100 if quick else 1000)))
-    s = lambda full: seconds or (10.0 if quick else full)  # noqa: E731
+    def s(full: float) -> float:
+        return seconds or (10.0 if quick else full)
+
     return {
         "hosts20": Scenario("hosts20", few, 300, 0, few, 0.25, s(30.0),
                             (Tool("crawltop", "crawltop", 20), Tool("crawltop-p2", "crawltop", 10, 2),
@@ -403,8 +405,8 @@ def measure(sc: Scenario, hits: list[Hit], ended_itself: bool) -> dict:
     starts: dict[str, list[float]] = {}
     for h in win:
         starts.setdefault(h.addr, []).append(h.start)
-    gaps = [round(b - a, 3) for s in starts.values() for a, b in zip(s, s[1:])]  # nginx stamps are ms
-    pairs = [round((c - a) / 2, 3) for s in starts.values() for a, c in zip(s, s[2:])]
+    gaps = [round(b - a, 3) for s in starts.values() for a, b in zip(s, s[1:], strict=False)]  # nginx stamps are ms
+    pairs = [round((c - a) / 2, 3) for s in starts.values() for a, c in zip(s, s[2:], strict=False)]
     rate = ratio(len(win), span)
     out: dict = {
         "requests": len(win), "rate": rate, "of_ideal": rate / sc.ideal, "hosts": len(starts),
@@ -504,7 +506,7 @@ def report(sc: Scenario, summary: dict[str, dict], nruns: int) -> dict[str, floa
              " ".join(f"{x:.1f}" for x in s["rates"])] for label, s in summary.items()]
     if sc.hot:
         header += [f"hot host in {RETRY_AFTER} s", "others then", "hot after"]
-        for row, s in zip(rows, summary.values()):
+        for row, s in zip(rows, summary.values(), strict=True):
             row += [fmt(s["hot_in_retry_after"]), fmt(s["others_in_retry_after"]), fmt(s["hot_after"])]
     print(f"\n{sc.name}: {len(sc.hosts)} hosts x {sc.pages} pages, delay {sc.delay} s, {sc.seconds:.0f} s "
           f"window; ideal {sc.ideal:.0f} req/s; medians over {nruns} round(s) (min gap: minimum)")
@@ -605,7 +607,8 @@ def main() -> None:
     out = Path(a.json) if a.json else ensure_work() / ("politeness-quick.json" if a.quick else "politeness.json")
     results: dict = {
         "when": time.strftime("%Y-%m-%d %H:%M:%S"), "quick": a.quick, "runs": runs, "robots": a.robots,
-        "crawltop": str(CRAWLTOP), "commit": version_of(["git", "-C", str(CRAWLTOP.parents[2]), "describe", "--always", "--dirty"]),
+        "crawltop": str(CRAWLTOP),
+        "commit": version_of(["git", "-C", str(CRAWLTOP.parents[2]), "describe", "--always", "--dirty"]),
         "scrapy": version_of([str(ensure_scrapy()), "version"]) if "scrapy" in kinds else None,
         "gap_slack_s": GAP_SLACK, "scenarios": {},
     }

@@ -52,7 +52,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
+from common import (  # noqa: E402 (bench/ put on sys.path just above)
     BENCH,
     CRAWLTOP,
     SCRAPY_VENV,
@@ -66,8 +66,8 @@ from common import (  # noqa: E402
     run_child,
     wait_quiet,
 )
-from compare import ensure_scrapy  # noqa: E402
-from nginx_site import DEFAULT_PORT, generate, serve, site_dir  # noqa: E402
+from compare import ensure_scrapy  # noqa: E402 (bench/ put on sys.path just above)
+from nginx_site import DEFAULT_PORT, generate, serve, site_dir  # noqa: E402 (bench/ put on sys.path just above)
 
 MODES = {"memory": [], "redis-1": ["--processes", "1"], "redis-2": ["--processes", "2"],
          "redis-4": ["--processes", "4"], "scrapy-redis-2": []}
@@ -228,7 +228,7 @@ def hosts_memory(urls: int, hosts: int) -> dict:
             out = await f._call(lambda: f._pop(f.std_keys(), f.std_args(64, f.lease_ms)))
             if not out[0]:
                 break
-            for member, delay in zip(out[0], out[1]):
+            for member, delay in zip(out[0], out[1], strict=False):
                 key, raw = split_member(member.decode())
                 item = decode_item(raw)
                 f._raw[item.url] = member.decode()

@@ -36,6 +36,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+# The noqa E402 below: the package is imported after REPO, where the script has always had it.
 from crawltop.core import CrawlConfig, Crawler  # noqa: E402
 from crawltop.tui.app import CrawlApp  # noqa: E402
 
@@ -150,7 +151,8 @@ async def main_async(url: str, runs: int, concurrency: int, hz: float) -> None:
           f" slowing to 2 Hz while the core is busy, {runs} runs each)")
     f, fc = statistics.median(rates["tui-4hz"]), statistics.median(per_cpu["tui-4hz"])
     print(f"median tui-4hz   {f:7.1f} pages/s  {1e6 / fc:6.0f} us CPU/page")
-    print(f"ratio tui-4hz/headless  {f / h:.3f}  (the same TUI held at {hz:g} Hz)   CPU per page, headless/tui-4hz  {fc / hc:.3f}")
+    print(f"ratio tui-4hz/headless  {f / h:.3f}  (the same TUI held at {hz:g} Hz)   "
+          f"CPU per page, headless/tui-4hz  {fc / hc:.3f}")
     print(f"CPU per page, headless/tui  {tc / hc:.3f}  (the same ratio measured in this process's CPU time,"
           " which other load on the machine disturbs less)")
     a, ac = statistics.median(rates["attached"]), statistics.median(per_cpu["attached"])

@@ -1,96 +1,22 @@
-"""Real aiohttp servers on 127.0.0.1 and a helper that crawls them with the real engine."""
+"""Fixtures every folder of tests uses: real aiohttp servers on 127.0.0.1 (`serve`), a real
+redis-server (`redis_server`, `redis_url`), and for the tests of real crawltop processes a
+slow counting site in its own process (`site`) and a private run directory (`rundir`).
+Helpers that tests call are in tests/support/."""
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import time
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 
 import pytest
-from aiohttp import web
-
-from crawltop.core import CrawlConfig, Crawler, Record
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-class ListSink:
-    """Keeps records in memory, in order, for assertions."""
-
-    def __init__(self) -> None:
-        self.records: list[Record] = []
-        self.closed = False
-
-    def write(self, record: Record) -> None:
-        self.records.append(record)
-
-    def close(self) -> None:
-        self.closed = True
-
-    def by_url(self) -> dict[str, Record]:
-        return {r.url: r for r in self.records}
-
-
-def html(*hrefs: str, extra: str = "") -> web.Response:
-    body = "".join(f'<a href="{h}">{h}</a>\n' for h in hrefs)
-    return web.Response(text=f"<html><body>{extra}{body}</body></html>", content_type="text/html")
-
-
-def page(*hrefs: str, extra: str = "") -> Handler:
-    async def handler(request: web.Request) -> web.StreamResponse:
-        return html(*hrefs, extra=extra)
-    return handler
-
-
-def redirect(location: str, status: int = 302) -> Handler:
-    async def handler(request: web.Request) -> web.StreamResponse:
-        return web.Response(status=status, headers={"Location": location})
-    return handler
-
-
-class Site:
-    """A tiny site: a dict of path -> handler, plus request counters."""
-
-    def __init__(self, routes: dict[str, Handler]) -> None:
-        self.routes = routes
-        self.hits: dict[str, int] = {}
-        self.times: list[tuple[float, str]] = []  # (monotonic time, path) of every request, as it arrived
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.url = ""
-        self._runner: web.AppRunner | None = None
-
-    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        path = request.path_qs
-        self.times.append((time.monotonic(), path))
-        self.hits[path] = self.hits.get(path, 0) + 1
-        handler = self.routes.get(path) or self.routes.get(request.path)
-        if handler is None:
-            if request.path == "/robots.txt":
-                raise web.HTTPNotFound()
-            raise web.HTTPNotFound(text="missing")
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            return await handler(request)
-        finally:
-            self.in_flight -= 1
-
-    async def start(self, address: str = "127.0.0.1") -> str:
-        app = web.Application(handler_args={"access_log": None})
-        app.router.add_route("GET", "/{tail:.*}", self._dispatch)
-        self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.2)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, address, 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://{address}:{port}"
-        return self.url
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+from support.ctl import serve_site
+from support.sites import Handler, Site
 
 
 @pytest.fixture
@@ -106,34 +32,6 @@ async def serve() -> AsyncIterator[Callable[[dict[str, Handler]], Awaitable[Site
     yield start
     for site in sites:
         await site.stop()
-
-
-async def crawl(roots: list[str] | str, **options: object) -> tuple[Crawler, ListSink]:
-    """Crawl to the end with the real engine; fast backoff unless a test says otherwise."""
-    options.setdefault("backoff", 0.01)
-    options.setdefault("timeout", 5.0)
-    sink = ListSink()
-    crawler = Crawler(CrawlConfig(roots=tuple([roots] if isinstance(roots, str) else roots), **options),  # type: ignore[arg-type]
-                      sinks=[sink])
-    await asyncio.wait_for(crawler.crawl(), 60)
-    return crawler, sink
-
-
-async def until(pilot, cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    """wait_until for Pilot tests: lets the app process its messages while waiting."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not cond():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.02)
-
-
-async def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not cond():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
 
 
 # -- a real redis-server (issue 10): Debian's, on a free loopback port, persistence off --
@@ -162,103 +60,35 @@ def redis_url(redis_server) -> str:
     return redis_server.url
 
 
-# -- a counting site in its own process (the cluster tests): what the server saw ----------
+# -- for the tests of real crawltop processes: a slow site, a private run directory ------
 
-COUNTING_SITE = r"""
-import asyncio, json, sys, time
-from aiohttp import web
-cfg = json.loads(sys.argv[1])
-pages, delay, fanout, robots = cfg["pages"], cfg["delay"], cfg.get("fanout", 3), cfg.get("robots")
-hits, log, now = {}, [], {"in": 0, "max": 0}
-async def handle(request):
-    path = request.path
-    if path == "/__stats":
-        return web.json_response({"hits": hits, "log": log, "max_in_flight": now["max"]})
-    start = time.monotonic()
-    hits[path] = hits.get(path, 0) + 1
-    now["in"] += 1
-    now["max"] = max(now["max"], now["in"])
-    try:
-        if path == "/robots.txt":
-            if robots is None:
-                raise web.HTTPNotFound()
-            return web.Response(text=robots, content_type="text/plain")
-        i = int(request.match_info.get("n") or 0)
-        if i >= pages:
-            raise web.HTTPNotFound()
-        await asyncio.sleep(delay)
-        links = "".join(f'<a href="/p/{j}">{j}</a>' for j in range(i * fanout + 1, min(pages, i * fanout + fanout + 1)))
-        return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
-    finally:
-        now["in"] -= 1
-        log.append([path, start, time.monotonic()])
-async def main():
-    app = web.Application(handler_args={"access_log": None})
-    app.router.add_get("/", handle)
-    app.router.add_get("/p/{n}", handle)
-    app.router.add_get("/robots.txt", handle)
-    app.router.add_get("/__stats", handle)
-    runner = web.AppRunner(app, handle_signals=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    print(f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/", flush=True)
-    await asyncio.Event().wait()
-asyncio.run(main())
-"""
-
-
-class CountingSite:
-    """A site of `pages` pages (the root and /p/1 ... /p/pages-1, each linking to the next
-    `fanout`) in its own process, `delay` s per page; it counts what it serves."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    def stats(self) -> dict:
-        """hits: path -> requests; log: [path, start, end] (time.monotonic(), the same
-        clock as this process's); max_in_flight: most requests served at once."""
-        import urllib.request
-
-        with urllib.request.urlopen(self.url + "__stats", timeout=30) as resp:
-            return json.loads(resp.read())
-
-
-@contextlib.contextmanager
-def counting_site(pages: int, delay: float = 0.0, *, fanout: int = 3,
-                  robots: str | None = None) -> Iterator[CountingSite]:
-    import subprocess
-    import sys
-
-    cfg = json.dumps({"pages": pages, "delay": delay, "fanout": fanout, "robots": robots})
-    proc = subprocess.Popen([sys.executable, "-c", COUNTING_SITE, cfg], stdout=subprocess.PIPE, text=True)
-    try:
-        url = proc.stdout.readline().strip()  # type: ignore[union-attr]
-        assert url.startswith("http://"), url
-        yield CountingSite(url)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+@pytest.fixture(scope="module")
+def site() -> Iterator[str]:
+    """100,000 pages, 50 ms each: a crawl at -c 4 runs for minutes, steerable."""
+    with serve_site(100_000, 0.05) as url:
+        yield url
 
 
 @pytest.fixture
-def redis_unix_server():
-    """A private redis-server on a Unix socket (no TCP port), in a short temp directory
-    (sun_path is 107 bytes). Skipped or failed as `redis_server` is."""
-    import os
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from crawltop.core.cluster.server import RedisServer
-
-    if shutil.which("redis-server") is None:
-        message = "redis-server is not installed (apt-get install redis-server; .ci/run does it)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    base = Path(tempfile.mkdtemp(prefix="ctr"))
-    server = RedisServer.start(base / "redis")
-    yield server
-    server.stop()
+def rundir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private run directory (short path: sun_path is 107 bytes) and state directory."""
+    base = Path(tempfile.mkdtemp(prefix="ct"))
+    run = base / "run"
+    monkeypatch.setenv("CRAWLTOP_RUN_DIR", str(run))
+    monkeypatch.setenv("XDG_STATE_HOME", str(base / "state"))
+    yield run
+    for sock in run.glob("*") if run.exists() else ():  # never leave a crawl behind
+        pid = _pid_of(sock)
+        if pid:
+            with __import__("contextlib").suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     shutil.rmtree(base, ignore_errors=True)
+
+
+def _pid_of(sock: Path) -> int | None:
+    try:
+        out = subprocess.run([sys.executable, "-m", "crawltop.cli", "ctl", sock.name, "status"],
+                             capture_output=True, text=True, timeout=10)
+        return json.loads(out.stdout)["pid"] if out.returncode == 0 else None
+    except Exception:
+        return None

@@ -1,0 +1,193 @@
+"""`crawltop report` (issue 12) on the demo site's records, in every format, and on bad input.
+
+The demo crawl runs once, through the real CLI (sitemaps on by default); what must be
+broken, and which pages may refer to each broken URL, comes from the demo's model."""
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+from xml.etree import ElementTree
+
+import pytest
+from support.crawl import crawl
+from support.sites import page
+
+from crawltop.core.report import Options, analyse, load
+from crawltop.core.report_format import WIDTH
+from crawltop.demo.site import EXPECTED, referrers, route
+
+CLI = [sys.executable, "-m", "crawltop.cli"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """(records file, origin) of one full demo crawl."""
+    out = tmp_path_factory.mktemp("demo") / "demo.jsonl"
+    proc = run("demo", "--fast", "--headless", "-o", str(out), "-c", "20", "--timeout", "5")
+    assert proc.returncode == 0, proc.stderr
+    first = json.loads(out.read_text().splitlines()[0])["url"]
+    return out, first[: first.index("/", 8)]
+
+
+def model_broken(origin: str, min_status: int = 400) -> dict[str, set[str]]:
+    """Broken URL -> every page (or redirect, or sitemap) of the model that points to it."""
+    out = {}
+    for url, sources in referrers(origin).items():
+        parts = urlsplit(url)
+        if parts.path.startswith("/private/"):
+            continue  # robots-blocked: not broken unless asked
+        if route(parts.path, dict(parse_qsl(parts.query)), origin).status >= min_status:
+            out[url] = sources
+    return out
+
+
+def test_text_report_matches_the_model_and_exits_1(demo) -> None:
+    path, origin = demo
+    proc = run("report", str(path))
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert all(len(line) <= WIDTH for line in lines)
+    assert f"{EXPECTED.urls:,} records" in lines[1]
+    expected = model_broken(origin)
+    assert len(expected) == EXPECTED.not_found + EXPECTED.server_errors
+    # every broken URL appears, right under a page that really links to it
+    page_now = None
+    found = {}
+    for line in lines[lines.index("Broken links, by the page they are on") + 1:]:
+        if not line:
+            break
+        if line.startswith("    "):
+            found[line.split()[-1]] = page_now
+        else:
+            page_now = line.strip()
+    assert set(found) == set(expected)
+    for url, via in found.items():
+        assert via in expected[url], (url, via)
+    assert "Redirect chains (21;" in proc.stdout and "Totals by error kind" in proc.stdout
+
+
+def test_json_csv_markdown_junit_agree(demo) -> None:
+    path, origin = demo
+    expected = model_broken(origin)
+    j = run("report", str(path), "--format", "json")
+    assert j.returncode == 1
+    data = json.loads(j.stdout)
+    pairs = {(link["url"], group["page"]) for group in data["broken"] for link in group["links"]}
+    assert {u for u, _ in pairs} == set(expected) and all(v in expected[u] for u, v in pairs)
+    assert data["broken_count"] == len(expected) and data["records"] == EXPECTED.urls
+    assert data["by_status"]["404"] == EXPECTED.not_found and data["by_error_kind"] == {
+        "robots": EXPECTED.robots_blocked, "http-status": EXPECTED.server_errors}
+    chains = {c["start"]: c for c in data["redirect_chains"]}
+    chain = chains[origin + "/chain/1"]
+    assert [h["status"] for h in chain["hops"]] == [302, 307, 308] and chain["final"] == origin + "/chain/end"
+    assert chain["final_status"] == 200 and not chain["merged"]
+    assert chains[origin + "/old/1"]["merged"] and chains[origin + "/old/1"]["final"] == origin + "/about/"
+    assert chains[origin + "/loop/a"]["final_error"] == "redirect loop"
+    assert sum(c["merged"] for c in data["redirect_chains"]) == EXPECTED.merges  # each merge ends one chain
+    assert len(data["slowest"]) == 10
+
+    c = run("report", str(path), "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(c.stdout)))
+    assert c.returncode == 1 and {(r["url"], r["page"]) for r in rows} == pairs
+    assert {r["status"] for r in rows} == {"404", "500"}
+    assert {r["error_kind"] for r in rows if r["status"] == "500"} == {"http-status"}
+
+    m = run("report", str(path), "--format", "markdown")
+    assert m.returncode == 1 and m.stdout.startswith("# crawltop report")
+    assert "## Broken links, by the page they are on" in m.stdout and "## Redirect chains" in m.stdout
+    assert all(u in m.stdout for u in expected)
+
+    x = run("report", str(path), "--format", "junit")
+    assert x.returncode == 1
+    root = ElementTree.fromstring(x.stdout)
+    cases = root.findall(".//testcase")
+    assert int(root.get("failures")) == len(cases) == len(expected)
+    assert {(tc.get("name"), tc.get("classname")) for tc in cases} == pairs
+    assert all(tc.find("failure") is not None for tc in cases)
+
+
+def test_filters(demo) -> None:
+    path, origin = demo
+    recs = list(load(str(path)))
+    base = analyse(recs)
+    assert base.broken_count == EXPECTED.not_found + EXPECTED.server_errors
+    assert analyse(recs, Options(include_robots=True)).broken_count == base.broken_count + EXPECTED.robots_blocked
+    only_500 = analyse(recs, Options(min_status=500))
+    assert {b.url for links in only_500.broken.values() for b in links} == set(model_broken(origin, 500))
+    proc = run("report", str(path), "--broken-only")
+    assert proc.returncode == 1 and "Redirect chains" not in proc.stdout and "Broken links" in proc.stdout
+    proc = run("report", str(path), "--min-status", "600", "--format", "junit")
+    assert proc.returncode == 1  # the 500s are still http-status errors after their retries
+
+
+async def test_clean_site_exits_0_and_state_files_work(serve, tmp_path) -> None:
+    site = await serve({"/": page("/a", "/b"), "/a": page(), "/b": page("/")})
+    out = tmp_path / "r.jsonl"
+    await crawl(site.url + "/", output=str(out))
+    proc = run("report", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "3 records, 0 broken on 0 pages" in proc.stdout
+    x = run("report", str(out), "--format", "junit")
+    assert x.returncode == 0 and ElementTree.fromstring(x.stdout).get("failures") == "0"
+
+    db = tmp_path / "s.db"
+    # in a thread: the site is served by this test's event loop
+    state = await asyncio.to_thread(run, "crawl", site.url + "/", "--headless", "--state", str(db), "--no-sitemaps")
+    assert state.returncode == 0, state.stderr
+    a = json.loads(run("report", str(db), "--format", "json").stdout)
+    b = json.loads(run("report", str(out), "--format", "json").stdout)
+    assert a["records"] == b["records"] == 3 and a["by_status"] == b["by_status"]
+
+
+def test_hostile_strings_are_sanitised(tmp_path) -> None:
+    evil = "http://x/\x1b[2J\x1b]0;pwned\x07"
+    recs = [{"url": evil, "status": 404, "via": "http://x/\x1b[31mred"}, {"url": "http://x/", "status": 200}]
+    path = tmp_path / "evil.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    for fmt in ("text", "markdown"):
+        proc = run("report", str(path), "--format", fmt)
+        assert proc.returncode == 1 and "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+    x = run("report", str(path), "--format", "junit")
+    ElementTree.fromstring(x.stdout)  # still well-formed XML
+
+
+@pytest.mark.parametrize("content", ["missing", "dir", "garbage", "not-records", "binary", "empty-db"])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, content: str) -> None:
+    path = tmp_path / "in"
+    if content == "dir":
+        path.mkdir()
+    elif content == "garbage":
+        path.write_text('{"url": "http://x/", "status": 200}\nthis is not json\n')
+    elif content == "not-records":
+        path.write_text("[1, 2, 3]\n")
+    elif content == "binary":
+        path.write_bytes(bytes(range(256)) * 10)
+    elif content == "empty-db":
+        path.write_bytes(b"SQLite format 3\x00" + b"\0" * 2000)
+    proc = run("report", str(path))
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stderr.startswith("crawltop: error:") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("bad", [{"status": [404]}, {"status": "404"}, {"discovery": 5}, {"via": ["x"]},
+                                 {"elapsed_ms": "slow", "content_type": "text/html", "status": 200},
+                                 {"error_kind": {"a": 1}}])
+def test_records_with_wrong_field_types_are_bad_input(tmp_path, bad: dict) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"url": "http://x/", "status": 200}) + "\n"
+                    + json.dumps({"url": "http://x/y", **bad}) + "\n")
+    proc = run("report", str(path))
+    assert proc.returncode == 2 and "record 2 is not a crawltop record" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

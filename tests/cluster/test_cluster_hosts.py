@@ -1,0 +1,282 @@
+"""Scheduling by host across processes (issue 22): real crawltop engines (`crawl --redis`
+and `join`, each its own OS process) on one redis-server, against aiohttp servers on
+loopback addresses 127.0.0.2 ... in this test's loop, every request timestamped at the
+server. The per-host gap over both engines, a 429 seen by one that stops both,
+retirement with one record per URL, a killed engine's leases back in their hosts'
+queues, host pause and the host rows over an engine's control socket."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+import pytest
+import redis.asyncio as aioredis
+from aiohttp import web
+from support.sites import page
+
+from crawltop.core.cluster.keys import MAGIC, Keys
+from crawltop.core.protocol import SnapshotDecoder
+from crawltop.core.remote import Client
+
+pytestmark = pytest.mark.timeout(120)
+
+# The servers share this test's loop, which does nothing else meanwhile: a request can be
+# stamped a few ms late and shorten the next gap by as much.
+SLACK = 0.02
+
+
+def tree(n: int) -> dict:
+    """/ links to /p0 ... /p{n-2}: n pages in all."""
+    routes = {"/": page(*[f"/p{i}" for i in range(n - 1)])}
+    routes.update({f"/p{i}": page() for i in range(n - 1)})
+    return routes
+
+
+def gaps(times: list[tuple[float, str]]) -> list[float]:
+    ts = sorted(t for t, path in times if path != "/robots.txt")
+    return [b - a for a, b in zip(ts, ts[1:], strict=False)]
+
+
+async def engine(*args: str, env: dict | None = None) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "crawltop.cli", *args, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, **(env or {})})
+
+
+async def two_engines(url: str, name: str, roots: list[str], *opts: str, c: int = 5,
+                      env: dict | None = None) -> tuple[asyncio.subprocess.Process, asyncio.subprocess.Process]:
+    """`crawl --redis` (creates NAME) and, once it exists, `join`."""
+    common = ["--redis", url, "--headless", "-c", str(c)]
+    first = await engine("crawl", *roots, "--name", name, "--no-sitemaps", *opts, *common, env=env)
+    r = aioredis.Redis.from_url(url)
+    deadline = time.monotonic() + 20
+    while not await r.exists(Keys(name).meta):
+        assert time.monotonic() < deadline and first.returncode is None, "the crawl never reached Redis"
+        await asyncio.sleep(0.02)
+    await r.aclose()
+    return first, await engine("join", name, *common, env=env)
+
+
+async def finish(*procs: asyncio.subprocess.Process, timeout: float = 90) -> None:
+    outs = await asyncio.wait_for(asyncio.gather(*(p.communicate() for p in procs)), timeout)
+    assert [p.returncode for p in procs] == [0] * len(procs), [err.decode()[-1500:] for _o, err in outs]
+
+
+async def recorded(url: str, name: str) -> list[tuple[str, dict]]:
+    """(proc, record) for every entry of the crawl's record stream."""
+    r = aioredis.Redis.from_url(url)
+    entries = await r.xrange(Keys(name).rec)
+    await r.aclose()
+    return [(f[b"proc"].decode(), json.loads(f[b"data"])) for _id, f in entries]
+
+
+async def test_two_engines_twenty_hosts_each_host_gapped_across_both(serve, redis_url):
+    """20 hosts, 6 pages each, --delay 0.3, two engines of 5 workers: at every server no
+    two requests closer than the delay, whichever engine sent them; both engines fetch;
+    every page once; the hosts run in parallel (one at a time would take 20 x 5 x 0.3 s)."""
+    sites = [await serve(tree(6), f"127.0.0.{i}") for i in range(2, 22)]
+    started = time.monotonic()
+    a, b = await two_engines(redis_url, "g20", [s.url + "/" for s in sites], "--delay", "0.3", "--no-robots")
+    await finish(a, b)
+    took = time.monotonic() - started
+    recs = await recorded(redis_url, "g20")
+    assert len(recs) == 120 and len({r["url"] for _p, r in recs}) == 120
+    assert all(r["status"] == 200 for _p, r in recs)
+    by = {p for p, _r in recs}
+    assert len(by) == 2, by  # both engines took part
+    for s in sites:
+        assert sorted(s.hits.values()) == [1] * 6, s.hits
+        assert min(gaps(s.times)) >= 0.3 - SLACK, (s.url, sorted(gaps(s.times))[:3])
+    assert took < 20, took  # 5 gaps of 0.3 s per host, hosts side by side, plus start-up
+
+
+async def test_a_429_seen_by_one_engine_stops_the_host_for_both(serve, redis_url):
+    """Host 127.0.0.2 answers its 4th request 429 with Retry-After: 3. Whichever engine
+    saw it, neither sends that host anything for 3 s, while both go on with the others."""
+    first: list[float] = []
+    count = [0]
+
+    async def limited(request: web.Request) -> web.StreamResponse:
+        count[0] += 1
+        if count[0] == 3 and not first:
+            first.append(time.monotonic())
+            return web.Response(status=429, headers={"Retry-After": "3"})
+        return web.Response(text="<p>ok</p>", content_type="text/html")
+
+    routes = {"/": page(*[f"/p{i}" for i in range(20)])}
+    routes.update({f"/p{i}": limited for i in range(20)})
+    busy = await serve(routes, "127.0.0.2")
+    others = [await serve(tree(30), f"127.0.0.{i}") for i in range(3, 7)]
+    a, b = await two_engines(redis_url, "r429", [busy.url + "/", *(s.url + "/" for s in others)],
+                             "--delay", "0.1", "--no-robots", c=4)
+    await finish(a, b)
+    assert first, "the 429 was never sent"
+    t429 = first[0]
+    during = [t for t, _ in busy.times if t429 < t < t429 + 3.0]
+    assert during == [], f"{len(during)} requests reached the host within its Retry-After"
+    assert any(t429 < t < t429 + 3.0 for s in others for t, _ in s.times)  # the others went on
+    recs = await recorded(redis_url, "r429")
+    assert len({p for p, _r in recs}) == 2
+    assert len(recs) == 21 + 4 * 30 and all(r["status"] == 200 for _p, r in recs)
+    # the two engines alternate on the busy host: the 429 reached one, the wait held both
+    assert len({p for p, r in recs if r["url"].startswith(busy.url)}) == 2
+
+
+async def test_retirement_records_each_queued_url_once(serve, redis_url):
+    """30 roots on a host that refuses connections, two engines: the host backs off, is
+    retired after 3 failures in a row, and each of its URLs has exactly one record in the
+    whole crawl, most of them HostRetired, from whichever engine took it."""
+    s = socket.socket()
+    s.bind(("127.0.0.5", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now: connection refused
+    dead = [f"http://127.0.0.5:{port}/{i}" for i in range(30)]
+    live = await serve(tree(20), "127.0.0.6")
+    a, b = await two_engines(redis_url, "ret", [*dead, live.url + "/"], "--no-robots", "--host-max-failures", "3",
+                             "--max-tries", "10", "--per-host", "1", env={"CRAWLTOP_LEASE": "5"})
+    await finish(a, b)
+    recs = await recorded(redis_url, "ret")
+    urls = [r["url"] for _p, r in recs]
+    assert sorted(urls) == sorted([*dead, live.url + "/", *(f"{live.url}/p{i}" for i in range(19))])
+    assert len(urls) == len(set(urls))  # one record each, whole crawl
+    kinds = [r["error_kind"] for _p, r in recs if r["url"] in dead]
+    assert kinds.count("host-retired") >= 27 and set(kinds) <= {"host-retired", "connect"}, kinds
+    r = aioredis.Redis.from_url(redis_url)
+    k = Keys("ret")
+    assert await r.hget(k.h(f"127.0.0.5:{port}"), "r") == b"1"
+    assert int(await r.hget(k.count, "retired")) == 1
+    assert int(await r.hget(k.count, "queued") or 0) == 0 and await r.zcard(k.leases) == 0
+    await r.aclose()
+
+
+async def test_a_killed_engines_leases_return_to_their_hosts_queues(serve, redis_url):
+    """Engine A (slow pages on 4 hosts, --per-host 1) is SIGKILLed while it holds URLs.
+    Its leases run out; their URLs go back first in their hosts' queues with the hosts'
+    in-flight counts back down (else --per-host 1 would block those hosts for good), and
+    engine B finishes the crawl: every URL recorded exactly once."""
+    async def slow(request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(0.3)
+        return await routes[request.path](request)
+
+    routes = tree(12)
+    sites = [await serve({p: slow for p in routes}, f"127.0.0.{i}") for i in range(2, 6)]
+    env = {"CRAWLTOP_LEASE": "4"}  # renewed every second: a loaded CI must not let it lapse before the kill
+    name, k = "kill", Keys("kill")
+    common = ["--redis", redis_url, "--headless", "-c", "4"]
+    a = await engine("crawl", *(s.url + "/" for s in sites), "--name", name, "--no-sitemaps", "--no-robots",
+                     "--per-host", "1", *common, env=env)
+    r = aioredis.Redis.from_url(redis_url)
+    deadline = time.monotonic() + 30
+    held: set[bytes] = set()
+    while len(held) < 4 or not await r.hget(k.count, "records"):  # A holds one URL of each host
+        assert time.monotonic() < deadline, "engine A never held a URL of every host"
+        procs = await r.hkeys(k.procs)
+        held = await r.smembers(k.held(procs[0].decode())) if procs else set()
+        await asyncio.sleep(0.01)
+    a.send_signal(signal.SIGKILL)
+    await a.wait()
+    held = await r.smembers(k.held(procs[0].decode()))  # as the dead left it
+    hosts = {m.split(b" ", 1)[0].decode() for m in held}
+    assert held and len(hosts) == len(held)  # --per-host 1: one URL of a host at most
+    assert [int(await r.hget(k.h(h), "f")) for h in hosts] == [1] * len(hosts)  # at its cap, held by the dead
+    b = await engine("join", name, *common, env=env)
+    await finish(b)
+    recs = await recorded(redis_url, name)
+    urls = [rec["url"] for _p, rec in recs]
+    assert len(urls) == len(set(urls)) == 48, len(urls)
+    assert int(await r.hget(k.meta, "reaped") or 0) >= 4
+    assert [int(await r.hget(k.h(h), "f")) for h in hosts] == [0] * len(hosts)
+    assert await r.zcard(k.leases) == 0 and int(await r.hget(k.count, "queued") or 0) == 0
+    await r.aclose()
+
+
+async def test_hosts_view_and_host_pause_over_the_control_socket(serve, redis_url, rundir):
+    """Engine A's control socket shows every host of the crawl (rows and counts read from
+    Redis, fetched by either engine); a host paused through A is paused for B too: no
+    request reaches it from either until it is resumed."""
+    sites = [await serve(tree(40), f"127.0.0.{i}") for i in range(2, 8)]
+    a, b = await two_engines(redis_url, "qv", [s.url + "/" for s in sites], "--delay", "0.2", "--no-robots", c=3)
+    path = rundir / "qv"
+    deadline = time.monotonic() + 20
+    while not path.exists():
+        assert time.monotonic() < deadline, "no control socket"
+        await asyncio.sleep(0.05)
+    paused = sites[0].url.split("//")[1]
+
+    def snapshot() -> object:
+        with Client(path) as c:
+            return SnapshotDecoder().decode(c.call("snapshot"))
+
+    deadline = time.monotonic() + 20
+    while True:
+        snap = await asyncio.to_thread(snapshot)
+        if sum(snap.host_counts.values()) == 6 and sum(h.done for h in snap.hosts) >= 12:
+            break
+        assert time.monotonic() < deadline, (snap.host_counts, snap.hosts)
+        await asyncio.sleep(0.2)
+    assert {h.host for h in snap.hosts} == {s.url.split("//")[1] for s in sites}
+    assert all(h.delay == pytest.approx(0.2) and h.source == "delay" for h in snap.hosts)
+    # `ctl NAME hosts` (Crawler.host_table over the socket): the whole crawl's rows, pages
+    # done by both engines counted (Redis's numbers, not this engine's own)
+    ctl_hosts = await engine("ctl", "qv", "hosts", "--json")
+    out, err = await ctl_hosts.communicate()
+    assert ctl_hosts.returncode == 0, err
+    rows = [json.loads(line) for line in out.decode().splitlines()]
+    assert {row["host"] for row in rows} == {s.url.split("//")[1] for s in sites}
+    own = snap.pages
+    deadline = time.monotonic() + 10
+    while sum(row["done"] for row in rows) <= own:  # B's pages too, within a few beats
+        assert time.monotonic() < deadline, (own, rows)
+        await asyncio.sleep(0.5)
+        own = (await asyncio.to_thread(snapshot)).pages
+        ctl_hosts = await engine("ctl", "qv", "hosts", "--json")
+        out, _err = await ctl_hosts.communicate()
+        rows = [json.loads(line) for line in out.decode().splitlines()]
+
+    def ctl(*args: str) -> object:
+        with Client(path) as c:
+            return c.call(*args[:1], **dict(zip(args[1::2], args[2::2], strict=False)))
+
+    await asyncio.to_thread(ctl, "host_pause", "host", paused)
+    await asyncio.sleep(0.5)  # a request that went out before the pause may still arrive
+    mark = time.monotonic()
+    await asyncio.sleep(1.5)
+    assert not [t for t, _ in sites[0].times if t > mark], "a paused host was fetched"
+    assert any(t > mark for s in sites[1:] for t, _ in s.times)
+    snap = await asyncio.to_thread(snapshot)
+    assert snap.host_counts.get("paused") == 1, snap.host_counts
+    await asyncio.to_thread(ctl, "host_resume", "host", paused)
+    await finish(a, b)
+    recs = await recorded(redis_url, "qv")
+    assert len(recs) == 240 and len({p for p, _r in recs}) == 2
+
+
+async def test_an_older_formats_crawl_is_refused_and_still_exports(redis_url, tmp_path):
+    """A crawl left in Redis by the previous format (one FIFO) is not misread: crawl and
+    join refuse it in one line (exit 2) saying how to export it, and export works."""
+    r = aioredis.Redis.from_url(redis_url)
+    k = Keys("old")
+    await r.hset(k.meta, mapping={"magic": "crawltop-cluster/1", "config": "{}", "roots": '["http://x.invalid/"]',
+                                  "status": "running"})
+    await r.rpush(f"{k.prefix}q", '["http://x.invalid/a",10,1,0,null,"L"]')
+    await r.xadd(k.rec, {"url": "http://x.invalid/", "data": json.dumps({"url": "http://x.invalid/", "status": 200}),
+                         "new": 1, "proc": "p"})
+    await r.aclose()
+    assert MAGIC != "crawltop-cluster/1"
+    for argv in (["join", "old", "--redis", redis_url, "--headless"],
+                 ["crawl", "http://x.invalid/", "--name", "old", "--redis", redis_url, "--headless"]):
+        proc = await engine(*argv)
+        out, err = await proc.communicate()
+        assert proc.returncode == 2, err
+        line = err.decode()
+        assert line.count("\n") == 1 and "older crawltop's format" in line and "crawltop export --redis" in line, line
+    out_file = tmp_path / "old.jsonl"
+    proc = await engine("export", "--redis", redis_url, "old", "--jsonl", str(out_file))
+    _out, err = await proc.communicate()
+    assert proc.returncode == 0, err
+    assert [json.loads(x)["url"] for x in out_file.read_text().splitlines()] == ["http://x.invalid/"]

@@ -1,0 +1,203 @@
+"""`crawltop web`: the monitor served by textual-serve on 127.0.0.1, read in a real
+headless Chromium. The page must show the crawl's state and its pages count."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+from support.browser import chromium, open_page
+from support.ctl import cli, status, wait_gone, wait_status
+
+pytestmark = pytest.mark.timeout(180)
+
+if chromium() is None and not os.environ.get("CI"):
+    pytest.skip("chromium is not installed (apt-get install chromium; CI installs it and runs this)",
+                allow_module_level=True)
+
+
+def listeners(port: int) -> list[str]:
+    """Local addresses (kernel hex) listening on this TCP port, IPv4 and IPv6."""
+    out = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                addr, _, hexport = local.partition(":")
+                if state == "0A" and int(hexport, 16) == port:
+                    out.append(addr)
+    return out
+
+
+async def serving(web: subprocess.Popen[str], port: int) -> tuple[str, str]:
+    """The URL `crawltop web` prints first and its token, once the port accepts."""
+    first = web.stdout.readline()  # type: ignore[union-attr]
+    m = re.search(r"http://127\.0\.0\.1:\d+/\?token=([\w-]+)", first)
+    assert m, first
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return m.group(0), m.group(1)
+        except OSError:
+            assert time.monotonic() < deadline and web.poll() is None, web.stdout.read()  # type: ignore[union-attr]
+            await asyncio.sleep(0.2)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_web_monitor_in_headless_chromium(site: str, rundir: Path) -> None:
+    rc, out, err = await cli("crawl", site, "--detach", "--name", "webcrawl", "-c", "4", "--no-robots")
+    assert rc == 0, err
+    pid = (await status("webcrawl"))["pid"]
+    port = free_port()
+    web = subprocess.Popen([sys.executable, "-m", "crawltop.cli", "web", "webcrawl", "--port", str(port)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url, token = await serving(web, port)
+        assert listeners(port) == ["0100007F"]  # 127.0.0.1, and nothing else (no 0.0.0.0, no ::)
+        # Without the token (or with a wrong one of the same length) nothing is served.
+        async with aiohttp.ClientSession() as http:
+            for path in ("/", "/ws", "/static/js/textual.js", "/?token=" + "x" * len(token)):
+                async with http.get(f"http://127.0.0.1:{port}{path}") as resp:
+                    assert resp.status == 403, path
+
+        async with open_page(url) as page:
+            text = ""
+            deadline = time.monotonic() + 60
+            while "RUNNING" not in text:
+                assert time.monotonic() < deadline, f"the page never showed the crawl:\n{text}"
+                await asyncio.sleep(0.5)
+                text = await page.screen()
+            assert "pages" in text and "queued" in text
+            # Pause from a script: the page shows PAUSED and the exact pages count.
+            assert (await cli("ctl", "webcrawl", "pause"))[0] == 0
+            s = await wait_status("webcrawl", lambda s: s["busy"] == 0 and s["state"] == "PAUSED", 20)
+            want = f"pages {s['pages']:,}"
+            deadline = time.monotonic() + 30
+            while not ("PAUSED" in text and want in text):
+                assert time.monotonic() < deadline, f"wanted PAUSED and {want!r} on the page:\n{text}"
+                await asyncio.sleep(0.5)
+                text = await page.screen()
+            assert re.search(r"PAUSED.*pages [\d,]+", text)
+    finally:
+        web.terminate()
+        web.wait(timeout=15)
+    # The browser and the web server are gone; the crawl is not.
+    s2 = await status("webcrawl")
+    assert s2["state"] == "PAUSED" and s2["pages"] >= s["pages"]
+    assert (await cli("ctl", "webcrawl", "stop"))[0] == 0
+    await wait_gone(pid)
+
+
+async def test_web_monitor_of_a_crawl_on_redis(site: str, rundir: Path, redis_url: str) -> None:
+    """`web NAME --redis URL`: the whole shared crawl in the browser, processes panel included."""
+    rc, out, err = await cli("crawl", site, "--redis", redis_url, "--name", "webshared", "--detach", "-c", "2",
+                             "--no-robots", "--no-sitemaps")
+    assert rc == 0, err
+    bad = subprocess.run([sys.executable, "-m", "crawltop.cli", "web", "nobody", "--redis", redis_url],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "no crawl named 'nobody'" in bad.stderr
+    port = free_port()
+    web = subprocess.Popen([sys.executable, "-m", "crawltop.cli", "web", "webshared", "--redis", redis_url,
+                            "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url, _token = await serving(web, port)
+        async with open_page(url) as page:
+            text = ""
+            deadline = time.monotonic() + 60
+            while not ("RUNNING" in text and "Processes 1 live" in text):
+                assert time.monotonic() < deadline, f"the page never showed the shared crawl:\n{text}"
+                await asyncio.sleep(0.5)
+                text = await page.screen()
+    finally:
+        web.terminate()
+        web.wait(timeout=15)
+        done = subprocess.run([sys.executable, "-m", "crawltop.cli", "ctl", "webshared", "--redis", redis_url, "stop"],
+                              capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+
+
+def attach_children(parent: int) -> list[int]:
+    """The `crawltop attach` processes whose parent is `parent` (textual-serve execs them)."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError):
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(stat[1]) == parent and stat[0] not in "ZX" and b"attach" in (proc / "cmdline").read_bytes():
+                out.append(int(proc.name))
+    return out
+
+
+def running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except (OSError, IndexError):
+        return False
+
+
+async def gone_within(pids: list[int], seconds: float) -> float:
+    t0 = time.monotonic()
+    while any(running(p) for p in pids):
+        assert time.monotonic() - t0 < seconds, f"attach children {pids} outlived their purpose"
+        await asyncio.sleep(0.05)
+    return time.monotonic() - t0
+
+
+async def shown(page, text: str = "pages") -> None:
+    deadline = time.monotonic() + 60
+    while text not in await page.screen():
+        assert time.monotonic() < deadline, "the page never showed the crawl"
+        await asyncio.sleep(0.5)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+async def test_web_leaves_no_attach_child_behind(site: str, rundir: Path, sig: signal.Signals) -> None:
+    """A tab's attach ends when the tab closes, and every attach ends within 2 s of `web`,
+    whatever ended it (SIGKILL too). The crawl goes on without its monitors."""
+    rc, out, err = await cli("crawl", site, "--detach", "--name", "orphans", "-c", "2", "--no-robots")
+    assert rc == 0, err
+    port = free_port()
+    web = subprocess.Popen([sys.executable, "-m", "crawltop.cli", "web", "orphans", "--port", str(port)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url, _ = await serving(web, port)
+        if sig == signal.SIGKILL:  # once is enough: the tab closes (the browser goes), its attach ends
+            async with open_page(url) as page:
+                await shown(page)
+                first = attach_children(web.pid)
+                assert len(first) == 1
+            await gone_within(first, 30)
+        async with open_page(url) as page:
+            await shown(page)
+            kids = attach_children(web.pid)
+            assert len(kids) == 1
+            web.send_signal(sig)
+            await asyncio.to_thread(web.wait, 30)
+            took = await gone_within(kids, 2.0 + (3.0 if os.environ.get("CI") else 0.0))
+        output = web.stdout.read()  # type: ignore[union-attr]
+        assert "Traceback" not in output, output
+        print(f"attach gone {took:.2f} s after web's {sig.name}")
+    finally:
+        if web.poll() is None:
+            web.kill()
+            web.wait()
+    s = await wait_status("orphans", lambda s: s["clients"] == 1, 10)
+    assert s["state"] == "RUNNING"
+    assert (await cli("ctl", "orphans", "stop"))[0] == 0
+    await wait_gone(s["pid"])

@@ -1,0 +1,80 @@
+"""The package's shape: one import name, an engine without Textual (the import contracts,
+checked by `make lint`, hold the rest: pyproject.toml [tool.importlinter])."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDERS = {"crawltop": "crawltop", "core": "crawltop.core", "tui": "crawltop.tui",
+           "cli": "crawltop.cli", "demo": "crawltop.demo"}
+
+BLOCK = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] == 'textual' or name.startswith(('crawltop.tui', 'crawltop.cli')):
+            raise ImportError('blocked: ' + name)
+sys.meta_path.insert(0, Block())
+import crawltop.core, crawltop.core.crawler
+import pkgutil
+for m in pkgutil.iter_modules(crawltop.core.__path__):
+    __import__('crawltop.core.' + m.name)
+print('ok', sorted(k for k in sys.modules if k.startswith(('textual', 'crawltop.tui', 'crawltop.cli'))))
+"""
+
+
+def test_core_imports_without_textual() -> None:
+    proc = subprocess.run([sys.executable, "-c", BLOCK], capture_output=True, text=True, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok []"
+
+
+def test_headless_cli_never_imports_textual() -> None:
+    code = ("import sys; from crawltop.cli.main import build_parser; build_parser(); "
+            "import crawltop.cli.headless, crawltop.cli.state; "
+            "print(sorted(k for k in sys.modules if k.startswith(('textual', 'crawltop.tui'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for folder, package in FOLDERS.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            out[".".join((package, *parts))] = path
+    return out
+
+
+def test_no_absolute_imports_of_the_old_top_level_names() -> None:
+    offenders = [f"{path}:{node.lineno}" for path in _modules().values()
+                 for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.ImportFrom) and not node.level
+                 and (node.module or "").split(".")[0] in ("core", "tui", "cli", "demo")]
+    assert offenders == []
+
+
+def test_wheel_holds_only_the_crawltop_package(tmp_path: Path) -> None:
+    """Built from the tree (not the editable install): nothing generic lands in site-packages."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(ROOT)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (wheel,) = tmp_path.glob("crawltop-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"crawltop"}
+    assert all(t == "crawltop" or (t.startswith("crawltop-") and t.endswith(".dist-info")) for t in tops)
+    for needed in ("crawltop/core/crawler.py", "crawltop/tui/app.py", "crawltop/tui/app.tcss",
+                   "crawltop/cli/main.py", "crawltop/demo/site.py", "crawltop/__init__.py"):
+        assert needed in names
+    entry = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "crawltop = crawltop.cli:console" in zipfile.ZipFile(wheel).read(entry).decode()

@@ -1,0 +1,28 @@
+"""The engine against the bundled demo site: the counts a correct crawl must produce."""
+from __future__ import annotations
+
+from collections import Counter
+
+from support.crawl import crawl
+
+from crawltop.demo.site import EXPECTED, DemoSite
+
+
+async def test_demo_site_crawl_matches_expected() -> None:
+    async with DemoSite(fast=True) as site:
+        crawler, sink = await crawl(site.url, concurrency=10, timeout=5.0, sitemaps=True)
+    recs = sink.records
+    s = crawler.stats
+    assert len(recs) == len({r.url for r in recs}) == EXPECTED.urls == crawler.frontier.seen_count
+    statuses = Counter(r.status for r in recs)
+    assert statuses[200] == EXPECTED.pages + EXPECTED.files + EXPECTED.sitemaps
+    assert sum(1 for r in recs if r.discovery.endswith("M")) == EXPECTED.sitemaps
+    assert sum(1 for r in recs if r.next_url) == EXPECTED.redirects == s.redirects
+    assert sum(1 for r in recs if r.merged) == EXPECTED.merges == s.merges
+    assert statuses[404] == EXPECTED.not_found
+    assert statuses[500] == EXPECTED.server_errors
+    assert sum(1 for r in recs if (r.error or "").startswith("BlockedByRobots")) == EXPECTED.robots_blocked
+    assert s.errors == EXPECTED.robots_blocked + EXPECTED.server_errors
+    assert not any("example.invalid" in r.url for r in recs)
+    assert ({r.content_type for r in recs if r.url.endswith((".pdf", ".json"))}
+            == {"application/pdf", "application/json"})
