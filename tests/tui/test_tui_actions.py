@@ -6,7 +6,7 @@ Run against the app with the frozen stand-in crawler (tui/frozen.py): no site, n
 from __future__ import annotations
 
 import pytest
-from conftest import until
+from support.wait import until
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Input
 
