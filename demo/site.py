@@ -76,7 +76,7 @@ SPECIALS = (
 # A calendar trap, as real sites have: every month links the 84 months of the years
 # around it, so the queue fills with /calendar/?month=... query variants and the queue
 # view flags it (`u`). Bounded, so the demo still ends and EXPECTED stays exact: months
-# outside CALENDAR_YEARS are never linked (a real endless calendar is in tests/trapsite.py).
+# outside CALENDAR_YEARS are never linked (a real endless calendar is in tests/support/trapsite.py).
 CALENDAR = "/calendar/"
 CALENDAR_YEARS = (2000, 2039)
 CALENDAR_START = "2026-01"  # linked from the home page
