@@ -21,9 +21,10 @@ from . import errors, malloc
 from .config import CrawlConfig
 from .fetch import REDIRECTS, Response, backoff, decode, fetch_once, on_sent, retry_after, retryable
 from .frontier import Frontier, Item, MemoryFrontier
+from .frontier_parts import Failing, Lookup, Scheduled
 from .hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness
 from .provenance import hop, utc_iso
-from .records import JsonlSink, Record, Sink
+from .records import JsonlSink, Record, Redacting, ResponseSink, Sink
 from .robots import Robots
 from .scope import Scope
 from .session import CrawlSession
@@ -53,21 +54,22 @@ class Crawler(Steering):
             raise errors.UsageError(f"not an http(s) URL with a host: {bad[0] if bad else '(none)'}")
         self.config = config
         self.roots: list[str] = [r for r in roots if r]
-        self.frontier: Frontier = frontier if frontier is not None else MemoryFrontier()
+        store: Frontier = frontier if frontier is not None else MemoryFrontier()
+        # Every store schedules by host: core/hosts.py, or in Redis core/cluster/hosts.py.
+        if not isinstance(store, Scheduled):
+            raise TypeError("a frontier must schedule by host: it has no .hosts (core/hosts.py)")
+        self.frontier = store
         self.sinks: list[Sink] = list(sinks)
         if config.output:
             self.sinks.append(JsonlSink(config.output))
-        self._response_sinks: list[Sink] = []
+        self._response_sinks: list[ResponseSink] = []
         self.scope = Scope(tuple(self.roots), config.scope, config.include, config.exclude)
         self.agent = config.user_agent or f"crawltop/{VERSION} (+https://example.invalid/crawltop)"
         self.links = LinkExtractor()
         self.stats = Stats(clock=clock)
         self.stats.queue_size = lambda: self.frontier.size
         self.stats.seen_size = lambda: self.frontier.seen_count
-        # Every store schedules by host: core/hosts.py, or in Redis core/cluster/hosts.py.
-        sched = getattr(self.frontier, "hosts", None)
-        if sched is None:
-            raise TypeError("a frontier must schedule by host: it has no .hosts (core/hosts.py)")
+        sched = store.hosts
         self._sched: Hosts = sched
         self._host_key: Callable[[str], str] = netloc_of
         self._exact_gaps = config.delay > 0 or config.delay_factor > 0
@@ -108,7 +110,8 @@ class Crawler(Steering):
                 counts[:] = [now, {k: v for k, v in sched.counts(now).items() if v}, self.stats.state]
             return counts[1]
         self.stats.host_counts = host_counts
-        self.stats.next_due = lambda: self.frontier.next_wake_in() if self.frontier.size else None  # type: ignore[attr-defined]
+        store = self.frontier
+        self.stats.next_due = lambda: store.next_wake_in() if store.size else None
 
     # -- control surface --------------------------------------------------------
     @property
@@ -188,13 +191,16 @@ class Crawler(Steering):
                                       max_redirect=self.config.max_redirect, max_depth=self.config.max_depth,
                                       session=self._session, stats=self.stats, timeout=self.config.timeout)
         # Sinks may be added after construction (the CLI adds a WARC sink for a state file).
-        self._response_sinks = [s for s in self.sinks if hasattr(s, "response")]
-        for sink in self._response_sinks:  # issue 21: --header values never reach an archive
-            if hasattr(sink, "redact_headers"):
-                sink.redact_headers(self._http.header_names)
-        if hasattr(self.frontier, "on_error"):  # a store whose writer thread can fail
+        self._response_sinks = [s for s in self.sinks if isinstance(s, ResponseSink)]
+        for keeper in self._response_sinks:  # issue 21: --header values never reach an archive
+            if isinstance(keeper, Redacting):
+                keeper.redact_headers(self._http.header_names)
+        if isinstance(self.frontier, Failing):  # a store whose writer thread can fail
             loop = asyncio.get_running_loop()
-            self.frontier.on_error = lambda exc: loop.call_soon_threadsafe(self._fail, exc)
+
+            def failed(exc: BaseException) -> None:  # called from the store's own thread
+                loop.call_soon_threadsafe(self._fail, exc)
+            self.frontier.on_error = failed
         try:
             for root in self.roots:
                 self._admit(root, self.config.max_redirect, 0)
@@ -489,8 +495,10 @@ class Crawler(Steering):
             record.fail(errors.MissingLocation(f"HTTP {resp.status} without a usable Location header"))
             return
         record.next_url = target
-        lookup = getattr(self.frontier, "lookup", None)  # a cluster asks Redis: merged anywhere?
-        seen = await lookup(target) if lookup else self.frontier.seen(target)  # once: may be SQLite
+        if isinstance(self.frontier, Lookup):  # a cluster asks Redis: merged anywhere?
+            seen = await self.frontier.lookup(target)
+        else:
+            seen = self.frontier.seen(target)  # once: may be SQLite
         if not seen:
             self.stats.redirect(item.url, target, resp.status)
         if item.depth == 0 and not item.discovery.strip("R") and not self.scope.allows(target):

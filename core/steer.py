@@ -8,8 +8,9 @@ A paused host is simply never due (core/hosts.py): its URLs wait in its queue an
 unfinished for `join()` (the crawl is not over while a host is paused, as with a global
 pause); a stop gives each its Cancelled record (memory) or keeps it queued (--state).
 
-Persistence: with a frontier that has settings (the SQLite store), ignores and added
-seeds are saved there and restored by the next run (`resume`).
+Persistence: with a frontier that has settings (core/frontier_parts.py `Settings`: the
+SQLite store), ignores and added seeds are saved there and restored by the next run
+(`resume`).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import errors
+from .frontier_parts import Settings
 from .hosts import STATES
 from .ignores import SETTING, IgnoreResult, Ignores, IgnoreView
 from .patterns import PatternSet
@@ -66,8 +68,8 @@ class Steering:
         self.queue_stats = QueueStats(clock=self.stats.clock)
         self._page_prefix: str | None = None  # set while a page's links are admitted
         self._inside = 0
-        settings = getattr(self.frontier, "settings", None)
-        if isinstance(settings, dict) and hasattr(self.frontier, "set_setting"):
+        if isinstance(self.frontier, Settings) and isinstance(self.frontier.settings, dict):
+            settings = self.frontier.settings
             self.ignore_rules.load(settings.get(SETTING))
             for seed in settings.get(SEEDS) or ():
                 if isinstance(seed, str) and canonical(seed) == seed:
@@ -135,8 +137,8 @@ class Steering:
             return SeedResult(False, c, "--max-pages reached: nothing more is queued")
         if c not in self.roots:
             self.roots.append(c)
-        if hasattr(self.frontier, "set_setting"):
-            saved = list(getattr(self.frontier, "settings", {}).get(SEEDS) or ())
+        if isinstance(self.frontier, Settings):
+            saved = list(self.frontier.settings.get(SEEDS) or ())
             self.frontier.set_setting(SEEDS, [*saved, c])
         return SeedResult(True, c)
 
@@ -192,7 +194,6 @@ class Steering:
     # -- the queue view --------------------------------------------------------------
     def queue_view(self: Any, n: int = 10) -> QueueView:
         """Next URLs, top prefixes with growth, trap flags: O(n + rows), never a queue scan."""
-        peek = getattr(self.frontier, "peek", None)
-        head = tuple(i.url for i in peek(n)) if peek is not None else ()
+        head = tuple(i.url for i in self.frontier.peek(n))  # every Frontier has it
         return self.queue_stats.view(self.frontier.size, head)
 
