@@ -23,14 +23,16 @@ from .fetch import REDIRECTS, Response, backoff, decode, fetch_once, on_sent, re
 from .frontier import Frontier, Item, MemoryFrontier
 from .frontier_parts import Failing, Lookup, Scheduled
 from .hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness
+from .ignores import IgnoreResult, Ignores, IgnoreView
 from .provenance import hop, utc_iso
+from .queueview import QueueStats, QueueView
 from .records import JsonlSink, Record, Redacting, ResponseSink, Sink
 from .robots import Robots
 from .scope import Scope
 from .session import CrawlSession
 from .sitemaps import Sitemaps, is_sitemap
-from .stats import Stats, WorkerState
-from .steer import Steering
+from .stats import HostView, Stats, WorkerState
+from .steer import SeedResult, Steering
 from .urls import LinkExtractor, canonical, netloc_of
 
 VERSION = __version__
@@ -39,7 +41,7 @@ HOST_KINDS = frozenset(("dns", "connect", "tls"))  # the host could not be reach
 LARGE_BODY = 1 << 20  # after parsing a body this large, give its memory back (core/malloc.py)
 
 
-class Crawler(Steering):
+class Crawler:
     def __init__(
         self,
         config: CrawlConfig,
@@ -49,7 +51,7 @@ class Crawler(Steering):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         roots = [canonical(r) for r in config.roots]
-        bad = [r for r, c in zip(config.roots, roots) if c is None]
+        bad = [r for r, c in zip(config.roots, roots, strict=True) if c is None]
         if bad or not roots:
             raise errors.UsageError(f"not an http(s) URL with a host: {bad[0] if bad else '(none)'}")
         self.config = config
@@ -90,7 +92,10 @@ class Crawler(Steering):
             self._unpaused.set()
         else:
             self.stats.state = "PAUSED"
-        self._steer_init()
+        self._page_prefix: str | None = None  # set while a page's links are admitted
+        self._inside = 0
+        self.steering = Steering(frontier=store, sched=sched, stats=self.stats, scope=self.scope, roots=self.roots,
+                                 config=config, admit=self._admit, emit=self._emit)
 
     def _share_hosts(self, sched: Hosts) -> None:
         c = self.config
@@ -100,7 +105,7 @@ class Crawler(Steering):
             robots=c.robots, backoff=c.backoff, max_backoff=c.max_wait))
         self._host_key = sched.key
         self.stats.hosts = sched.hosts  # type: ignore[assignment]  # Host rows are HostStats and more
-        self.stats.make_host = sched.host  # type: ignore[assignment]
+        self.stats.make_host = sched.host  # type: ignore[assignment]  # as above: a Host is a HostStats and more
         self.stats.over_budget = lambda: sched.over_budget
         counts: list[Any] = [-2.0, {}, ""]
 
@@ -171,6 +176,46 @@ class Crawler(Steering):
         if self.stats.state != "DONE":
             self.stats.state = "STOPPING"
             self._stopping.set()
+
+    # -- steering (core/steer.py), on the one control surface ------------------------
+    @property
+    def ignore_rules(self) -> Ignores:
+        return self.steering.ignore_rules
+
+    @property
+    def queue_stats(self) -> QueueStats:
+        return self.steering.queue_stats
+
+    async def add_ignore(self, pattern: str) -> IgnoreResult:
+        return await self.steering.add_ignore(pattern)
+
+    def remove_ignore(self, pattern: str) -> bool:
+        return self.steering.remove_ignore(pattern)
+
+    def ignores(self) -> tuple[IgnoreView, ...]:
+        return self.steering.ignores()
+
+    def add_seed(self, url: str) -> SeedResult:
+        return self.steering.add_seed(url)
+
+    def pause_host(self, host: str) -> bool:
+        return self.steering.pause_host(host)
+
+    def resume_host(self, host: str) -> int:
+        return self.steering.resume_host(host)
+
+    def paused_hosts(self) -> dict[str, int]:
+        return self.steering.paused_hosts()
+
+    def set_host_delay(self, host: str, seconds: float) -> None:
+        self.steering.set_host_delay(host, seconds)
+
+    def host_table(self, sort: str = "queued", state: str | None = None,
+                   limit: int | None = None) -> list[HostView]:
+        return self.steering.host_table(sort, state, limit)
+
+    def queue_view(self, n: int = 10) -> QueueView:
+        return self.steering.queue_view(n)
 
     # -- the crawl --------------------------------------------------------------
     async def crawl(self) -> None:
@@ -357,7 +402,7 @@ class Crawler(Steering):
         """Queue a URL never seen before, within --max-pages and not ignored."""
         if self.config.max_pages is not None and self.frontier.seen_count >= self.config.max_pages:
             return False
-        if self.ignore_rules and self._stopped(url):
+        if self.ignore_rules and self.steering.stopped(url):
             return False
         if not self.frontier.add(Item(url, redirects_left, depth, 0, via, discovery)):
             return False
@@ -421,8 +466,10 @@ class Crawler(Steering):
         sched.started(host, started)
         self.stats.set_phase(ws, "connecting")
         record.fetched_at = utc_iso()
+        session = self._session
+        assert session is not None  # crawl() opened it before any worker started
         try:
-            resp = await fetch_once(self._session, item.url, self.config.max_bytes,  # type: ignore[arg-type]
+            resp = await fetch_once(session, item.url, self.config.max_bytes,
                                     lambda: self.stats.set_phase(ws, "reading"),
                                     (lambda: sched.started(host, loop.time())) if self._exact_gaps else None)
         except NETWORK_ERRORS as exc:
@@ -471,7 +518,7 @@ class Crawler(Steering):
         without one (robots said no, a cancel, a surprise)."""
         host, ws.slot = ws.slot, None
         if host is not None:
-            self._sched.finished(host)  # type: ignore[arg-type]
+            self._sched.finished(host)  # type: ignore[arg-type]  # WorkerState.slot holds a Host (core/stats.py)
 
     def _host_failed(self, host: Host, why: str, started: float, retry_after: float | None, *,
                      block: bool, strike: bool) -> None:
