@@ -41,7 +41,7 @@ class Member:
                              _beat=frontier.redis.register_script(scripts.BEAT),
                              _leave=frontier.redis.register_script(scripts.LEAVE),
                              _live=frontier.redis.register_script(scripts.LIVE))
-        frontier.on_down = self._on_down
+        frontier.link.on_down = self._on_down
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._crawler, name)
@@ -73,14 +73,14 @@ class Member:
         args = [f.proc, int(LIVE * 1000), int(self.reports)]
         final = f.std_args(int(LIVE * 1000), int(self.reports), self._published(self._crawler.stats.snapshot()),
                            FINAL_TTL_MS)
-        live, status, claimed = await f._call(lambda: self._leave(keys, final))
+        live, status, claimed = await f.link.call(lambda: self._leave(keys, final))
         self.__dict__["left"] = True
         # within crawl()'s LEAVE_TIMEOUT, with a second to spare for the last LIVE call
         now = asyncio.get_running_loop().time()
         deadline = min((self._leaving or now) + LEAVE_TIMEOUT - 1.0, now + LIVE + BEAT)
         while self.reports and live and status in (b"finished", "finished") and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(BEAT / 2)
-            live, status, claimed = await f._call(lambda: self._live([k.beats, k.meta], args))
+            live, status, claimed = await f.link.call(lambda: self._live([k.beats, k.meta], args))
         self.__dict__["reporter"] = bool(claimed)
         f._status(status)
         await f.close()
@@ -106,7 +106,7 @@ class Member:
         keys = f.std_keys(k.procs, k.beats, k.snap(f.proc), k.ctl, k.ctl_of(f.proc), k.ignores)
         args = f.std_args(info.to_json(), self._published(snap), SNAP_TTL_MS, f.lease_ms, f._cursor, ROWS, *f.held())
         (ctl, mine, status, size, seen, _leased, _records, head, ignores, redis_now, cursor, rows, total, retired,
-         over) = await f._call(lambda: self._beat(keys, args))
+         over) = await f.link.call(lambda: self._beat(keys, args))
         if c.stats.notice.startswith("heartbeat:"):  # the last beat failed; this one did not
             c.stats.notice = ""
         f._totals(size, seen)
@@ -135,7 +135,7 @@ class Member:
         result = await self._crawler.add_ignore(pattern)
         if result.ok:  # in Redis first: a beat in between must not see it as removed
             f = self.frontier
-            await f._call(lambda: f.redis.hset(f.keys.ignores, pattern, f.proc))
+            await f.link.call(lambda: f.redis.hset(f.keys.ignores, pattern, f.proc))
             self._ignores.add(pattern)
         return result
 
@@ -143,7 +143,7 @@ class Member:
         ok = self._crawler.remove_ignore(pattern)
         if ok:  # kept in _ignores until a beat sees it gone from Redis, or it comes back
             f = self.frontier
-            f.background(f._call(lambda: f.redis.hdel(f.keys.ignores, pattern)))
+            f.link.background(f.link.call(lambda: f.redis.hdel(f.keys.ignores, pattern)))
         return ok
 
     async def _sync_ignores(self, shared: set[str]) -> None:

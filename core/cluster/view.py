@@ -29,8 +29,9 @@ from ..protocol import SnapshotDecoder
 from ..remote import HeldStats
 from ..stats import Snapshot
 from . import commands
-from .frontier import LEASE, OUTAGE
+from .frontier import LEASE
 from .keys import Keys
+from .link import OUTAGE, Link
 from .merge import WORKER_BLOCK, Rings, merge
 from .procs import ProcessInfo, ProcessRow
 
@@ -59,6 +60,7 @@ class ClusterView:
     def __init__(self, client: aioredis.Redis, name: str, roots: list[str], *, local: Any = None,
                  lease: float = LEASE) -> None:
         self.redis, self.keys, self.name, self.local = client, Keys(name), name, local
+        self.link = Link(client)
         self.roots = roots
         self.config = types.SimpleNamespace(roots=tuple(roots))
         self.lease = lease
@@ -66,7 +68,6 @@ class ClusterView:
         self.rows: list[ProcessRow] = []
         self.records = 0
         self.status = "running"
-        self.down = False
         self.problem = ""
         self._decoders: dict[str, SnapshotDecoder] = {}
         self._rings = Rings()
@@ -82,6 +83,11 @@ class ClusterView:
             self.detach = self._detach
 
     # -- what the app reads ---------------------------------------------------------
+    @property
+    def down(self) -> bool:
+        """Redis unreachable at the last read."""
+        return self.link.down
+
     @property
     def paused(self) -> bool:
         return self.local.paused if self.local is not None else self._paused
@@ -158,7 +164,7 @@ class ClusterView:
         reason = Ignores.check(pattern)
         if reason is not None:
             return IgnoreResult(False, pattern, reason)
-        if await self.redis.hsetnx(self.keys.ignores, pattern, "monitor") == 0:
+        if await self.link.once(self.redis.hsetnx(self.keys.ignores, pattern, "monitor")) == 0:
             return IgnoreResult(False, pattern, f"already an ignore pattern: {pattern}")
         return IgnoreResult(True, pattern)  # each process drops its matches at its next beat
 
@@ -214,8 +220,7 @@ class ClusterView:
             try:
                 await self.read()
                 wait = POLL
-            except (*OUTAGE, RedisError):
-                self.down = True
+            except (*OUTAGE, RedisError):  # an outage: the link says so (down)
                 self.stats.snap = self.merged(None)
                 wait = min(wait * 2, 5.0)
             except Exception as exc:  # a row that isn't ours, or a bug: say so, and go on watching
@@ -231,21 +236,29 @@ class ClusterView:
         processes, usually none)."""
         k = self.keys
         pipe = self.redis.pipeline(transaction=False)
-        pipe.time().hget(k.meta, "status").hgetall(k.procs).hgetall(k.beats)
-        pipe.hget(k.count, "queued").scard(k.seen).zcard(k.leases).hget(k.count, "records").smembers(k.left)
-        now_t, status, procs, beats, queued, seen, leased, records, left = await pipe.execute()
+        pipe.time()
+        pipe.hget(k.meta, "status")
+        pipe.hgetall(k.procs)
+        pipe.hgetall(k.beats)
+        pipe.hget(k.count, "queued")
+        pipe.scard(k.seen)
+        pipe.zcard(k.leases)
+        pipe.hget(k.count, "records")
+        pipe.smembers(k.left)
+        now_t, status, procs, beats, queued, seen, leased, records, left = await self.link.once(pipe.execute())
         self.records = int(records or 0)  # every record of the crawl in Redis, from all processes
         now = now_t[0] * 1000 + now_t[1] // 1000
         own = self.local.frontier.proc if self.local is not None else None
         ids = sorted(p.decode() for p in procs)
         pipe = self.redis.pipeline(transaction=False)
         for proc in ids:
-            pipe.get(k.snap(proc)).smembers(k.held(proc))
+            pipe.get(k.snap(proc))
+            pipe.smembers(k.held(proc))
         # each one's final snapshot, read once (one still in `ids` left just now: next time)
         gone = sorted(p for p in (x.decode() for x in left) if p not in self._tried and p != own and p not in ids)
         for proc in gone:
             pipe.get(k.snap(proc))
-        got = await pipe.execute() if ids or gone else []
+        got = await self.link.once(pipe.execute()) if ids or gone else []
         for proc, raw_final in zip(gone, got[2 * len(ids):]):
             self._tried.add(proc)  # once: a final snapshot that expired is not asked for again
             if raw_final is not None:
@@ -257,7 +270,7 @@ class ClusterView:
             lost = age > self.lease
             left = None
             if held and lost:  # a live process renews its leases; a lost one's run out
-                scores = [s for s in await self.redis.zmscore(k.leases, list(held)) if s is not None]
+                scores = [s for s in await self.link.once(self.redis.zmscore(k.leases, list(held))) if s is not None]
                 left = (min(scores) - now) / 1000 if scores else None
             rows.append(ProcessRow(proc, ProcessInfo.from_json(procs[proc.encode()]), age, lost, len(held), left))
             if raw_snap is not None and proc != own and not lost:
@@ -282,7 +295,7 @@ class ClusterView:
             live = [r for r in rows if not r.lost]
             self._paused = bool(live) and all(r.info.state == "PAUSED" for r in live)
             self._concurrency = max((r.info.workers for r in live), default=self._concurrency)
-        self.down, self.problem = False, problem
+        self.problem = problem
         self.stats.snap = self.merged(self.local.stats.snapshot() if self.local is not None else None)
 
 
