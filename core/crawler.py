@@ -5,7 +5,7 @@ crawl() waits on join() and then cancels the workers. Redirects are followed by
 hand, so every hop passes scope and robots and can be recorded as a merge. The
 control surface (pause, resume, set_concurrency, cancel_worker, stop, and the steering
 of core/steer.py: ignores, seeds, host pause and delay) is plain methods, safe to call
-from the same loop at any time.
+from the same loop at any time: core/surface.py's `Engine` and `Steer`.
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from .session import CrawlSession
 from .sitemaps import Sitemaps, is_sitemap
 from .stats import HostView, Stats, WorkerState
 from .steer import SeedResult, Steering
+from .surface import Parts
 from .urls import LinkExtractor, canonical, netloc_of
 
 VERSION = __version__
@@ -119,6 +120,10 @@ class Crawler:
         self.stats.next_due = lambda: store.next_wake_in() if store.size else None
 
     # -- control surface --------------------------------------------------------
+    @property
+    def parts(self) -> Parts:
+        return Parts(steer=self.steering)
+
     @property
     def paused(self) -> bool:
         return not self._unpaused.is_set()
