@@ -261,7 +261,7 @@ class CrawlApp(App[int]):
             self.merges_panel.show(snap)
             cluster = self.crawler.parts.cluster
             if self.processes_panel is not None and cluster is not None:
-                self.processes_panel.show(list(cluster.processes()))
+                self.processes_panel.show(cluster.processes())
             screen = self.screen
             if isinstance(screen, (EventListScreen, IgnoresScreen, QueueScreen)) and screen.is_mounted:
                 screen.show(snap)
@@ -451,7 +451,7 @@ class CrawlApp(App[int]):
             self.notify(f"Worker {worker_id} is already gone", severity="warning", timeout=3)
         self.refresh_now()
 
-    def _show_list(self, cls: type[EventListScreen]) -> None:
+    def _show_list(self, cls: type[ErrorListScreen] | type[MergeListScreen]) -> None:
         if isinstance(self.screen, cls):
             return
         snap = self.last_snapshot or self.refresh_now()

@@ -2,7 +2,8 @@
 
 Counters and rates add up; histories add up aligned at the newest second; hosts merge
 by name (a row read from Redis, with its queue state, is already the whole crawl's: the
-freshest one is taken, not a sum; so are the counts of hosts by state); workers are listed together, each process's ids moved into its own thousand
+freshest one is taken, not a sum; so are the counts of hosts by state); workers are
+listed together, each process's ids moved into its own thousand
 (process 0's stay as they are, so the same-loop TUI can still cancel its own); the
 recent-event rings interleave by time. Queue depth, seen and in flight are not summed:
 the caller takes them from Redis, where they are exact.
