@@ -225,7 +225,7 @@ def hosts_memory(urls: int, hosts: int) -> dict:
         loop = asyncio.get_running_loop()
         popped, t0 = 0, time.perf_counter()
         while popped < hosts:
-            out = await f._call(lambda: f._pop(f.std_keys(), f.std_args(64, f.lease_ms)))
+            out = await f.link.call(lambda: f._pop(f.std_keys(), f.std_args(64, f.lease_ms)))
             if not out[0]:
                 break
             for member, delay in zip(out[0], out[1], strict=False):

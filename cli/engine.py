@@ -34,7 +34,7 @@ def engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) -
         local = listen(member, args)
         local.control.mode = "tui"
         view = ClusterView(frontier.redis, name, list(crawler.roots), local=local, lease=frontier.lease)
-        code = run_tui(view,  # type: ignore[arg-type]  # its paused, concurrency: read-only properties
+        code = run_tui(view,
                        exit_on_finish=args.exit_on_finish,
                        hangup=hangup.Hangup(getattr(args, "on_hangup", "detach"), local.control))
         report(member, sys.stdout)  # type: ignore[arg-type]  # a Member stands in for its Crawler

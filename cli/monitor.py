@@ -18,7 +18,7 @@ def run_monitor(url: str, name: str, *, exit_on_finish: bool = False, on_hangup:
         r = cluster.client(url)
         roots = json.loads(await r.hget(Keys(name).meta, "roots") or b"[]")
         view = ClusterView(r, name, roots)
-        app = CrawlApp(view,  # type: ignore[arg-type]  # its paused, concurrency: read-only properties
+        app = CrawlApp(view,
                        exit_on_finish=exit_on_finish, hangup=on_hangup)
         try:
             await app.run_async()

@@ -17,8 +17,9 @@ import inspect
 import os
 import socket
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .. import __version__
 from .errors import ProtocolError, describe
@@ -33,6 +34,7 @@ from .protocol import (
     headline,
 )
 from .stats import Snapshot
+from .surface import Engine, HasRoots, MonitorStats, Parts
 
 MAX_CLIENTS = 256
 MAX_BUFFERED = 256 * 1024  # unread reply bytes per client; one larger reply still goes
@@ -46,7 +48,7 @@ SNAPSHOT_TTL = 0.02  # monitors asking within 20 ms share one Stats.snapshot()
 class ControlServer:
     """Serves one crawler on an already bound socket (core.runtime.claim)."""
 
-    def __init__(self, crawler: Any, name: str, path: Path, sock: socket.socket) -> None:
+    def __init__(self, crawler: Engine, name: str, path: Path, sock: socket.socket) -> None:
         self.crawler = crawler
         self.name = name
         self.path = path
@@ -177,7 +179,7 @@ class ControlServer:
     # -- requests -----------------------------------------------------------------------
     def _hello(self, message: dict[str, Any]) -> dict[str, Any]:
         if message.get("op") != "hello":
-            raise ProtocolError("say hello first: {\"op\": \"hello\", \"protocol\": %d}" % PROTOCOL)
+            raise ProtocolError(f"say hello first: {{\"op\": \"hello\", \"protocol\": {PROTOCOL}}}")
         if message.get("protocol") != PROTOCOL:
             raise ProtocolError(f"protocol {message.get('protocol')!r} not spoken here (this crawl speaks {PROTOCOL})")
         return {"protocol": PROTOCOL, "version": __version__, "name": self.name, "pid": os.getpid(),
@@ -221,22 +223,60 @@ class ControlServer:
                 "concurrency": self.crawler.concurrency}
 
 
-class Listening:
+E = TypeVar("E", bound=Engine)
+
+
+class Listening(Generic[E]):
     """A crawler whose crawl() also serves its control socket for as long as it runs.
 
-    Everything else is the crawler's own (attribute access is passed through), so the
-    TUI, the headless runner and the reports take it in place of the Crawler."""
+    The rest of the control surface is the engine's (core/surface.py `Engine`), passed
+    on member by member, so the TUI, the headless runner and the reports take it in
+    place of the Crawler; `engine` is the crawler itself."""
 
-    def __init__(self, crawler: Any, name: str, path: Path, sock: socket.socket, on_listening: Any = None) -> None:
-        self.__dict__["_crawler"] = crawler
-        self.__dict__["control"] = ControlServer(crawler, name, path, sock)
-        self.__dict__["_on_listening"] = on_listening
+    def __init__(self, crawler: E, name: str, path: Path, sock: socket.socket,
+                 on_listening: Callable[[str], None] | None = None) -> None:
+        self.engine = crawler
+        self.control = ControlServer(crawler, name, path, sock)
+        self._on_listening = on_listening
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._crawler, name)
+    @property
+    def stats(self) -> MonitorStats:
+        return self.engine.stats
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._crawler, name, value)
+    @property
+    def paused(self) -> bool:
+        return self.engine.paused
+
+    @property
+    def concurrency(self) -> int:
+        return self.engine.concurrency
+
+    @property
+    def config(self) -> HasRoots:
+        return self.engine.config
+
+    @property
+    def roots(self) -> Sequence[str]:
+        return self.engine.roots
+
+    @property
+    def parts(self) -> Parts:
+        return self.engine.parts
+
+    def pause(self) -> None:
+        self.engine.pause()
+
+    def resume(self) -> None:
+        self.engine.resume()
+
+    def set_concurrency(self, n: int) -> None:
+        self.engine.set_concurrency(n)
+
+    def cancel_worker(self, worker_id: int) -> bool:
+        return self.engine.cancel_worker(worker_id)
+
+    def stop(self) -> None:
+        self.engine.stop()
 
     async def crawl(self) -> None:
         await self.control.start()
@@ -244,7 +284,7 @@ class Listening:
             self._on_listening(self.control.name)
         reason = "failed"
         try:
-            await self._crawler.crawl()
+            await self.engine.crawl()
             reason = "ended"
         finally:
             await self.control.close(reason)

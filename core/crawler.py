@@ -5,7 +5,7 @@ crawl() waits on join() and then cancels the workers. Redirects are followed by
 hand, so every hop passes scope and robots and can be recorded as a merge. The
 control surface (pause, resume, set_concurrency, cancel_worker, stop, and the steering
 of core/steer.py: ignores, seeds, host pause and delay) is plain methods, safe to call
-from the same loop at any time.
+from the same loop at any time: core/surface.py's `Engine` and `Steer`.
 """
 from __future__ import annotations
 
@@ -21,15 +21,19 @@ from . import errors, malloc
 from .config import CrawlConfig
 from .fetch import REDIRECTS, Response, backoff, decode, fetch_once, on_sent, retry_after, retryable
 from .frontier import Frontier, Item, MemoryFrontier
+from .frontier_parts import Failing, Lookup, Scheduled
 from .hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness
+from .ignores import IgnoreResult, Ignores, IgnoreView
 from .provenance import hop, utc_iso
-from .records import JsonlSink, Record, Sink
+from .queueview import QueueStats, QueueView
+from .records import JsonlSink, Record, Redacting, ResponseSink, Sink
 from .robots import Robots
 from .scope import Scope
 from .session import CrawlSession
 from .sitemaps import Sitemaps, is_sitemap
-from .stats import Stats, WorkerState
-from .steer import Steering
+from .stats import HostView, Stats, WorkerState
+from .steer import SeedResult, Steering
+from .surface import Parts
 from .urls import LinkExtractor, canonical, netloc_of
 
 VERSION = __version__
@@ -38,7 +42,7 @@ HOST_KINDS = frozenset(("dns", "connect", "tls"))  # the host could not be reach
 LARGE_BODY = 1 << 20  # after parsing a body this large, give its memory back (core/malloc.py)
 
 
-class Crawler(Steering):
+class Crawler:
     def __init__(
         self,
         config: CrawlConfig,
@@ -48,26 +52,27 @@ class Crawler(Steering):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         roots = [canonical(r) for r in config.roots]
-        bad = [r for r, c in zip(config.roots, roots) if c is None]
+        bad = [r for r, c in zip(config.roots, roots, strict=True) if c is None]
         if bad or not roots:
             raise errors.UsageError(f"not an http(s) URL with a host: {bad[0] if bad else '(none)'}")
         self.config = config
         self.roots: list[str] = [r for r in roots if r]
-        self.frontier: Frontier = frontier if frontier is not None else MemoryFrontier()
+        store: Frontier = frontier if frontier is not None else MemoryFrontier()
+        # Every store schedules by host: core/hosts.py, or in Redis core/cluster/hosts.py.
+        if not isinstance(store, Scheduled):
+            raise TypeError("a frontier must schedule by host: it has no .hosts (core/hosts.py)")
+        self.frontier = store
         self.sinks: list[Sink] = list(sinks)
         if config.output:
             self.sinks.append(JsonlSink(config.output))
-        self._response_sinks: list[Sink] = []
+        self._response_sinks: list[ResponseSink] = []
         self.scope = Scope(tuple(self.roots), config.scope, config.include, config.exclude)
         self.agent = config.user_agent or f"crawltop/{VERSION} (+https://example.invalid/crawltop)"
         self.links = LinkExtractor()
         self.stats = Stats(clock=clock)
         self.stats.queue_size = lambda: self.frontier.size
         self.stats.seen_size = lambda: self.frontier.seen_count
-        # Every store schedules by host: core/hosts.py, or in Redis core/cluster/hosts.py.
-        sched = getattr(self.frontier, "hosts", None)
-        if sched is None:
-            raise TypeError("a frontier must schedule by host: it has no .hosts (core/hosts.py)")
+        sched = store.hosts
         self._sched: Hosts = sched
         self._host_key: Callable[[str], str] = netloc_of
         self._exact_gaps = config.delay > 0 or config.delay_factor > 0
@@ -88,7 +93,10 @@ class Crawler(Steering):
             self._unpaused.set()
         else:
             self.stats.state = "PAUSED"
-        self._steer_init()
+        self._page_prefix: str | None = None  # set while a page's links are admitted
+        self._inside = 0
+        self.steering = Steering(frontier=store, sched=sched, stats=self.stats, scope=self.scope, roots=self.roots,
+                                 config=config, admit=self._admit, emit=self._emit)
 
     def _share_hosts(self, sched: Hosts) -> None:
         c = self.config
@@ -98,7 +106,7 @@ class Crawler(Steering):
             robots=c.robots, backoff=c.backoff, max_backoff=c.max_wait))
         self._host_key = sched.key
         self.stats.hosts = sched.hosts  # type: ignore[assignment]  # Host rows are HostStats and more
-        self.stats.make_host = sched.host  # type: ignore[assignment]
+        self.stats.make_host = sched.host  # type: ignore[assignment]  # as above: a Host is a HostStats and more
         self.stats.over_budget = lambda: sched.over_budget
         counts: list[Any] = [-2.0, {}, ""]
 
@@ -108,9 +116,14 @@ class Crawler(Steering):
                 counts[:] = [now, {k: v for k, v in sched.counts(now).items() if v}, self.stats.state]
             return counts[1]
         self.stats.host_counts = host_counts
-        self.stats.next_due = lambda: self.frontier.next_wake_in() if self.frontier.size else None  # type: ignore[attr-defined]
+        store = self.frontier
+        self.stats.next_due = lambda: store.next_wake_in() if store.size else None
 
     # -- control surface --------------------------------------------------------
+    @property
+    def parts(self) -> Parts:
+        return Parts(steer=self.steering)
+
     @property
     def paused(self) -> bool:
         return not self._unpaused.is_set()
@@ -169,6 +182,46 @@ class Crawler(Steering):
             self.stats.state = "STOPPING"
             self._stopping.set()
 
+    # -- steering (core/steer.py), on the one control surface ------------------------
+    @property
+    def ignore_rules(self) -> Ignores:
+        return self.steering.ignore_rules
+
+    @property
+    def queue_stats(self) -> QueueStats:
+        return self.steering.queue_stats
+
+    async def add_ignore(self, pattern: str) -> IgnoreResult:
+        return await self.steering.add_ignore(pattern)
+
+    def remove_ignore(self, pattern: str) -> bool:
+        return self.steering.remove_ignore(pattern)
+
+    def ignores(self) -> tuple[IgnoreView, ...]:
+        return self.steering.ignores()
+
+    def add_seed(self, url: str) -> SeedResult:
+        return self.steering.add_seed(url)
+
+    def pause_host(self, host: str) -> bool:
+        return self.steering.pause_host(host)
+
+    def resume_host(self, host: str) -> int:
+        return self.steering.resume_host(host)
+
+    def paused_hosts(self) -> dict[str, int]:
+        return self.steering.paused_hosts()
+
+    def set_host_delay(self, host: str, seconds: float) -> None:
+        self.steering.set_host_delay(host, seconds)
+
+    def host_table(self, sort: str = "queued", state: str | None = None,
+                   limit: int | None = None) -> list[HostView]:
+        return self.steering.host_table(sort, state, limit)
+
+    def queue_view(self, n: int = 10) -> QueueView:
+        return self.steering.queue_view(n)
+
     # -- the crawl --------------------------------------------------------------
     async def crawl(self) -> None:
         malloc.pin_mmap_threshold()  # large pages' memory goes back to the system when freed
@@ -188,13 +241,16 @@ class Crawler(Steering):
                                       max_redirect=self.config.max_redirect, max_depth=self.config.max_depth,
                                       session=self._session, stats=self.stats, timeout=self.config.timeout)
         # Sinks may be added after construction (the CLI adds a WARC sink for a state file).
-        self._response_sinks = [s for s in self.sinks if hasattr(s, "response")]
-        for sink in self._response_sinks:  # issue 21: --header values never reach an archive
-            if hasattr(sink, "redact_headers"):
-                sink.redact_headers(self._http.header_names)
-        if hasattr(self.frontier, "on_error"):  # a store whose writer thread can fail
+        self._response_sinks = [s for s in self.sinks if isinstance(s, ResponseSink)]
+        for keeper in self._response_sinks:  # issue 21: --header values never reach an archive
+            if isinstance(keeper, Redacting):
+                keeper.redact_headers(self._http.header_names)
+        if isinstance(self.frontier, Failing):  # a store whose writer thread can fail
             loop = asyncio.get_running_loop()
-            self.frontier.on_error = lambda exc: loop.call_soon_threadsafe(self._fail, exc)
+
+            def failed(exc: BaseException) -> None:  # called from the store's own thread
+                loop.call_soon_threadsafe(self._fail, exc)
+            self.frontier.on_error = failed
         try:
             for root in self.roots:
                 self._admit(root, self.config.max_redirect, 0)
@@ -351,7 +407,7 @@ class Crawler(Steering):
         """Queue a URL never seen before, within --max-pages and not ignored."""
         if self.config.max_pages is not None and self.frontier.seen_count >= self.config.max_pages:
             return False
-        if self.ignore_rules and self._stopped(url):
+        if self.ignore_rules and self.steering.stopped(url):
             return False
         if not self.frontier.add(Item(url, redirects_left, depth, 0, via, discovery)):
             return False
@@ -415,8 +471,10 @@ class Crawler(Steering):
         sched.started(host, started)
         self.stats.set_phase(ws, "connecting")
         record.fetched_at = utc_iso()
+        session = self._session
+        assert session is not None  # crawl() opened it before any worker started
         try:
-            resp = await fetch_once(self._session, item.url, self.config.max_bytes,  # type: ignore[arg-type]
+            resp = await fetch_once(session, item.url, self.config.max_bytes,
                                     lambda: self.stats.set_phase(ws, "reading"),
                                     (lambda: sched.started(host, loop.time())) if self._exact_gaps else None)
         except NETWORK_ERRORS as exc:
@@ -465,7 +523,7 @@ class Crawler(Steering):
         without one (robots said no, a cancel, a surprise)."""
         host, ws.slot = ws.slot, None
         if host is not None:
-            self._sched.finished(host)  # type: ignore[arg-type]
+            self._sched.finished(host)  # type: ignore[arg-type]  # WorkerState.slot holds a Host (core/stats.py)
 
     def _host_failed(self, host: Host, why: str, started: float, retry_after: float | None, *,
                      block: bool, strike: bool) -> None:
@@ -489,8 +547,10 @@ class Crawler(Steering):
             record.fail(errors.MissingLocation(f"HTTP {resp.status} without a usable Location header"))
             return
         record.next_url = target
-        lookup = getattr(self.frontier, "lookup", None)  # a cluster asks Redis: merged anywhere?
-        seen = await lookup(target) if lookup else self.frontier.seen(target)  # once: may be SQLite
+        if isinstance(self.frontier, Lookup):  # a cluster asks Redis: merged anywhere?
+            seen = await self.frontier.lookup(target)
+        else:
+            seen = self.frontier.seen(target)  # once: may be SQLite
         if not seen:
             self.stats.redirect(item.url, target, resp.status)
         if item.depth == 0 and not item.discovery.strip("R") and not self.scope.allows(target):

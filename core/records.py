@@ -5,7 +5,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, fields
-from typing import IO, Protocol
+from typing import IO, Protocol, runtime_checkable
 
 from .errors import describe, error_kind
 from .secrets import scrub
@@ -60,6 +60,23 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_cir
 class Sink(Protocol):
     def write(self, record: Record) -> None: ...
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class ResponseSink(Sink, Protocol):
+    """A sink that also keeps each HTTP response (core/warc.py): the crawler asks with
+    isinstance once a crawl starts, and builds the arguments only for such sinks."""
+
+    def response(self, url: str, status: int, reason: str, headers: list[tuple[str, str]], body: bytes,
+                 request_headers: list[tuple[str, str]], *, truncated: bool | None = None,
+                 method: str = "GET") -> None: ...
+
+
+@runtime_checkable
+class Redacting(Protocol):
+    """A sink told which request header names hold secrets (--header values)."""
+
+    def redact_headers(self, names: set[str]) -> None: ...
 
 
 class JsonlSink:

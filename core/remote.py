@@ -1,8 +1,9 @@
 """Clients of a crawl's control socket: `RemoteCrawler` for the TUI, `Client` for ctl/ls.
 
-RemoteCrawler has the surface the TUI uses on a local Crawler (stats.snapshot(), paused,
-concurrency, roots, config, pause/resume/set_concurrency/cancel_worker/stop, crawl()),
-so the app cannot tell the two apart. The app's refresh timer drives it: each
+RemoteCrawler is a `Monitor` (core/surface.py) as a local Crawler is (stats.snapshot(),
+paused, concurrency, roots, config, pause/resume/set_concurrency/cancel_worker/stop,
+crawl()), so the app cannot tell the two apart; of the optional parts it has the host
+table and `detach`. The app's refresh timer drives it: each
 stats.snapshot() returns the newest snapshot received and asks for the next one, so a
 monitor pulls at the app's own rate and never more than one request is in flight.
 Commands are written at once from the key handler; their replies carry the crawl's
@@ -19,12 +20,13 @@ import dataclasses
 import socket
 import types
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .. import __version__
 from .errors import CrawlLost, ProtocolError, RemoteError
 from .protocol import MAX_REPLY, PROTOCOL, SnapshotDecoder, decode, encode
 from .stats import HostView, Snapshot
+from .surface import Parts
 
 
 class HeldStats:
@@ -109,6 +111,10 @@ class RemoteCrawler:
         return cls(reader, writer, hello, first, SnapshotDecoder(), workers=workers)
 
     # -- the control surface ------------------------------------------------------------
+    @property
+    def parts(self) -> Parts:
+        return Parts(host_table=self, detach=self)
+
     def pause(self) -> None:
         self._expect(paused=True, state="PAUSED", only_from="RUNNING")
         self._command("pause")
@@ -270,6 +276,7 @@ class RemoteCrawler:
             self.paused = False
             self.ended = str(message.get("reason", "ended"))
             return
+        # an id that is missing or not ours pops the default: a reply nobody waits for
         op, fut = self._pending.pop(message.get("id"), ("", None))  # type: ignore[arg-type]
         if not message.get("ok"):
             if op == "snapshot":
@@ -280,7 +287,7 @@ class RemoteCrawler:
         result = message.get("result")
         if op == "snapshot":
             self._snap_pending = False
-            snap = self._decoder.decode(result)
+            snap = self._decoder.decode(cast(dict[str, Any], result))  # a snapshot reply is an object
             self.stats.snap = snap
             self.paused = snap.state == "PAUSED"
             self.concurrency = snap.concurrency

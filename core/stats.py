@@ -10,6 +10,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from .errors import kind_of
 
@@ -78,14 +79,33 @@ class HostView:
     failures: int = 0  # in a row, toward --host-max-failures (unreachable, timeouts)
 
 
-def host_view(name: str, s: object, now: float) -> HostView:
-    """A row from a `Host` (scheduling stores) or a `HostStats` (the Redis store)."""
-    done = s.done  # type: ignore[attr-defined]
+class HostNumbers(Protocol):
+    """What every host row has: a `HostStats`, a `Host` (core/hosts.py), a `ClusterHost`."""
+
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def done(self) -> int: ...
+    @property
+    def errors(self) -> int: ...
+    @property
+    def total_ms(self) -> float: ...
+    @property
+    def delay(self) -> float: ...
+    @property
+    def paused(self) -> bool: ...
+    @property
+    def parked(self) -> int: ...
+
+
+def host_view(name: str, s: HostNumbers, now: float) -> HostView:
+    """A row from a `Host` (scheduling stores) or a `HostStats` (the Redis store); the
+    queue's fields (state, queued, wake ...) only a Host has: a HostStats reads empty."""
+    done = s.done
     state = getattr(s, "state", None)
     wake = getattr(s, "wake", None)
     return HostView(
-        name, s.in_flight, done, s.errors, s.total_ms / done if done else 0.0, s.delay,  # type: ignore[attr-defined]
-        s.paused, s.parked,  # type: ignore[attr-defined]
+        name, s.in_flight, done, s.errors, s.total_ms / done if done else 0.0, s.delay, s.paused, s.parked,
         state(now) if state else "", getattr(s, "queued", 0), wake(now) if wake else 0.0,
         getattr(s, "source", ""), getattr(s, "why", ""), getattr(s, "over", 0), getattr(s, "strikes", 0))
 

@@ -1,6 +1,7 @@
 """Steering a running crawl: live ignores, seeds, per-host pause and delay, and the
-queue view. A mixin of `Crawler`, so these are methods of the one control surface
-(the TUI, `ctl` and tests call the same ones), kept out of core/crawler.py.
+queue view. `Steering` is a component the `Crawler` holds, given what it works on;
+the Crawler's methods of the same names delegate to it, so the TUI, `ctl` and tests
+call one control surface (core/surface.py `Steer`), kept out of core/crawler.py.
 
 Paused hosts
 ------------
@@ -8,25 +9,30 @@ A paused host is simply never due (core/hosts.py): its URLs wait in its queue an
 unfinished for `join()` (the crawl is not over while a host is paused, as with a global
 pause); a stop gives each its Cancelled record (memory) or keeps it queued (--state).
 
-Persistence: with a frontier that has settings (the SQLite store), ignores and added
-seeds are saved there and restored by the next run (`resume`).
+Persistence: with a frontier that has settings (core/frontier_parts.py `Settings`: the
+SQLite store), ignores and added seeds are saved there and restored by the next run
+(`resume`).
 """
 from __future__ import annotations
 
 import heapq
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from . import errors
-from .hosts import STATES
+from .config import CrawlConfig
+from .frontier import Frontier
+from .frontier_parts import Settings
+from .hosts import STATES, Host, Hosts
 from .ignores import SETTING, IgnoreResult, Ignores, IgnoreView
 from .patterns import PatternSet
 from .queueview import QueueStats, QueueView
 from .records import Record
-from .stats import HostView, host_view
+from .scope import Scope
+from .stats import HostView, Stats, host_view
 from .urls import canonical
 
 SEEDS = "seeds"  # settings key: seeds added while running (their hosts join the scope)
@@ -41,7 +47,7 @@ HOST_SORTS: dict[str, tuple[Callable[[HostView], Any], bool]] = {
     "host": (lambda r: r.host, False),
 }
 # The same orders on a Host itself (core/hosts.py), so a limited table builds few views.
-HOST_KEYS: dict[str, tuple[Callable[[Any, float], Any], bool]] = {
+HOST_KEYS: dict[str, tuple[Callable[[Host, float], Any], bool]] = {
     "queued": (lambda h, now: (h.queued, h.in_flight, h.key), True),
     "errors": (lambda h, now: (h.errors, h.strikes, h.key), True),
     "latency": (lambda h, now: (h.total_ms / h.done if h.done else 0.0, h.key), True),
@@ -59,23 +65,32 @@ class SeedResult:
 
 
 class Steering:
-    """Mixin: expects the Crawler's frontier, stats, scope, roots, config, _admit, _emit."""
+    """The crawl's steering: what it acts on is given, not reached for through `self`.
+    `admit` queues a URL as the crawler does (scope, --max-pages, ignores); `emit`
+    writes a Record through the crawler's sinks."""
 
-    def _steer_init(self: Any) -> None:
+    def __init__(self, *, frontier: Frontier, sched: Hosts, stats: Stats, scope: Scope, roots: list[str],
+                 config: CrawlConfig, admit: Callable[[str, int, int, str | None, str], bool],
+                 emit: Callable[[Record], None]) -> None:
+        self.frontier, self._sched, self.stats, self.scope = frontier, sched, stats, scope
+        self.roots, self.config, self._admit, self._emit = roots, config, admit, emit
         self.ignore_rules = Ignores()
-        self.queue_stats = QueueStats(clock=self.stats.clock)
-        self._page_prefix: str | None = None  # set while a page's links are admitted
-        self._inside = 0
-        settings = getattr(self.frontier, "settings", None)
-        if isinstance(settings, dict) and hasattr(self.frontier, "set_setting"):
+        self.queue_stats = QueueStats(clock=stats.clock)
+        self._settings = frontier if isinstance(frontier, Settings) else None
+        if self._settings is not None and isinstance(self._settings.settings, dict):
+            settings = self._settings.settings
             self.ignore_rules.load(settings.get(SETTING))
             for seed in settings.get(SEEDS) or ():
                 if isinstance(seed, str) and canonical(seed) == seed:
-                    self.scope.add_root(seed)
-            self.ignore_rules.on_change = lambda rules: self.frontier.set_setting(SETTING, rules)
+                    scope.add_root(seed)
+            self.ignore_rules.on_change = lambda rules: self._save(SETTING, rules)
+
+    def _save(self, key: str, value: Any) -> None:
+        if self._settings is not None:
+            self._settings.set_setting(key, value)
 
     # -- ignores ---------------------------------------------------------------------
-    async def add_ignore(self: Any, pattern: str) -> IgnoreResult:
+    async def add_ignore(self, pattern: str) -> IgnoreResult:
         """Check the pattern (RE2), stop later links at once, then take the matching
         queued (and parked) URLs off the queue, each with its one Ignored record."""
         reason = Ignores.check(pattern)
@@ -98,14 +113,14 @@ class Steering:
         self.ignore_rules.changed()
         return IgnoreResult(True, pattern, None, len(removed))
 
-    def remove_ignore(self: Any, pattern: str) -> bool:
+    def remove_ignore(self, pattern: str) -> bool:
         """Later links matching it are admitted again (URLs it dropped stay dropped)."""
         return self.ignore_rules.remove(pattern)
 
-    def ignores(self: Any) -> tuple[IgnoreView, ...]:
+    def ignores(self) -> tuple[IgnoreView, ...]:
         return self.ignore_rules.views()
 
-    def _stopped(self: Any, url: str) -> bool:
+    def stopped(self, url: str) -> bool:
         """An ignore matches this never-seen link: count it and keep it out."""
         if self.frontier.seen(url):
             return False
@@ -116,7 +131,7 @@ class Steering:
         return True
 
     # -- seeds -----------------------------------------------------------------------
-    def add_seed(self: Any, url: str) -> SeedResult:
+    def add_seed(self, url: str) -> SeedResult:
         """Queue a new root: a canonical http(s) URL, not seen, not ignored. Its host
         joins the scope, as the roots' hosts do."""
         text = url.strip()
@@ -135,25 +150,25 @@ class Steering:
             return SeedResult(False, c, "--max-pages reached: nothing more is queued")
         if c not in self.roots:
             self.roots.append(c)
-        if hasattr(self.frontier, "set_setting"):
-            saved = list(getattr(self.frontier, "settings", {}).get(SEEDS) or ())
-            self.frontier.set_setting(SEEDS, [*saved, c])
+        if self._settings is not None:
+            saved = list(self._settings.settings.get(SEEDS) or ())
+            self._settings.set_setting(SEEDS, [*saved, c])
         return SeedResult(True, c)
 
     # -- hosts -----------------------------------------------------------------------
-    def pause_host(self: Any, host: str) -> bool:
+    def pause_host(self, host: str) -> bool:
         """Its URLs wait in its queue; other hosts go on (every worker, every process)."""
         host = host.strip().lower()
         return bool(host) and bool(self._sched.pause(host))
 
-    def resume_host(self: Any, host: str) -> int:
+    def resume_host(self, host: str) -> int:
         """Its URLs are due again; returns how many wait."""
         return max(0, self._sched.resume(host.strip().lower()))
 
-    def paused_hosts(self: Any) -> dict[str, int]:
+    def paused_hosts(self) -> dict[str, int]:
         return self._sched.paused()
 
-    def set_host_delay(self: Any, host: str, seconds: float) -> None:
+    def set_host_delay(self, host: str, seconds: float) -> None:
         """A live delay for this host: the gap between two of its fetches is at least
         this (and at least --delay, Crawl-delay and its back-off: the largest wins)."""
         host = host.strip().lower()
@@ -163,7 +178,7 @@ class Steering:
             raise ValueError(f"a delay is 0 to {MAX_DELAY:g} seconds, not {seconds!r}")
         self._sched.set_live_delay(host, float(seconds))
 
-    def host_table(self: Any, sort: str = "queued", state: str | None = None,
+    def host_table(self, sort: str = "queued", state: str | None = None,
                    limit: int | None = None) -> list[HostView]:
         """The queues view and `ctl hosts`: every host's row, sorted and filtered.
         O(hosts log hosts): read on demand or at a low rate, never per page."""
@@ -176,7 +191,7 @@ class Steering:
         now = time.monotonic()
         if limit is not None:
             # The views of the rows shown only: O(hosts) to choose, O(limit) to build.
-            hosts = self._sched.hosts.values()
+            hosts: Iterable[Host] = self._sched.hosts.values()
             if state is not None:
                 hosts = [h for h in hosts if h.state(now) == state]
             raw, reverse = HOST_KEYS[sort]
@@ -190,9 +205,8 @@ class Steering:
         return rows[:limit] if limit is not None else rows
 
     # -- the queue view --------------------------------------------------------------
-    def queue_view(self: Any, n: int = 10) -> QueueView:
+    def queue_view(self, n: int = 10) -> QueueView:
         """Next URLs, top prefixes with growth, trap flags: O(n + rows), never a queue scan."""
-        peek = getattr(self.frontier, "peek", None)
-        head = tuple(i.url for i in peek(n)) if peek is not None else ()
+        head = tuple(i.url for i in self.frontier.peek(n))
         return self.queue_stats.view(self.frontier.size, head)
 

@@ -205,7 +205,10 @@ def _page(path: str, query: Mapping[str, str], origin: str) -> Reply | None:
         deeper = ((f"/private/report-{int(m[1]) + 100}/", "More"),) if int(m[1]) < 100 else ()
         return Reply(200, "Private", deeper)
     if (sec := path.strip("/")) in SECTIONS and path == f"/{sec}/":
-        page = int(query["page"]) if query.get("page", "").isdigit() and query.get("sort") == "new" else 1 if not query else 0
+        if query.get("page", "").isdigit() and query.get("sort") == "new":
+            page = int(query["page"])
+        else:
+            page = 1 if not query else 0
         return _index(SECTIONS.index(sec), page) if 1 <= page <= INDEX_PAGES else None
     if (m := _ARTICLE.fullmatch(path)) and m[1] in SECTIONS and int(m[2]) < ARTICLES:
         return _article(SECTIONS.index(m[1]), int(m[2]), origin)

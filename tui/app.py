@@ -23,8 +23,11 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 
 from ..core.errors import describe
+from ..core.ignores import IgnoreView
+from ..core.queueview import QueueView
 from ..core.sanitize import clean
 from ..core.stats import Snapshot
+from ..core.surface import Ignoring, Monitor, Steer
 from . import fmt
 from .actions import bindings, help_lines
 from .breakdown import BreakdownPanel
@@ -55,28 +58,13 @@ MAX_CONCURRENCY = 10_000
 LIVE = ("RUNNING", "PAUSED")
 
 
-class CrawlerLike(Protocol):
-    """What the app needs from `core.Crawler` (tests for snapshots use a stand-in)."""
-
-    stats: Any
-    paused: bool
-    concurrency: int
-
-    async def crawl(self) -> Any: ...
-    def pause(self) -> None: ...
-    def resume(self) -> None: ...
-    def set_concurrency(self, n: int) -> None: ...
-    def cancel_worker(self, worker_id: int) -> bool: ...
-    def stop(self) -> None: ...
-
-
 class HangupPolicy(Protocol):
     """What a same-loop crawl does when its terminal goes away (cli/hangup.py)."""
 
     stop: bool  # True: stop cleanly as `q` would; False: go on detached
 
     def moved(self, reason: str) -> None: ...  # stdio off the dead terminal, at once
-    async def carry_on(self, crawler: Any, task: asyncio.Task[Any]) -> None: ...  # the crawl, detached
+    async def carry_on(self, crawler: Monitor, task: asyncio.Task[Any]) -> None: ...  # the crawl, detached
 
 
 class CrawlApp(App[int]):
@@ -93,7 +81,7 @@ class CrawlApp(App[int]):
 
     def __init__(
         self,
-        crawler: CrawlerLike,
+        crawler: Monitor,
         *,
         exit_on_finish: bool = False,
         refresh_hz: float = 4.0,
@@ -106,7 +94,7 @@ class CrawlApp(App[int]):
         self.hung_up: str | None = None  # why the terminal is gone, once it is
         self.exit_on_finish = exit_on_finish
         self.refresh_interval = 1.0 / max(0.5, min(refresh_hz, 30.0))
-        remote = callable(getattr(crawler, "detach", None))  # a monitor in its own process: mind the machine
+        remote = crawler.parts.detach is not None  # a monitor in its own process: mind the machine
         self.pace = Pace(self.refresh_interval, idle=machine_idle() if remote else None) if adaptive else None
         self.crawl_task: asyncio.Task[Any] | None = None
         self.last_snapshot: Snapshot | None = None
@@ -115,7 +103,7 @@ class CrawlApp(App[int]):
         self._stopping = False
         self._finished = False
         self._binding_key: tuple = ()
-        self._timer = None
+        self._timer: Timer | None = None
 
     # -- layout ----------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -145,8 +133,7 @@ class CrawlApp(App[int]):
         return self.workers_panel.table
 
     def on_mount(self) -> None:
-        config = getattr(self.crawler, "config", None)
-        home = fmt.home_hosts(getattr(config, "roots", ()))
+        home = fmt.home_hosts(self.crawler.config.roots)
         self.errors_panel.home = self.merges_panel.home = home
         self.workers_table.focus()
         self._binding_key = self._bindings_state()  # the key bar was just drawn with these
@@ -166,8 +153,9 @@ class CrawlApp(App[int]):
         if self.hung_up and self.hangup is not None and not self.hangup.stop:
             return  # run_tui_async carries the crawl on, detached
         if self.crawl_task is not None and not self.crawl_task.done() and not self._stopping:
-            if self.can_detach:  # a crawl in another process outlives its monitor
-                self.crawler.detach()  # type: ignore[attr-defined]
+            detach = self.crawler.parts.detach
+            if detach is not None:  # a crawl in another process outlives its monitor
+                detach.detach()
                 return
             self._stopping = True
             self.crawler.stop()
@@ -223,8 +211,9 @@ class CrawlApp(App[int]):
             self.workers_panel.show(snap)
             self.errors_panel.show(snap)
             self.merges_panel.show(snap)
-            if self.processes_panel is not None:
-                self.processes_panel.show(self.crawler.processes())  # type: ignore[attr-defined]
+            cluster = self.crawler.parts.cluster
+            if self.processes_panel is not None and cluster is not None:
+                self.processes_panel.show(cluster.processes())
             screen = self.screen
             if isinstance(screen, (EventListScreen, IgnoresScreen, QueueScreen)) and screen.is_mounted:
                 screen.show(snap)
@@ -345,25 +334,28 @@ class CrawlApp(App[int]):
     @property
     def cluster(self) -> bool:
         """A crawl shared through Redis: the processes panel and its keys."""
-        return callable(getattr(self.crawler, "processes", None))
+        return self.crawler.parts.cluster is not None
 
     def action_process(self, op: str) -> None:
         panel = self.processes_panel
         proc = panel.table.selected_key() if panel is not None else None
-        if proc is None:
+        cluster = self.crawler.parts.cluster
+        if proc is None or cluster is None:
             self.notify("No process selected", severity="warning", timeout=2)
             return
-        getattr(self.crawler, f"{op}_process")(proc)
+        send = {"pause": cluster.pause_process, "resume": cluster.resume_process, "stop": cluster.stop_process}
+        send[op](proc)
         self.notify(f"{op.capitalize()} sent to {proc}", timeout=3, markup=False)
 
     @property
     def can_detach(self) -> bool:
         """A crawler in another process (core.remote) can be left running: `d`."""
-        return callable(getattr(self.crawler, "detach", None))
+        return self.crawler.parts.detach is not None
 
     def action_detach(self) -> None:
-        if self.can_detach:
-            self.crawler.detach()  # type: ignore[attr-defined]
+        detach = self.crawler.parts.detach
+        if detach is not None:
+            detach.detach()
             self.exit(0)
 
     def _user_screen(self):
@@ -432,20 +424,30 @@ class CrawlApp(App[int]):
             self.push_screen(self._summary_screen(self.last_snapshot or self.refresh_now()))
 
     # -- steering (tui/steer.py screens; core/steer.py methods) -------------------
-    def _steering(self, name: str) -> Any:
-        fn = getattr(self.crawler, name, None)
-        if fn is None:
-            self.notify("This crawl cannot be steered from here (no engine in this process)",
-                        severity="warning", timeout=3)
-        return fn
+    def _cannot_steer(self) -> None:
+        self.notify("This crawl cannot be steered from here (no engine in this process)",
+                    severity="warning", timeout=3)
 
-    def crawler_ignores(self) -> tuple:
-        fn = getattr(self.crawler, "ignores", None)
-        return tuple(fn()) if fn is not None else ()
+    def _steer(self) -> Steer | None:
+        """The crawl's steering part, or None (and the person is told)."""
+        steer = self.crawler.parts.steer
+        if steer is None:
+            self._cannot_steer()
+        return steer
 
-    def crawler_queue_view(self) -> Any:
-        fn = getattr(self.crawler, "queue_view", None)
-        return fn() if fn is not None else None
+    def _ignoring(self) -> Ignoring | None:
+        ignoring = self.crawler.parts.ignoring
+        if ignoring is None:
+            self._cannot_steer()
+        return ignoring
+
+    def crawler_ignores(self) -> tuple[IgnoreView, ...]:
+        steer = self.crawler.parts.steer
+        return tuple(steer.ignores()) if steer is not None else ()
+
+    def crawler_queue_view(self) -> QueueView | None:
+        steer = self.crawler.parts.steer
+        return steer.queue_view() if steer is not None else None
 
     def _show_traps(self) -> None:
         view = self.crawler_queue_view()
@@ -455,12 +457,12 @@ class CrawlApp(App[int]):
             self.trap_warning.show(*parts)
 
     def action_ignore(self, value: str = "") -> None:
-        add = self._steering("add_ignore")
-        if add is None:
+        ignoring = self._ignoring()
+        if ignoring is None:
             return
 
         async def apply(pattern: str) -> str | None:
-            result = await add(pattern)
+            result = await ignoring.add_ignore(pattern)
             if not result.ok:
                 return result.error
             self.notify(f"Ignoring {pattern}: {fmt.count(result.dropped)} queued URLs dropped",
@@ -473,8 +475,8 @@ class CrawlApp(App[int]):
                                     id="ignore-prompt"))
 
     def remove_ignore(self, pattern: str) -> None:
-        remove = self._steering("remove_ignore")
-        if remove is not None and remove(pattern):
+        ignoring = self._ignoring()
+        if ignoring is not None and ignoring.remove_ignore(pattern):
             self.notify(f"Ignore removed: {pattern}; later links are admitted again", timeout=3, markup=False)
 
     def action_ignores(self) -> None:
@@ -490,12 +492,12 @@ class CrawlApp(App[int]):
             self.push_screen(QueuesScreen())
 
     def action_add_seed(self) -> None:
-        add = self._steering("add_seed")
-        if add is None:
+        steer = self._steer()
+        if steer is None:
             return
 
         def apply(url: str) -> str | None:
-            result = add(url)
+            result = steer.add_seed(url)
             if not result.ok:
                 return result.error
             self.notify(f"Added {result.url}", timeout=3, markup=False)
@@ -518,13 +520,14 @@ class CrawlApp(App[int]):
 
     def toggle_host(self, host: str) -> None:
         """Pause or resume one host (the hosts panel's and the queues view's `h`)."""
-        if self._steering("pause_host") is None:
+        steer = self._steer()
+        if steer is None:
             return
-        if host in self.crawler.paused_hosts():
-            n = self.crawler.resume_host(host)
+        if host in steer.paused_hosts():
+            n = steer.resume_host(host)
             self.notify(f"Host {host} resumed; {n} URLs back on the queue", timeout=3, markup=False)
         else:
-            self.crawler.pause_host(host)
+            steer.pause_host(host)
             self.notify(f"Host {host} paused: its URLs wait, others go on", timeout=3, markup=False)
         self.refresh_now()
 
@@ -537,12 +540,13 @@ class CrawlApp(App[int]):
 
     def ask_host_delay(self, host: str, current: float) -> None:
         """The delay prompt for one host (the hosts panel's and the queues view's `t`)."""
-        if self._steering("set_host_delay") is None:
+        steer = self._steer()
+        if steer is None:
             return
 
         def apply(text: str) -> str | None:
             try:
-                self.crawler.set_host_delay(host, float(text))
+                steer.set_host_delay(host, float(text))
             except ValueError as exc:
                 return str(exc) if "delay" in str(exc) else f"not a number of seconds: {text}"
             self.refresh_now()
@@ -581,7 +585,7 @@ class CrawlApp(App[int]):
 
 
 async def run_tui_async(
-    crawler: CrawlerLike,
+    crawler: Monitor,
     *,
     exit_on_finish: bool = False,
     refresh_hz: float = 4.0,
@@ -616,7 +620,7 @@ async def run_tui_async(
     return app.exit_code
 
 
-def run_tui(crawler: CrawlerLike, *, exit_on_finish: bool = False, refresh_hz: float = 4.0,
+def run_tui(crawler: Monitor, *, exit_on_finish: bool = False, refresh_hz: float = 4.0,
             hangup: HangupPolicy | None = None) -> int:
     """Blocking entry point for the CLI: `sys.exit(run_tui(crawler, exit_on_finish=...))`."""
     return asyncio.run(run_tui_async(crawler, exit_on_finish=exit_on_finish, refresh_hz=refresh_hz, hangup=hangup))

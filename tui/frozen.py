@@ -1,8 +1,9 @@
 """A frozen stand-in for `core.Crawler`, for snapshot tests and layout work only.
 
-It exposes the attributes the app reads (stats.snapshot(), stats.state, paused,
-concurrency, crawl(), pause(), ...) and always returns the same deterministic
-Snapshot: a fixed clock, fixed numbers. Every behaviour test runs a real Crawler.
+It is a `Monitor` with a `Steer` part (core/surface.py), as the app reads a crawl
+(stats.snapshot(), stats.state, paused, concurrency, crawl(), pause(), ...), and always
+returns the same deterministic Snapshot: a fixed clock, fixed numbers. Every behaviour
+test runs a real Crawler.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from ..core.cluster.procs import ProcessInfo, ProcessRow
 from ..core.ignores import IgnoreResult, Ignores, IgnoreView
 from ..core.queueview import PrefixView, QueueView, Trap
 from ..core.stats import TOP_HOSTS, ErrorEvent, HostView, MergeEvent, Snapshot, WorkerView
-from ..core.steer import HOST_SORTS
+from ..core.steer import HOST_SORTS, SeedResult
+from ..core.surface import Parts
 
 HOST = "127.0.0.1:8080"
 ROOT = f"http://{HOST}"
@@ -26,7 +28,8 @@ def _history(n: int, base: float, amp: float, period: float, phase: float = 0.0)
 
 
 def sample_snapshot(state: str = "RUNNING") -> Snapshot:
-    phases = ["reading", "reading", "connecting", "parsing", "waiting", "reading", "backoff", "reading", "robots", "reading"]
+    phases = ["reading", "reading", "connecting", "parsing", "waiting", "reading", "backoff", "reading", "robots",
+              "reading"]
     paths = [
         "/docs/guide/install.html", "/blog/2024/05/asyncio-crawlers", "/api/v2/items?page=3&sort=asc",
         "/docs/reference/config", "", "/stall/forever", "/flaky/503", "/products/widgets/blue-widget-deluxe",
@@ -35,7 +38,7 @@ def sample_snapshot(state: str = "RUNNING") -> Snapshot:
     times = [0.3, 0.8, 0.1, 0.05, 1.2, 42.0, 2.5, 0.6, 0.2, 0.4]
     paused = state == "PAUSED"
     workers = []
-    for i, (phase, path, t) in enumerate(zip(phases, paths, times), start=1):
+    for i, (phase, path, t) in enumerate(zip(phases, paths, times, strict=True), start=1):
         if paused and phase == "waiting":
             phase = "paused"
         if state == "DONE":
@@ -49,7 +52,8 @@ def sample_snapshot(state: str = "RUNNING") -> Snapshot:
     busy = sum(1 for w in workers if w.phase not in ("waiting", "paused"))
     errors = (
         ErrorEvent(1, 3.2, ROOT + "/missing-page", "HTTPStatusError", "404 Not Found", 1, ROOT + "/docs/"),
-        ErrorEvent(2, 5.9, ROOT + "/flaky/500", "HTTPStatusError", "500 Internal Server Error after 4 tries", 4, ROOT + "/docs/"),
+        ErrorEvent(2, 5.9, ROOT + "/flaky/500", "HTTPStatusError", "500 Internal Server Error after 4 tries", 4,
+                   ROOT + "/docs/"),
         ErrorEvent(3, 8.1, ROOT + "/[bold]x[/bold]", "ClientResponseError", "[red]not markup[/red]", 1),
         ErrorEvent(4, 9.4, ROOT + "/esc\x1b[31mred\x1b[0m", "TimeoutError", "read timed out\x07", 3),
         ErrorEvent(5, 12.0, ROOT + "/loop/a", "TooManyRedirects", "more than 10 redirects", 1),
@@ -124,7 +128,8 @@ def sample_hosts() -> tuple[HostView, ...]:
             delay = {"delay": 1.0, "robots": 2.0, "adaptive": 0.35, "live": 0.5, "robots (capped)": 30.0}[source]
             wait = {"waiting": (i % 9) / 10 + 0.1, "backoff": 3.0 + i}.get(state, 0.0)
             rows.append(HostView(
-                name, (1 if i % 4 else 2) if state == "fetching" else 0, (i * 53) % 900 + (50 if state == "done" else 0),
+                name, (1 if i % 4 else 2) if state == "fetching" else 0,
+                (i * 53) % 900 + (50 if state == "done" else 0),
                 (i * 7) % 13 if state != "done" else 0, 20.0 + (i * 31) % 400, delay,
                 paused=state == "paused", parked=queued if state == "paused" else 0, state=state, queued=queued,
                 wait=wait, source=source, why=why, over=(i * 11) % 300 if state == "budget" else 0,
@@ -157,7 +162,8 @@ def sample_queue_view(traps: bool = True) -> QueueView:
         Trap(cal, "self-feeding", "70% of the queue, +1480/min, 0.0 new links elsewhere per page"),
         Trap(f"{HOST}/search", "query variants", "120 queued query strings of one path"),
     )
-    nxt = tuple(f"{ROOT}/calendar/2031/{m:02d}/" for m in range(1, 6)) + (f"{ROOT}/news/art-12/", f"{ROOT}/search?q=a&page=9")
+    nxt = tuple(f"{ROOT}/calendar/2031/{m:02d}/" for m in range(1, 6)) + (f"{ROOT}/news/art-12/",
+                                                                          f"{ROOT}/search?q=a&page=9")
     return QueueView(4_587, nxt, prefixes, found if traps else ())
 
 
@@ -188,9 +194,14 @@ class FrozenCrawler:
         self.paused = state == "PAUSED"
         self.concurrency = 10
         self.cancelled: list[int] = []
+        self.delays: dict[str, float] = {}
         self.stats = FrozenStats(self)
         self.config = types.SimpleNamespace(roots=(ROOT + "/",))
         self._stop = asyncio.Event()
+
+    @property
+    def parts(self) -> Parts:
+        return Parts(steer=self)
 
     def make_snapshot(self, state: str) -> Snapshot:
         snap = sample_snapshot(state)
@@ -238,6 +249,12 @@ class FrozenCrawler:
     def resume_host(self, host: str) -> int:
         self.paused_host_names.discard(host)
         return 0
+
+    def set_host_delay(self, host: str, seconds: float) -> None:
+        self.delays[host] = seconds  # kept, never shown: the snapshot is fixed
+
+    def add_seed(self, url: str) -> SeedResult:
+        return SeedResult(False, url.strip(), "a frozen crawl takes no new URL")
 
     async def crawl(self) -> None:
         if not self.finish:
@@ -305,8 +322,18 @@ class FrozenCluster(FrozenCrawler):
         hosts = tuple(dataclasses.replace(h, state="", queued=0, wait=0.0, why="", failures=0) for h in snap.hosts)
         return dataclasses.replace(snap, hosts=hosts, host_counts={})
 
+    @property
+    def parts(self) -> Parts:
+        return Parts(steer=self, cluster=self)
+
     def processes(self) -> list[ProcessRow]:
         return sample_processes()
 
     def pause_process(self, proc: str) -> None:
+        self.cancelled.append(hash(proc))
+
+    def resume_process(self, proc: str) -> None:
+        self.cancelled.append(hash(proc))
+
+    def stop_process(self, proc: str) -> None:
         self.cancelled.append(hash(proc))

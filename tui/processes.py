@@ -1,6 +1,6 @@
 """The processes panel of a shared crawl: one row per engine process, lost ones in red
-with their leases counting down. Shown only when the crawler has `processes()`
-(core/cluster/view.py); `P`, `R` and `K` pause, resume and stop the selected process."""
+with their leases counting down. Shown only when the crawl has a `Cluster` part
+(core/surface.py; core/cluster/view.py); `P`, `R` and `K` pause, resume and stop the selected process."""
 from __future__ import annotations
 
 from textual.app import ComposeResult

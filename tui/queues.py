@@ -14,7 +14,7 @@ without a host table (a crawl shared through Redis) shows the snapshot's top hos
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -23,8 +23,9 @@ from textual.screen import Screen
 from ..core.errors import RemoteError
 from ..core.hosts import STATES
 from ..core.hosttext import delay_text, state_text
-from ..core.stats import HostView
+from ..core.stats import HostView, Snapshot
 from ..core.steer import HOST_SORTS
+from ..core.surface import Monitor
 from . import fmt
 from .breakdown import host_cells
 from .keybar import KeyBar
@@ -57,6 +58,19 @@ class QueuesTable(DiffTable):
         screen = self.screen
         if isinstance(screen, QueuesScreen):
             screen.cursor_moved()
+
+
+class HostsApp(Protocol):
+    """What this screen needs of its app (tui/app.py CrawlApp, which imports this module)."""
+
+    @property
+    def crawler(self) -> Monitor: ...
+    @property
+    def last_snapshot(self) -> Snapshot | None: ...
+    @property
+    def live(self) -> bool: ...
+    def toggle_host(self, host: str) -> None: ...
+    def ask_host_delay(self, host: str, current: float) -> None: ...
 
 
 class QueuesScreen(Screen[None]):
@@ -118,25 +132,28 @@ class QueuesScreen(Screen[None]):
                 self._timer = self.set_timer(INTERVAL, self._tick, name="crawltop-queues")
 
     @property
+    def crawl_app(self) -> HostsApp:
+        return cast(HostsApp, self.app)  # Textual types a screen's app as App[Any]
+
+    @property
     def limit(self) -> int:
         """Rows to ask for: down to two pages past the cursor (the rest cost nothing)."""
         table = self.table
         return max(table.cursor_row, int(table.scroll_offset.y)) + 2 * max(10, table.body_height) + 1
 
     def fetch(self) -> list[HostView]:
-        crawler = self.app.crawler
-        table_of = getattr(crawler, "host_table", None)
+        table = self.crawl_app.crawler.parts.host_table
         self._asked = self.limit
-        if table_of is not None:
+        if table is not None:
             try:
-                rows = list(table_of(self.sort, self.state, self._asked))
+                rows = list(table.host_table(self.sort, self.state, self._asked))
                 self.note = ""
                 return rows
             except RemoteError as exc:
                 self.note = str(exc)
         else:
             self.note = "this monitor has no host table: the top hosts of the snapshot"
-        snap = self.app.last_snapshot
+        snap = self.crawl_app.last_snapshot
         rows = [h for h in (snap.hosts if snap is not None else ()) if self.state is None or h.state == self.state]
         key, reverse = HOST_SORTS[self.sort]
         return sorted(rows, key=key, reverse=reverse)
@@ -150,7 +167,7 @@ class QueuesScreen(Screen[None]):
         self._show_detail()
 
     def _show_heading(self) -> None:
-        snap = self.app.last_snapshot
+        snap = self.crawl_app.last_snapshot
         counts = snap.host_counts if snap is not None else {}
         total = counts.get(self.state, 0) if self.state else sum(counts.values())
         shown = len(self.rows)
@@ -198,8 +215,8 @@ class QueuesScreen(Screen[None]):
     # -- keys -------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("toggle_host", "host_delay"):
-            steerable = callable(getattr(self.app.crawler, "pause_host", None))
-            return True if self.app.live and steerable else None  # shown, dimmed
+            steerable = self.crawl_app.crawler.parts.steer is not None
+            return True if self.crawl_app.live and steerable else None  # shown, dimmed
         return True
 
     def action_sort(self, step: int) -> None:
@@ -221,13 +238,13 @@ class QueuesScreen(Screen[None]):
     def action_toggle_host(self) -> None:
         host = self._host()
         if host is not None:
-            self.app.toggle_host(host)
+            self.crawl_app.toggle_host(host)
             self.show()
 
     def action_host_delay(self) -> None:
         host = self._host()
         if host is not None:
-            self.app.ask_host_delay(host, next((h.delay for h in self.rows if h.host == host), 0.0))
+            self.crawl_app.ask_host_delay(host, next((h.delay for h in self.rows if h.host == host), 0.0))
 
     def action_close(self) -> None:
         self.dismiss(None)

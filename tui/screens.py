@@ -45,7 +45,8 @@ class ConfirmQuit(ModalScreen[bool | str]):
             yield Static(
                 Content(
                     f"Stop it and quit? The {self.in_flight} fetches in flight are cancelled and put back, "
-                    + (f"the {fmt.count(self.queued)} queued URLs stay in Redis (for the other processes, or a later join), "
+                    + (f"the {fmt.count(self.queued)} queued URLs stay in Redis "
+                       "(for the other processes, or a later join), "
                        if self.shared else f"the {fmt.count(self.queued)} queued URLs are not fetched, ")
                     + "and every record is flushed."
                 ),
@@ -165,6 +166,7 @@ class EventListScreen(Screen[None]):
         self._events: dict[str, tuple[tuple[Cell, ...], str]] = {}  # key -> (cells, haystack)
         self._filter = ""
         self._first = snap
+        self._shown = snap  # the app's newest snapshot, as last shown here
 
     def compose(self) -> ComposeResult:
         self.heading = Line(classes="panel-title")
@@ -200,6 +202,7 @@ class EventListScreen(Screen[None]):
         return not self._filter or self._filter in haystack
 
     def show(self, snap: Snapshot) -> None:
+        self._shown = snap
         self.heading.show(*self.heading_parts(snap), *self._filter_note())
         new = []
         for ev in self.events(snap):
@@ -231,9 +234,7 @@ class EventListScreen(Screen[None]):
         self.app.call_later(self._refresh_heading)
 
     def _refresh_heading(self) -> None:
-        snap = getattr(self.app, "last_snapshot", None)
-        if snap is not None:
-            self.heading.show(*self.heading_parts(snap), *self._filter_note())
+        self.heading.show(*self.heading_parts(self._shown), *self._filter_note())
 
     @on(Input.Submitted)
     def _filter_done(self) -> None:
@@ -321,7 +322,7 @@ class ErrorListScreen(EventListScreen):
             cell(fmt.display_url(e.url, self.home)),
             cell(e.message, "dim"),
         )
-        via = getattr(e, "via", None)
+        via = e.via
         self._via[str(e.seq)] = via
         hay = clean(f"{e.url} {e.kind} {e.message} {via or ''}", 4000).lower()
         return str(e.seq), cells, hay
@@ -349,7 +350,7 @@ class MergeListScreen(EventListScreen):
         super().__init__(snap, id="merge-list", home=home)
 
     def events(self, snap: Snapshot) -> Iterable[Any]:
-        redirects = getattr(snap, "recent_redirects", ())
+        redirects = snap.recent_redirects
         if not redirects:
             return snap.recent_merges
         tagged = [("merge", m) for m in snap.recent_merges] + [("redirect", r) for r in redirects]

@@ -1,9 +1,9 @@
 """Steering screens: the ignore, seed and host-delay prompts, the ignores screen (`I`)
 and the queue view (`u`), plus the one-line trap warning of the main screen.
 
-They call the crawler's steering methods (core/steer.py) and read `queue_view()` and
-`ignores()`, both O(rows shown). A crawler without them (an attached monitor of an
-older engine) gets a notice instead of a crash.
+They call the crawl's steering part (core/surface.py `Steer`, core/steer.py) and read
+`queue_view()` and `ignores()`, both O(rows shown). A crawl without it (an attached
+monitor) gets a notice instead of a crash.
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.redis:
         return _shared(args)
-    from ...core.store import StateError
+    from ...core.errors import StateError
 
     try:
         return _state_file(args)

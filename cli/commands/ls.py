@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import UsageError
-from ...core.remote import Client, RemoteError
+from ...core.errors import RemoteError, UsageError
+from ...core.remote import Client
 from ...core.runtime import live_sockets, run_dir
 from ...core.sanitize import clean
 

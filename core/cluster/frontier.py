@@ -14,8 +14,9 @@ Workers don't change. What does:
   outcomes (latency, back-off, failures, Crawl-delay) ride in the DONE batches.
 - done() and requeue() are synchronous too: they queue an operation that one sender
   task sends, all waiting operations in one pipeline.
-- Every call survives Redis going away: it retries with backoff, `down` says so (the
-  monitor shows REDIS DOWN), and the workers simply wait meanwhile.
+- Every call survives Redis going away: `link` (core/cluster/link.py) retries it with
+  backoff, `down` says so (the monitor shows REDIS DOWN), and the workers simply wait
+  meanwhile.
 """
 from __future__ import annotations
 
@@ -23,12 +24,11 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import AuthenticationError, BusyLoadingError, NoScriptError, RedisError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import NoScriptError, RedisError
 
 from ..errors import UsageError
 from ..frontier import Item
@@ -36,8 +36,8 @@ from ..records import Record
 from . import scripts
 from .hosts import RedisHosts
 from .keys import Keys, decode_item, encode_item, fingerprint, split_member
+from .link import OUTAGE, Link
 
-OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
 LEASE = 15.0  # seconds a popped URL stays ours without a heartbeat
 KNOWN_MAX = 1_000_000  # URL hashes remembered locally before starting over
 MAX_POP = 64
@@ -56,6 +56,11 @@ def _op_size(op: Op) -> int:
     """An op's script arguments in a DONE call: member, url, record, back, after, err, n,
     then its links."""
     return 7 + len(op[6])
+
+
+def _text(value: bytes | str) -> str:
+    """A reply's string (the client answers bytes)."""
+    return value.decode() if isinstance(value, bytes) else value
 
 
 class _Again(Exception):
@@ -85,12 +90,7 @@ class RedisFrontier:
         self.max_pages = max_pages or 0  # enforced by Redis: seen never passes it, cluster-wide
         self.lease_ms = int(lease * 1000)
         self.sink = RecordStash(self)
-        self.down = False  # Redis unreachable right now: calls are being retried
-        self.on_down: Callable[[bool], None] | None = None
-        # The crawler sets this (as for the SQLite store): Redis refusing us for good (a
-        # changed password, a script error) stops the crawl with that error, never a hang.
-        self.on_error: Callable[[BaseException], None] | None = None
-        self.round_trips = 0
+        self.link = Link(client)  # every round trip: retries, outages, fatal errors, counts
         self.finished = asyncio.Event()  # the crawl (not just us) has nothing left
         self.status = "running"
         self._size = self._seen = 0
@@ -110,16 +110,34 @@ class RedisFrontier:
         self._wake_at: float | None = None  # when the first host comes due (time.monotonic)
         self._cursor = 0  # where the next heartbeat's page of host rows starts
         self._waiters: deque[asyncio.Future[Item]] = deque()
-        self._popper: asyncio.Task[None] | None = None
+        self._popper: asyncio.Future[Any] | None = None
         self._listener: asyncio.Future[Any] | None = None
-        self._sender: asyncio.Task[None] | None = None
+        self._sender: asyncio.Future[Any] | None = None
         self._add_soon: asyncio.TimerHandle | None = None
-        self._closed = False
         self._pop = client.register_script(scripts.POP)
         self._done = client.register_script(scripts.DONE)
         self._add = client.register_script(scripts.ADD)
         self._remove = client.register_script(scripts.REMOVE)
         self._hostctl = client.register_script(scripts.HOSTCTL)
+
+    @property
+    def on_error(self) -> Callable[[BaseException], None] | None:
+        """Set by the crawler (as for the SQLite store): Redis refusing us for good (a
+        changed password, a script error) stops the crawl with that error, never a hang."""
+        return self.link.on_error
+
+    @on_error.setter
+    def on_error(self, fn: Callable[[BaseException], None] | None) -> None:
+        self.link.on_error = fn
+
+    @property
+    def down(self) -> bool:
+        """Redis unreachable right now: calls are being retried."""
+        return self.link.down
+
+    @property
+    def round_trips(self) -> int:
+        return self.link.round_trips
 
     def std_keys(self, *extra: str) -> list[str]:
         """The KEYS every host script starts with (core/cluster/scripts.py)."""
@@ -199,7 +217,7 @@ class RedisFrontier:
         """Pause, resume or a live delay for one host, for the whole crawl."""
         args = self.std_args(op, host, value)
 
-        self.background(self._call(lambda: self._hostctl(self.std_keys(), args)))
+        self.background(self.link.call(lambda: self._hostctl(self.std_keys(), args)))
 
     def seen(self, url: str) -> bool:
         return hash(url) in self._known
@@ -208,13 +226,15 @@ class RedisFrontier:
         """Exact, across the cluster (a redirect's target: merge or not)."""
         if hash(url) in self._known:
             return True
-        return bool(await self._call(lambda: self.redis.sismember(self.keys.seen, fingerprint(url))))
+        fp = fingerprint(url)
+        # redis-py sends bytes members as they are; its stubs say str
+        return bool(await self.link.call(lambda: self.redis.sismember(self.keys.seen, fp)))  # type: ignore[arg-type]
 
     def mark_seen(self, url: str) -> bool:
         if not self._remember(url):
             return False
         fp = fingerprint(url)
-        self.background(self._call(lambda: self.redis.sadd(self.keys.seen, fp)))
+        self.background(self.link.call(lambda: self.redis.sadd(self.keys.seen, fp)))
         return True
 
     def _remember(self, url: str) -> bool:
@@ -239,21 +259,23 @@ class RedisFrontier:
         match only if it is still queued, and leases it to us: the caller records it and
         calls done()."""
         removed: list[Item] = []
-        cursor: int | bytes = 0
+        cursor = 0
         while True:
-            cursor, hosts = await self._call(lambda: self.redis.sscan(self.keys.hosts, cursor, count=200))
+            cursor, found = await self.link.call(partial(self.redis.sscan, self.keys.hosts, cursor, count=200))
+            hosts = [_text(h) for h in found]
             if hosts:
-                def read(hosts: list[bytes] = hosts) -> Awaitable[list[Any]]:  # a fresh pipeline per try
+                def read(hosts: list[str] = hosts) -> Awaitable[list[Any]]:  # a fresh pipeline per try
                     pipe = self.redis.pipeline(transaction=False)
                     for h in hosts:
-                        pipe.lrange(self.keys.hq(h.decode()), 0, -1)
+                        pipe.lrange(self.keys.hq(h), 0, -1)
                     return pipe.execute()
-                queues = await self._call(read)
+                queues = await self.link.call(read)
                 match: list[str] = []
-                for h, raws in zip(hosts, queues):
-                    match += [x for raw in raws if predicate(decode_item(raw).url) for x in (h.decode(), raw.decode())]
+                for h, raws in zip(hosts, queues, strict=True):  # one queue read per host
+                    match += [x for raw in raws if predicate(decode_item(raw).url) for x in (h, _text(raw))]
                 if match:
-                    got = await self._call(lambda: self._remove(self.std_keys(), self.std_args(self.lease_ms, *match)))
+                    args = self.std_args(self.lease_ms, *match)
+                    got = await self.link.call(partial(self._remove, self.std_keys(), args))
                     for member in got:
                         member = member.decode()
                         item = decode_item(split_member(member)[1])
@@ -281,50 +303,7 @@ class RedisFrontier:
 
     # -- talking to Redis --------------------------------------------------------------
     def background(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
-        """A task talking to Redis on its own. A fatal error has already stopped the crawl
-        (on_error); what the task held comes back when its leases run out."""
-        async def run() -> Any:
-            try:
-                return await coro
-            except (UsageError, *OUTAGE):
-                return None
-
-        return asyncio.ensure_future(run())
-
-    async def _call(self, fn: Callable[[], Awaitable[Any]]) -> Any:
-        """One round trip, retried with backoff while Redis is away (nothing is lost:
-        every script is safe to run again after a failure we cannot see the end of).
-        Any other Redis error is fatal: on_error stops the crawl with it."""
-        wait = 0.05
-        while True:
-            try:
-                result = await fn()
-            except AuthenticationError as exc:  # a ConnectionError to redis-py, but no outage
-                raise self._fatal(exc) from None
-            except OUTAGE:
-                if self._closed:
-                    raise
-                self._set_down(True)
-                await asyncio.sleep(wait)
-                wait = min(wait * 2, 2.0)
-                continue
-            except RedisError as exc:
-                raise self._fatal(exc) from None
-            self.round_trips += 1
-            self._set_down(False)
-            return result
-
-    def _fatal(self, exc: Exception) -> UsageError:
-        fatal = UsageError(f"Redis refused a request: {exc}")
-        if self.on_error is not None:
-            self.on_error(fatal)
-        return fatal
-
-    def _set_down(self, down: bool) -> None:
-        if down != self.down:
-            self.down = down
-            if self.on_down is not None:
-                self.on_down(down)
+        return self.link.background(coro)
 
     def held(self) -> list[str]:
         """The lease members of every URL this process knows it holds."""
@@ -344,7 +323,7 @@ class RedisFrontier:
             self.background(self._send_adds(pending))
 
     async def _send_adds(self, pending: list[bytes | str]) -> None:
-        res = await self._call(lambda: self._add(self.std_keys(), self.std_args(*pending)))
+        res = await self.link.call(lambda: self._add(self.std_keys(), self.std_args(*pending)))
         self._totals(res[1], res[2])  # new hosts due ring the bell (ADD's PUBLISH)
 
     def _totals(self, size: int, seen: int) -> None:
@@ -376,13 +355,14 @@ class RedisFrontier:
             args = self.std_args(n, self.lease_ms, *pending)
             self._poke.clear()
             try:
-                out, delays, status, _new, size, seen, wake = await self._call(lambda: self._pop(self.std_keys(), args))
+                out, delays, status, _new, size, seen, wake = await self.link.call(
+                    partial(self._pop, self.std_keys(), args))
             except UsageError:  # fatal: on_error has stopped the crawl, which cancels the waiters
                 return
             self._totals(size, seen)
             wake = int(wake)
             self._wake_at = None if wake < 0 else time.monotonic() + wake / 1000
-            for member, delay in zip(out, delays):
+            for member, delay in zip(out, delays, strict=False):
                 member = member.decode()
                 key, raw = split_member(member)
                 item = decode_item(raw)
@@ -407,7 +387,7 @@ class RedisFrontier:
     async def _listen(self) -> None:
         """The bell (core/cluster/scripts.py): another process made a host due while we
         slept. On its own connection; lost, it is simply opened again (MAX_SLEEP covers)."""
-        while not self._closed:
+        while not self.link.closed:
             pubsub = self.redis.pubsub()
             try:
                 await pubsub.subscribe(self.keys.bell)
@@ -439,9 +419,10 @@ class RedisFrontier:
         """Before a pop: what we finished is in Redis, so `finished` is never decided on
         a queue our own links have not reached yet."""
         while self._ops or self.hosts.events or (self._sender is not None and not self._sender.done()):
-            if self._sender is None or self._sender.done():
-                self._kick_sender()
-            await asyncio.shield(self._sender)  # type: ignore[arg-type]
+            self._kick_sender()  # a no-op while one runs
+            sender = self._sender
+            assert sender is not None  # _kick_sender() just made sure of it
+            await asyncio.shield(sender)
 
     async def _send_loop(self) -> None:
         while self._ops or self.hosts.events:
@@ -454,7 +435,7 @@ class RedisFrontier:
             events = self.hosts.take_events(asyncio.get_running_loop().time())
             while True:
                 try:
-                    await self._call(lambda: self._send_ops(ops, events))
+                    await self.link.call(partial(self._send_ops, ops, events))
                     break
                 except _Again:
                     continue
@@ -485,10 +466,10 @@ class RedisFrontier:
 
     async def close(self) -> None:
         """Stop talking to Redis (after flush(), or giving up on it)."""
-        self._closed = True
+        self.link.closed = True  # first: an outage from here on is not waited out
         if self._soon is not None:
             self._soon.cancel()
         for task in (self._popper, self._sender, self._listener):
             if task is not None:
                 task.cancel()
-        await self.redis.aclose()
+        await self.link.close()

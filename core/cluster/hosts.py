@@ -16,7 +16,7 @@ process keeps its own robots and sitemaps state).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..hosts import NEEDS_PROBE, NEEDS_ROBOTS, PAUSED, RETIRED, STATES, STEP_PENDING, HostRow, Politeness, key_function
 from ..urls import netloc_of
@@ -24,9 +24,18 @@ from .scripts import HOST_FIELDS
 
 if TYPE_CHECKING:
     from ..item import Item
-    from .frontier_ops import FrontierOps
 
 Event = tuple[str, str, float, int, int, str]  # kind, host, started (loop time), b, c, why
+
+
+class Sender(Protocol):
+    """What the hosts ask of their store (core/cluster/frontier.py RedisFrontier, which
+    holds them: named by what it does, so the two modules do not import each other)."""
+
+    def soon(self, within: float = ...) -> None: ...
+    def requeue(self, item: Item, after: float = 0.0) -> None: ...
+    def done(self, item: Item) -> None: ...
+    def host_ctl(self, op: str, host: str, value: str = "") -> None: ...
 
 
 class ClusterHost(HostRow):
@@ -48,7 +57,7 @@ class ClusterHost(HostRow):
 class RedisHosts:
     """Hosts as the crawler sees them, for a crawl whose hosts live in Redis."""
 
-    def __init__(self, frontier: FrontierOps) -> None:
+    def __init__(self, frontier: Sender) -> None:
         self._frontier = frontier
         self.policy = Politeness()
         self.hosts: dict[str, ClusterHost] = {}
@@ -181,7 +190,7 @@ class RedisHosts:
         default = self.policy.delay
         for i in range(0, len(flat) - width + 1, width):
             key = flat[i].decode()
-            f = dict(zip(HOST_FIELDS, (v.decode() for v in flat[i + 2:i + width])))
+            f = dict(zip(HOST_FIELDS, (v.decode() for v in flat[i + 2:i + width]), strict=False))
             h = self.host(key)
             h.queued = int(flat[i + 1])
             h.in_flight = _int(f["f"])

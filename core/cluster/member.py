@@ -1,7 +1,8 @@
 """One process of a shared crawl: its heartbeat, its control, its leaving.
 
-`Member` wraps a Crawler the way core/control.py's Listening does: attribute access goes
-to the crawler, and crawl() also runs the heartbeat. Each beat (one script call):
+`Member` wraps a Crawler the way core/control.py's Listening does: it is an `Engine` and
+a `Steer` (core/surface.py), each member passed on to the crawler but ignores (one set
+for the whole crawl, through Redis), and crawl() also runs the heartbeat. Each beat (one script call):
 renews this process's leases, publishes its ProcessInfo and Stats snapshot for the
 monitors, and reads back the crawl's control and totals, and a page of host rows (the
 queues view and the header counts are the whole crawl's, read from Redis). Control is applied when its
@@ -14,10 +15,16 @@ import asyncio
 import dataclasses
 import json
 import socket
-from typing import Any
+from collections.abc import Sequence
 
+from ..crawler import Crawler
 from ..errors import UsageError
+from ..ignores import IgnoreResult, Ignores, IgnoreView
 from ..protocol import encode_snapshot, rings
+from ..queueview import QueueView
+from ..stats import HostView, Snapshot, Stats
+from ..steer import SeedResult
+from ..surface import HasRoots, Parts
 from . import scripts
 from .frontier import ROWS, RedisFrontier
 from .keys import decode_item
@@ -32,32 +39,99 @@ PUBLISHED_EVENTS = 50  # newest events of each ring in the published snapshot: a
 
 
 class Member:
-    def __init__(self, crawler: Any, frontier: RedisFrontier, *, reports: bool = True) -> None:
+    def __init__(self, crawler: Crawler, frontier: RedisFrontier, *, reports: bool = True) -> None:
         # reports=False: someone else writes the final report (--processes' parent), so
         # leaving never waits to claim it
-        self.__dict__.update(_crawler=crawler, frontier=frontier, reports=reports, reporter=False, _control={}, _leaving=0.0,
-                             left=False,
-                             _ignores=set(),
-                             _beat=frontier.redis.register_script(scripts.BEAT),
-                             _leave=frontier.redis.register_script(scripts.LEAVE),
-                             _live=frontier.redis.register_script(scripts.LIVE))
-        frontier.on_down = self._on_down
+        self.engine, self.frontier, self.reports = crawler, frontier, reports
+        self.reporter = False
+        self.left = False
+        self._control: dict[str, str] = {}
+        self._leaving = 0.0
+        self._ignores: set[str] = set()
+        self._beat = frontier.redis.register_script(scripts.BEAT)
+        self._leave = frontier.redis.register_script(scripts.LEAVE)
+        self._live = frontier.redis.register_script(scripts.LIVE)
+        frontier.link.on_down = self._on_down
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._crawler, name)
+    # -- the engine's control surface, passed on --------------------------------------
+    @property
+    def stats(self) -> Stats:
+        return self.engine.stats
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._crawler, name, value)
+    @property
+    def paused(self) -> bool:
+        return self.engine.paused
 
+    @property
+    def concurrency(self) -> int:
+        return self.engine.concurrency
+
+    @property
+    def config(self) -> HasRoots:
+        return self.engine.config
+
+    @property
+    def roots(self) -> Sequence[str]:
+        return self.engine.roots
+
+    @property
+    def parts(self) -> Parts:
+        return Parts(steer=self)
+
+    @property
+    def ignore_rules(self) -> Ignores:
+        return self.engine.ignore_rules
+
+    def pause(self) -> None:
+        self.engine.pause()
+
+    def resume(self) -> None:
+        self.engine.resume()
+
+    def set_concurrency(self, n: int) -> None:
+        self.engine.set_concurrency(n)
+
+    def cancel_worker(self, worker_id: int) -> bool:
+        return self.engine.cancel_worker(worker_id)
+
+    def stop(self) -> None:
+        self.engine.stop()
+
+    def ignores(self) -> tuple[IgnoreView, ...]:
+        return self.engine.ignores()
+
+    def add_seed(self, url: str) -> SeedResult:
+        return self.engine.add_seed(url)
+
+    def pause_host(self, host: str) -> bool:
+        return self.engine.pause_host(host)
+
+    def resume_host(self, host: str) -> int:
+        return self.engine.resume_host(host)
+
+    def paused_hosts(self) -> dict[str, int]:
+        return self.engine.paused_hosts()
+
+    def set_host_delay(self, host: str, seconds: float) -> None:
+        self.engine.set_host_delay(host, seconds)
+
+    def host_table(self, sort: str = "queued", state: str | None = None,
+                   limit: int | None = None) -> list[HostView]:
+        return self.engine.host_table(sort, state, limit)
+
+    def queue_view(self, n: int = 10) -> QueueView:
+        return self.engine.queue_view(n)
+
+    # -- the crawl ------------------------------------------------------------------------
     async def crawl(self) -> None:
         beat = asyncio.ensure_future(self._beats())
         try:
-            await self._crawler.crawl()
+            await self.engine.crawl()
         finally:
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
             try:
-                self.__dict__["_leaving"] = asyncio.get_running_loop().time()
+                self._leaving = asyncio.get_running_loop().time()
                 await asyncio.wait_for(self.leave(), LEAVE_TIMEOUT)
             except (TimeoutError, UsageError):  # told by `left` == False; the leases expire
                 await self.frontier.close()
@@ -70,23 +144,24 @@ class Member:
         f, k = self.frontier, self.frontier.keys
         await f.flush()
         keys = f.std_keys(k.procs, k.beats, k.snap(f.proc), k.ctl_of(f.proc), k.left)
-        args = [f.proc, int(LIVE * 1000), int(self.reports)]
-        final = f.std_args(int(LIVE * 1000), int(self.reports), self._published(self._crawler.stats.snapshot()),
+        args: list[str | int] = [f.proc, int(LIVE * 1000), int(self.reports)]
+        final = f.std_args(int(LIVE * 1000), int(self.reports), self._published(self.engine.stats.snapshot()),
                            FINAL_TTL_MS)
-        live, status, claimed = await f._call(lambda: self._leave(keys, final))
-        self.__dict__["left"] = True
+        live, status, claimed = await f.link.call(lambda: self._leave(keys, final))
+        self.left = True
         # within crawl()'s LEAVE_TIMEOUT, with a second to spare for the last LIVE call
         now = asyncio.get_running_loop().time()
         deadline = min((self._leaving or now) + LEAVE_TIMEOUT - 1.0, now + LIVE + BEAT)
-        while self.reports and live and status in (b"finished", "finished") and asyncio.get_running_loop().time() < deadline:
+        loop = asyncio.get_running_loop()
+        while self.reports and live and status in (b"finished", "finished") and loop.time() < deadline:
             await asyncio.sleep(BEAT / 2)
-            live, status, claimed = await f._call(lambda: self._live([k.beats, k.meta], args))
-        self.__dict__["reporter"] = bool(claimed)
+            live, status, claimed = await f.link.call(lambda: self._live([k.beats, k.meta], args))
+        self.reporter = bool(claimed)
         f._status(status)
         await f.close()
 
     def _on_down(self, down: bool) -> None:
-        self._crawler.stats.notice = "REDIS DOWN: retrying" if down else ""
+        self.engine.stats.notice = "REDIS DOWN: retrying" if down else ""
 
     async def _beats(self) -> None:
         while True:
@@ -95,18 +170,18 @@ class Member:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # never let a monitor feature kill the crawl
-                self._crawler.stats.notice = f"heartbeat: {exc}"
+                self.engine.stats.notice = f"heartbeat: {exc}"
             await asyncio.sleep(BEAT)
 
     async def beat(self) -> None:
-        f, k, c = self.frontier, self.frontier.keys, self._crawler
+        f, k, c = self.frontier, self.frontier.keys, self.engine
         snap = c.stats.snapshot()
         info = ProcessInfo(host=socket.gethostname(), pid=_pid(f.proc), state=snap.state,
                            workers=snap.concurrency, busy=snap.busy, pages=snap.pages, rate=round(snap.rate_now, 1))
         keys = f.std_keys(k.procs, k.beats, k.snap(f.proc), k.ctl, k.ctl_of(f.proc), k.ignores)
         args = f.std_args(info.to_json(), self._published(snap), SNAP_TTL_MS, f.lease_ms, f._cursor, ROWS, *f.held())
         (ctl, mine, status, size, seen, _leased, _records, head, ignores, redis_now, cursor, rows, total, retired,
-         over) = await f._call(lambda: self._beat(keys, args))
+         over) = await f.link.call(lambda: self._beat(keys, args))
         if c.stats.notice.startswith("heartbeat:"):  # the last beat failed; this one did not
             c.stats.notice = ""
         f._totals(size, seen)
@@ -123,43 +198,43 @@ class Member:
         f._status(status)
 
     @staticmethod
-    def _published(snap: Any) -> str:
+    def _published(snap: Snapshot) -> str:
         """The snapshot as monitors read it: the newest events only, so a beat stays small."""
         snap = dataclasses.replace(snap, **{ring: getattr(snap, ring)[-PUBLISHED_EVENTS:] for ring in rings()})
         return json.dumps(encode_snapshot(snap), separators=(",", ":"))
 
     # -- ignores: one set for the whole crawl ----------------------------------------
-    async def add_ignore(self, pattern: str) -> Any:
+    async def add_ignore(self, pattern: str) -> IgnoreResult:
         """Here at once; in every other process at its next beat (each takes the matches
         it finds on the shared queue: REMOVE gives each item to one process only)."""
-        result = await self._crawler.add_ignore(pattern)
+        result = await self.engine.add_ignore(pattern)
         if result.ok:  # in Redis first: a beat in between must not see it as removed
             f = self.frontier
-            await f._call(lambda: f.redis.hset(f.keys.ignores, pattern, f.proc))
+            await f.link.call(lambda: f.redis.hset(f.keys.ignores, pattern, f.proc))
             self._ignores.add(pattern)
         return result
 
     def remove_ignore(self, pattern: str) -> bool:
-        ok = self._crawler.remove_ignore(pattern)
+        ok = self.engine.remove_ignore(pattern)
         if ok:  # kept in _ignores until a beat sees it gone from Redis, or it comes back
             f = self.frontier
-            f.background(f._call(lambda: f.redis.hdel(f.keys.ignores, pattern)))
+            f.link.background(f.link.call(lambda: f.redis.hdel(f.keys.ignores, pattern)))
         return ok
 
     async def _sync_ignores(self, shared: set[str]) -> None:
         """Act on what changed in Redis since the last beat, as for control."""
         added, removed = shared - self._ignores, self._ignores - shared
-        self.__dict__["_ignores"] = shared
+        self._ignores = shared
         for pattern in sorted(added):
-            if pattern not in self._crawler.ignore_rules:
-                await self._crawler.add_ignore(pattern)
+            if pattern not in self.engine.ignore_rules:
+                await self.engine.add_ignore(pattern)
         for pattern in removed:
-            self._crawler.remove_ignore(pattern)
+            self.engine.remove_ignore(pattern)
 
     def _apply(self, control: dict[str, str]) -> None:
         """Act on what changed since the last beat."""
-        last, self.__dict__["_control"] = self._control, control
-        c = self._crawler
+        last, self._control = self._control, control
+        c = self.engine
         if control.get("stop") == "1" and last.get("stop") != "1":
             c.stop()
         paused = control.get("paused", "0")
@@ -172,7 +247,7 @@ class Member:
 
 def _pairs(flat: list[bytes]) -> dict[str, str]:
     it = iter(x.decode() for x in flat)
-    return dict(zip(it, it))
+    return dict(zip(it, it, strict=False))  # one iterator: pairs
 
 
 def _pid(proc: str) -> int:

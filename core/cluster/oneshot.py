@@ -11,8 +11,7 @@ from typing import Any
 import redis
 
 from ..config import CrawlConfig
-from ..errors import UsageError
-from ..report import ReportError
+from ..errors import ReportError, UsageError
 from ..runtime import check_name
 from . import open as cluster
 from .keys import Keys

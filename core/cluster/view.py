@@ -6,11 +6,12 @@ every process's row and Stats snapshot, the queue, the seen set and the leases; 
 merges them (core/cluster/merge.py). Keys act on the whole crawl through Redis
 (core/cluster/commands.py); `pause_process` and friends on one process.
 
-With `local` (the Member of this process: the same-loop TUI of `crawl --redis`), its
-own snapshot is taken live, its workers keep their ids (so `x` cancels one), steering
-keys go to it (and through it to the whole crawl), and crawl() is its crawl.
-Without, it is `attach NAME --redis URL`, from any machine: crawl() watches until the
-crawl is over and no process is left, or until the monitor detaches.
+With `local` (the Member of this process, served on its socket: the same-loop TUI of
+`crawl --redis`), its own snapshot is taken live, its workers keep their ids (so `x`
+cancels one), steering keys go to it (and through it to the whole crawl), and crawl()
+is its crawl. Without, it is `attach NAME --redis URL`, from any machine: crawl()
+watches until the crawl is over and no process is left, or until the monitor detaches
+(`d`); its only steering is the crawl's shared set of ignores. `parts` says which.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import contextlib
 import dataclasses
 import json
 import types
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -28,13 +30,36 @@ from ..ignores import IgnoreResult, Ignores
 from ..protocol import SnapshotDecoder
 from ..remote import HeldStats
 from ..stats import Snapshot
+from ..surface import MonitorStats, Parts
 from . import commands
-from .frontier import LEASE, OUTAGE
+from .frontier import LEASE
 from .keys import Keys
+from .link import OUTAGE, Link
+from .member import Member
 from .merge import WORKER_BLOCK, Rings, merge
 from .procs import ProcessInfo, ProcessRow
 
 POLL = 0.5  # seconds between reads of the crawl
+
+
+class Local(Protocol):
+    """This process's engine as the view drives it: a Member, served on its control
+    socket (core/control.py Listening[Member])."""
+
+    @property
+    def engine(self) -> Member: ...
+    @property
+    def stats(self) -> MonitorStats: ...
+    @property
+    def paused(self) -> bool: ...
+    @property
+    def concurrency(self) -> int: ...
+    async def crawl(self) -> None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def set_concurrency(self, n: int) -> None: ...
+    def cancel_worker(self, worker_id: int) -> bool: ...
+    def stop(self) -> None: ...
 
 
 class ClusterStats(HeldStats):
@@ -56,9 +81,10 @@ class ClusterStats(HeldStats):
 
 
 class ClusterView:
-    def __init__(self, client: aioredis.Redis, name: str, roots: list[str], *, local: Any = None,
+    def __init__(self, client: aioredis.Redis, name: str, roots: list[str], *, local: Local | None = None,
                  lease: float = LEASE) -> None:
         self.redis, self.keys, self.name, self.local = client, Keys(name), name, local
+        self.link = Link(client)
         self.roots = roots
         self.config = types.SimpleNamespace(roots=tuple(roots))
         self.lease = lease
@@ -66,7 +92,6 @@ class ClusterView:
         self.rows: list[ProcessRow] = []
         self.records = 0
         self.status = "running"
-        self.down = False
         self.problem = ""
         self._decoders: dict[str, SnapshotDecoder] = {}
         self._rings = Rings()
@@ -78,10 +103,21 @@ class ClusterView:
         self._detached = asyncio.Event()
         self._paused = False
         self._concurrency = 0
-        if local is None:  # only a monitor in its own process can leave the crawl running: `d`
-            self.detach = self._detach
 
     # -- what the app reads ---------------------------------------------------------
+    @property
+    def parts(self) -> Parts:
+        """With an engine here, its steering; without, the shared ignores, and `d`: only
+        a monitor in its own process can leave the crawl running."""
+        if self.local is not None:
+            return Parts(steer=self.local.engine, cluster=self)
+        return Parts(ignoring=self, detach=self, cluster=self)
+
+    @property
+    def down(self) -> bool:
+        """Redis unreachable at the last read."""
+        return self.link.down
+
     @property
     def paused(self) -> bool:
         return self.local.paused if self.local is not None else self._paused
@@ -113,12 +149,6 @@ class ClusterView:
         if live and all(s == "PAUSED" for s in live):
             return "PAUSED"
         return "RUNNING"
-
-    def __getattr__(self, name: str) -> Any:
-        """Steering (ignores, seeds, hosts, the queue view) goes to this process's engine."""
-        if name.startswith("_") or self.__dict__.get("local") is None:
-            raise AttributeError(name)
-        return getattr(self.local, name)
 
     # -- commands: the whole crawl --------------------------------------------------------
     def pause(self) -> None:
@@ -154,17 +184,17 @@ class ClusterView:
     # -- ignores from a monitor with no engine: straight to the crawl's shared set ---------
     async def add_ignore(self, pattern: str) -> IgnoreResult:
         if self.local is not None:
-            return await self.local.add_ignore(pattern)
+            return await self.local.engine.add_ignore(pattern)
         reason = Ignores.check(pattern)
         if reason is not None:
             return IgnoreResult(False, pattern, reason)
-        if await self.redis.hsetnx(self.keys.ignores, pattern, "monitor") == 0:
+        if await self.link.once(self.redis.hsetnx(self.keys.ignores, pattern, "monitor")) == 0:
             return IgnoreResult(False, pattern, f"already an ignore pattern: {pattern}")
         return IgnoreResult(True, pattern)  # each process drops its matches at its next beat
 
     def remove_ignore(self, pattern: str) -> bool:
         if self.local is not None:
-            return bool(self.local.remove_ignore(pattern))
+            return bool(self.local.engine.remove_ignore(pattern))
         asyncio.ensure_future(self._quietly(self.redis.hdel(self.keys.ignores, pattern)))
         return True
 
@@ -177,13 +207,13 @@ class ClusterView:
     def stop_process(self, proc: str) -> None:
         self._command("stop", proc=proc)
 
-    def _detach(self) -> None:
+    def detach(self) -> None:
         self._detached.set()
 
     def _command(self, op: str, arg: int | None = None, proc: str | None = None) -> None:
         asyncio.ensure_future(self._send(op, arg, proc))
 
-    async def _quietly(self, coro: Any) -> None:
+    async def _quietly(self, coro: Awaitable[Any]) -> None:
         with contextlib.suppress(*OUTAGE, RedisError):
             await coro
 
@@ -214,8 +244,7 @@ class ClusterView:
             try:
                 await self.read()
                 wait = POLL
-            except (*OUTAGE, RedisError):
-                self.down = True
+            except (*OUTAGE, RedisError):  # an outage: the link says so (down)
                 self.stats.snap = self.merged(None)
                 wait = min(wait * 2, 5.0)
             except Exception as exc:  # a row that isn't ours, or a bug: say so, and go on watching
@@ -231,35 +260,45 @@ class ClusterView:
         processes, usually none)."""
         k = self.keys
         pipe = self.redis.pipeline(transaction=False)
-        pipe.time().hget(k.meta, "status").hgetall(k.procs).hgetall(k.beats)
-        pipe.hget(k.count, "queued").scard(k.seen).zcard(k.leases).hget(k.count, "records").smembers(k.left)
-        now_t, status, procs, beats, queued, seen, leased, records, left = await pipe.execute()
+        pipe.time()
+        pipe.hget(k.meta, "status")
+        pipe.hgetall(k.procs)
+        pipe.hgetall(k.beats)
+        pipe.hget(k.count, "queued")
+        pipe.scard(k.seen)
+        pipe.zcard(k.leases)
+        pipe.hget(k.count, "records")
+        pipe.smembers(k.left)
+        now_t, status, procs, beats, queued, seen, leased, records, left = await self.link.once(pipe.execute())
         self.records = int(records or 0)  # every record of the crawl in Redis, from all processes
         now = now_t[0] * 1000 + now_t[1] // 1000
-        own = self.local.frontier.proc if self.local is not None else None
+        own = self.local.engine.frontier.proc if self.local is not None else None
         ids = sorted(p.decode() for p in procs)
         pipe = self.redis.pipeline(transaction=False)
         for proc in ids:
-            pipe.get(k.snap(proc)).smembers(k.held(proc))
+            pipe.get(k.snap(proc))
+            pipe.smembers(k.held(proc))
         # each one's final snapshot, read once (one still in `ids` left just now: next time)
         gone = sorted(p for p in (x.decode() for x in left) if p not in self._tried and p != own and p not in ids)
         for proc in gone:
             pipe.get(k.snap(proc))
-        got = await pipe.execute() if ids or gone else []
-        for proc, raw_final in zip(gone, got[2 * len(ids):]):
+        got = await self.link.once(pipe.execute()) if ids or gone else []
+        for proc, raw_final in zip(gone, got[2 * len(ids):], strict=True):
             self._tried.add(proc)  # once: a final snapshot that expired is not asked for again
             if raw_final is not None:
                 self._final[proc] = _retired(SnapshotDecoder().decode(json.loads(raw_final)))
-        rows, others, problem = [], [], ""
+        rows: list[ProcessRow] = []
+        others: list[Snapshot] = []
+        problem = ""
         for i, proc in enumerate(ids):
             raw_snap, held = got[2 * i], got[2 * i + 1]
             age = (now - int(beats.get(proc.encode(), 0) or 0)) / 1000
             lost = age > self.lease
-            left = None
+            expires = None
             if held and lost:  # a live process renews its leases; a lost one's run out
-                scores = [s for s in await self.redis.zmscore(k.leases, list(held)) if s is not None]
-                left = (min(scores) - now) / 1000 if scores else None
-            rows.append(ProcessRow(proc, ProcessInfo.from_json(procs[proc.encode()]), age, lost, len(held), left))
+                scores = [s for s in await self.link.once(self.redis.zmscore(k.leases, list(held))) if s is not None]
+                expires = (min(scores) - now) / 1000 if scores else None
+            rows.append(ProcessRow(proc, ProcessInfo.from_json(procs[proc.encode()]), age, lost, len(held), expires))
             if raw_snap is not None and proc != own and not lost:
                 try:  # one unreadable snapshot costs its process's numbers, not the whole read
                     snap = self._decoders.setdefault(proc, SnapshotDecoder()).decode(json.loads(raw_snap))
@@ -272,17 +311,17 @@ class ClusterView:
                 self._last[proc] = snap
         # a process that left (its final snapshot) or went silent (its last one) still
         # counts in the totals: what it fetched stays fetched, the end doesn't read "pages 0"
-        live = {p for p, r in zip(ids, rows) if not r.lost}
+        live = {p for p, r in zip(ids, rows, strict=True) if not r.lost}
         others += list(self._final.values())
         others += [_retired(snap) for proc, snap in self._last.items() if proc not in live and proc not in self._final]
         self.rows, self._others = rows, others
         self.status = status.decode() if status else "running"
         self._totals = (int(queued or 0), int(seen), int(leased))
         if self.local is None:
-            live = [r for r in rows if not r.lost]
-            self._paused = bool(live) and all(r.info.state == "PAUSED" for r in live)
-            self._concurrency = max((r.info.workers for r in live), default=self._concurrency)
-        self.down, self.problem = False, problem
+            running = [r for r in rows if not r.lost]
+            self._paused = bool(running) and all(r.info.state == "PAUSED" for r in running)
+            self._concurrency = max((r.info.workers for r in running), default=self._concurrency)
+        self.problem = problem
         self.stats.snap = self.merged(self.local.stats.snapshot() if self.local is not None else None)
 
 

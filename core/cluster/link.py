@@ -1,0 +1,97 @@
+"""Link: the one owner of a process's Redis connection, for the frontier, the member
+and the view alike.
+
+It counts round trips, says whether Redis is `down` (the monitor shows REDIS DOWN), and
+decides what a failure means: an outage (connection lost, timeout, Redis loading) is
+retried with backoff by `call` and only reported by `once`; any other Redis error, or a
+refused password, is fatal: `on_error` stops the crawl with it, never a hang.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import redis.asyncio as aioredis
+from redis.exceptions import AuthenticationError, BusyLoadingError, RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from ..errors import UsageError
+
+OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
+MAX_WAIT = 2.0  # seconds between tries at most, while Redis is away
+
+T = TypeVar("T")
+
+
+class Link:
+    def __init__(self, client: aioredis.Redis) -> None:
+        self.redis = client
+        self.down = False  # Redis unreachable right now: calls are being retried
+        self.round_trips = 0
+        self.closed = False  # after close(): an outage is no longer waited out
+        self.on_down: Callable[[bool], None] | None = None
+        self.on_error: Callable[[BaseException], None] | None = None
+
+    async def call(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """One round trip, retried with backoff while Redis is away (nothing is lost:
+        every script is safe to run again after a failure we cannot see the end of).
+        `fn` makes a fresh request per try. Any other Redis error is fatal (UsageError)."""
+        wait = 0.05
+        while True:
+            try:
+                result = await fn()
+            except AuthenticationError as exc:  # a ConnectionError to redis-py, but no outage
+                raise self._fatal(exc) from None
+            except OUTAGE:
+                if self.closed:
+                    raise
+                self._set_down(True)
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, MAX_WAIT)
+                continue
+            except RedisError as exc:
+                raise self._fatal(exc) from None
+            self.round_trips += 1
+            self._set_down(False)
+            return result
+
+    async def once(self, request: Awaitable[T]) -> T:
+        """One round trip, not retried (a monitor polls again anyway): any failure marks
+        the link down and is raised."""
+        try:
+            result = await request
+        except (*OUTAGE, RedisError):
+            self._set_down(True)
+            raise
+        self.round_trips += 1
+        self._set_down(False)
+        return result
+
+    def background(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
+        """A task talking to Redis on its own. A fatal error has already stopped the crawl
+        (on_error); what the task held comes back when its leases run out."""
+        async def run() -> Any:
+            try:
+                return await coro
+            except (UsageError, *OUTAGE):
+                return None
+
+        return asyncio.ensure_future(run())
+
+    async def close(self) -> None:
+        self.closed = True
+        await self.redis.aclose()
+
+    def _fatal(self, exc: Exception) -> UsageError:
+        fatal = UsageError(f"Redis refused a request: {exc}")
+        if self.on_error is not None:
+            self.on_error(fatal)
+        return fatal
+
+    def _set_down(self, down: bool) -> None:
+        if down != self.down:
+            self.down = down
+            if self.on_down is not None:
+                self.on_down(down)
