@@ -1,0 +1,150 @@
+"""What a crawl is told in confidence: request headers, proxy credentials, cookies.
+
+Where secrets go and where they never go
+----------------------------------------
+`--header` values and the proxy's user:password live only in the running process's
+CrawlConfig and its HTTP session (core/fetching/session.py).  Everything that leaves the process
+gets the redacted form made here:
+
+- the settings saved in a `--state` file and in Redis (`redact_config`, called by
+  `config_to_json`): header names are kept, values become REDACTED; a proxy keeps its
+  scheme, host and port and loses its user:password;
+- WARC request records (`redact_pairs`): Authorization, Proxy-Authorization and Cookie
+  always, and every header named by `--header` (the crawler hands the names to its
+  archive sinks); response records lose Set-Cookie values;
+- error texts in records and logs (`scrub`): a proxy password can't appear in them.
+
+Cookies are never in the config at all: the jar is a separate file (core/fetching/cookies.py).
+A resumed or joined crawl whose saved settings hold REDACTED placeholders needs the
+secrets on its own command line; `missing()` says which, and the CLI refuses to start
+without them (exit 2) rather than crawl a site logged out.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..config import CrawlConfig
+
+REDACTED = "REDACTED"
+# Credential headers: sent only to the roots' hosts (or --header-host), redacted everywhere.
+CREDENTIALS = frozenset(("authorization", "cookie", "proxy-authorization"))
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # CR, LF, NUL... (tab is allowed)
+# Process-wide, filled as secrets are parsed: a process runs one crawl's secrets, and
+# remembering more than needed only scrubs more (error texts, archived header values).
+_known: set[str] = set()  # secret strings, for scrub()
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """`Name: value` -> (name, value); UsageError (exit 2) for anything else."""
+    name, sep, value = text.partition(":")
+    name, value = name.strip(), value.strip()
+    if not sep:
+        raise UsageError("--header wants 'Name: value': there is no ':' in it")
+    if not _TOKEN.fullmatch(name):
+        raise UsageError(f"--header wants 'Name: value': {name[:40]!r} is not a header name")
+    if _BAD_VALUE.search(value):
+        raise UsageError(f"--header {name}: the value holds a control character (CR, LF, NUL...)")
+    return name, value
+
+
+def parse_headers(texts: Iterable[str]) -> list[tuple[str, str]]:
+    out = [parse_header(t) for t in texts]
+    for _, value in out:
+        remember(value)
+    return out
+
+
+def split_proxy(url: str) -> tuple[str, str | None, str | None]:
+    """(proxy URL without credentials, user, password); UsageError if not http(s)://host."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise UsageError(f"bad --proxy URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError("--proxy wants http://[USER:PASSWORD@]HOST[:PORT] (or https://)")
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    netloc = host + (f":{port}" if port else "")
+    user = parts.username
+    password = parts.password
+    for s in (user, password):
+        if s:
+            remember(s)
+    return (urlunsplit((parts.scheme, netloc, "", "", "")),
+            unquote(user) if user is not None else None, unquote(password) if password is not None else None)
+
+
+def redact_proxy(url: str | None) -> str | None:
+    if not url:
+        return url
+    try:
+        bare, user, password = split_proxy(url)
+    except UsageError:
+        return REDACTED
+    if user is None and password is None:
+        return bare
+    scheme, rest = bare.split("://", 1)
+    return f"{scheme}://{REDACTED}@{rest}"
+
+
+def redact_config(config: CrawlConfig) -> CrawlConfig:
+    """The config as it may be written down: no header value, no proxy credentials."""
+    headers = tuple(f"{h.partition(':')[0].strip()}: {REDACTED}" for h in config.headers)
+    return dataclasses.replace(config, headers=headers, proxy=redact_proxy(config.proxy))
+
+
+def missing(config: CrawlConfig) -> list[str]:
+    """The secrets a config read back from a state file or Redis still lacks."""
+    out = [f"--header '{h.partition(':')[0].strip()}: ...'" for h in config.headers
+           if h.partition(":")[2].strip() == REDACTED]
+    if config.proxy and f"{REDACTED}@" in config.proxy:
+        out.append(f"--proxy {config.proxy.replace(REDACTED, 'USER:PASSWORD')}")
+    return out
+
+
+def require(config: CrawlConfig, what: str) -> None:
+    """UsageError naming every secret `what` (a resume, a join) must be given again."""
+    gone = missing(config)
+    if gone:
+        raise UsageError(f"{what} needs its secrets again (they are never stored): give {' '.join(gone)}")
+
+
+def redact_pairs(pairs: Iterable[tuple[str, str]], names: Iterable[str] = (), *,
+                 request: bool = True) -> list[tuple[str, str]]:
+    """Header pairs for an archive. A request's credential headers, --header headers and
+    `names` get REDACTED values; a response's Set-Cookie keeps its cookie's name and
+    attributes, not its value. Any remembered secret is scrubbed from the rest."""
+    hide = (CREDENTIALS | {n.lower() for n in names}) if request else frozenset()
+    out = []
+    for name, value in pairs:
+        low = name.lower()
+        if low in hide:
+            value = REDACTED
+        elif low == "set-cookie":
+            cookie, sep, attrs = value.partition(";")
+            value = f"{cookie.partition('=')[0]}={REDACTED}{sep}{attrs}"
+        out.append((name, scrub(value)))
+    return out
+
+
+def remember(value: str) -> None:
+    """Note a secret this process holds, so scrub() can take it out of any text."""
+    if len(value) >= 4:  # shorter strings would scrub ordinary words
+        _known.add(value)
+
+
+def scrub(text: str) -> str:
+    """Text with every remembered secret replaced by REDACTED (error messages, logs)."""
+    for s in _known:
+        if s in text:
+            text = text.replace(s, REDACTED)
+    return text
+
