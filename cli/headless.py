@@ -43,7 +43,7 @@ def report(crawler: Crawler, out: TextIO) -> None:
       f"pages/s {s.rate_avg:.1f}\n")
     w(f"  redirects {s.redirects}  merges {s.merges}  retries {s.retries}  "
       f"robots-blocked {s.robots_blocked}  truncated {s.truncated}\n")
-    if s.sitemap_probes:  # guessed /sitemap.xml: no record unless found (core/parsing/sitemaps.py)
+    if s.sitemap_probes:  # guessed /sitemap.xml: no record unless found (core/fetching/sitemaps.py)
         w(f"  sitemap probes {s.sitemap_probes} ({s.sitemap_found} found)\n")
     w("  status codes:\n")
     for code, n in sorted(s.statuses.items()):

@@ -14,8 +14,8 @@ from typing import Any, NoReturn
 from ..core.config import CrawlConfig
 from ..core.errors import PatternError, UsageError
 from ..core.fetching import cookies as cookiefile
-from ..core.fetching.secrets import parse_headers, split_proxy
-from ..core.steering.patterns import check
+from ..core.queueing.patterns import check
+from ..core.secrets import parse_headers, split_proxy
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
@@ -140,7 +140,7 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.
 
 def add_session_options(p: argparse.ArgumentParser, *, join: bool = False) -> None:
     """Issue 21: request headers, proxy, cookies (core/fetching/session.py). Their secrets are never
-    stored (core/fetching/secrets.py): a resume or a join is given them again. `join` has these
+    stored (core/secrets.py): a resume or a join is given them again. `join` has these
     too, except --header-host: a setting of the crawl, which a join takes from Redis."""
     add = p.add_argument
     add("--header", action="append", default=[], metavar="'NAME: VALUE'",

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from ..core.config import CrawlConfig
 from ..core.crawler import Crawler
 from ..core.errors import StateError
-from ..core.fetching.secrets import require
 from ..core.monitor.sanitize import clean
 from ..core.output.records import Sink
 from ..core.output.warc import WarcSink
+from ..core.secrets import require
 from ..core.storage.open_state import open_state
 from ..core.storage.store import STATUS_FINISHED, STATUS_STOPPED, SqliteStore
 from .options import Parser, add_crawl_options, add_warc, config_from

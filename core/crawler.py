@@ -22,12 +22,12 @@ from .config import CrawlConfig
 from .fetching.fetch import REDIRECTS, Response, backoff, decode, fetch_once, on_sent, retry_after, retryable
 from .fetching.robots import Robots
 from .fetching.session import CrawlSession
+from .fetching.sitemaps import Sitemaps, is_sitemap
 from .monitor.queueview import QueueStats, QueueView
 from .monitor.stats import HostView, Stats, WorkerState
 from .output.provenance import hop, utc_iso
 from .output.records import JsonlSink, Record, Redacting, ResponseSink, Sink
 from .parsing import malloc
-from .parsing.sitemaps import Sitemaps, is_sitemap
 from .parsing.urls import LinkExtractor, canonical, netloc_of
 from .queueing.frontier import Frontier, Item, MemoryFrontier
 from .queueing.hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...core.errors import UsageError
-from ...core.fetching.secrets import require
 from ...core.monitor.sanitize import clean
+from ...core.secrets import require
 from ...core.sockets.rundir import check_name
 from .. import hangup, shared
 from ..options import Parser, add_crawl_options, add_session_options, positive, session_options

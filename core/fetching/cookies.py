@@ -26,7 +26,7 @@ from aiohttp.abc import AbstractCookieJar
 from yarl import URL
 
 from ..errors import UsageError
-from .secrets import remember
+from ..secrets import remember
 
 HEADER = "# Netscape HTTP Cookie File\n# Written by crawltop. It holds session cookies: keep it private.\n"
 _HTTPONLY = "#HttpOnly_"

@@ -36,8 +36,8 @@ from yarl import URL
 
 from ..config import CrawlConfig
 from ..errors import UsageError
+from ..secrets import CREDENTIALS, parse_headers, split_proxy
 from . import cookies as cookiefile
-from .secrets import CREDENTIALS, parse_headers, split_proxy
 
 SAVE_EVERY = 5.0  # seconds between saves of a --state crawl's cookie jar, when it changed
 ProxyFor = Callable[[URL], tuple[URL | None, BasicAuth | None]]

@@ -169,7 +169,7 @@ class Snapshot:
     host_counts: dict[str, int] = field(default_factory=dict)
     next_due: float | None = None
     hosts_over_budget: int = 0  # URLs refused over --max-pages-per-host, all hosts
-    sitemap_probes: int = 0  # guessed /sitemap.xml probes sent (core/parsing/sitemaps.py), found or not
+    sitemap_probes: int = 0  # guessed /sitemap.xml probes sent (core/fetching/sitemaps.py), found or not
     sitemap_found: int = 0  # of which looked like a sitemap and were queued
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from typing import IO, Protocol, runtime_checkable
 
 from ..errors import describe, error_kind
-from ..fetching.secrets import scrub
+from ..secrets import scrub
 
 
 @dataclass(slots=True, kw_only=True)

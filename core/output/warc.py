@@ -12,7 +12,7 @@ aiohttp hands us the decoded body, so the HTTP headers stored are rewritten to m
 it: Content-Encoding and Transfer-Encoding are dropped (kept as
 X-Crawltop-Orig-Content-Encoding / -Transfer-Encoding) and Content-Length is the
 stored length.  A body cut by --max-bytes gets `WARC-Truncated: length`.
-Secrets are redacted (core/fetching/secrets.py): the request record's Authorization, Cookie,
+Secrets are redacted (core/secrets.py): the request record's Authorization, Cookie,
 Proxy-Authorization and --header values, the response record's Set-Cookie values.
 
 Opening an existing archive appends to it (a resumed crawl); a partial record at the
@@ -31,7 +31,7 @@ from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untype
 from warcio.statusandheaders import StatusAndHeaders  # type: ignore[import-untyped]  # (same)
 from warcio.warcwriter import WARCWriter  # type: ignore[import-untyped]  # (same)
 
-from ..fetching.secrets import redact_pairs
+from ..secrets import redact_pairs
 from .records import Record
 
 MAX_QUEUED_BYTES = 64 * 1024 * 1024

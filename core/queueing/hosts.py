@@ -37,7 +37,7 @@ PAUSED = 1
 RETIRED = 2
 NEEDS_ROBOTS = 4  # robots.txt is the host's first request (Heritrix's prerequisite)
 STEP_PENDING = 8  # a worker does the host's robots.txt or probe: the host is not due meanwhile
-NEEDS_PROBE = 16  # its guessed /sitemap.xml is probed as one of its requests (core/parsing/sitemaps.py)
+NEEDS_PROBE = 16  # its guessed /sitemap.xml is probed as one of its requests (core/fetching/sitemaps.py)
 
 # Why a host backs off (Host.why), as the view shows it.
 # States of a host, in the order the header counts them.

@@ -1,7 +1,7 @@
 """Which URLs a crawl may follow: --scope, --include and --exclude.
 
 Decisions are cached per netloc, so the per-link cost is one dict lookup plus the
-regexes the user asked for (RE2, linear time: see core/steering/patterns.py).
+regexes the user asked for (RE2, linear time: see core/queueing/patterns.py).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import tldextract
 
 from ..config import Scope as ScopeKind
 from ..parsing.urls import host_of, netloc_of
-from ..steering.patterns import PatternSet
+from .patterns import PatternSet
 
 CACHE_MAX = 100_000
 

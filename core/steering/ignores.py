@@ -6,7 +6,7 @@ gets its one Record, error `Ignored: <pattern>`) and later links that match are 
 queued. Each pattern counts what it did: queued URLs dropped and later links stopped
 (each not-yet-seen link it turned away, counted once per page that linked it).
 
-All patterns are searched in one RE2 set (core/steering/patterns.py): linear time, one call per
+All patterns are searched in one RE2 set (core/queueing/patterns.py): linear time, one call per
 link however many patterns there are. Matching is only asked for links never seen
 before, so the per-link cost is paid once per new URL, not per occurrence.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PatternError
-from .patterns import PatternSet, check
+from ..queueing.patterns import PatternSet, check
 
 SETTING = "ignores"  # the key in a --state file's settings
 

@@ -31,9 +31,9 @@ from ..parsing.urls import canonical
 from ..queueing.frontier import Frontier
 from ..queueing.hosts import STATES, Host, Hosts
 from ..queueing.parts import Settings
+from ..queueing.patterns import PatternSet
 from ..queueing.scope import Scope
 from .ignores import SETTING, IgnoreResult, Ignores, IgnoreView
-from .patterns import PatternSet
 
 SEEDS = "seeds"  # settings key: seeds added while running (their hosts join the scope)
 MAX_DELAY = 3600.0

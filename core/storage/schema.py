@@ -26,7 +26,7 @@ from typing import Any
 
 from ..config import CrawlConfig
 from ..errors import StateError
-from ..fetching.secrets import redact_config
+from ..secrets import redact_config
 
 SCHEMA_VERSION = 2  # 2: urls.via and urls.discovery (issue 12)
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -95,7 +95,7 @@ _TUPLE_FIELDS = {f.name for f in dataclasses.fields(CrawlConfig) if str(f.type).
 
 def config_to_json(config: CrawlConfig) -> str:
     """The settings as stored (state file, Redis): header values and proxy credentials
-    redacted (core/fetching/secrets.py), so no secret is ever written down."""
+    redacted (core/secrets.py), so no secret is ever written down."""
     return json.dumps(dataclasses.asdict(redact_config(config)), sort_keys=True)
 
 

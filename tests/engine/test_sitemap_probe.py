@@ -14,7 +14,7 @@ from aiohttp import web
 from support.crawl import crawl
 from support.sites import page
 
-from crawltop.core.parsing.sitemaps import looks_like_sitemap
+from crawltop.core.fetching.sitemaps import looks_like_sitemap
 from crawltop.core.sockets.protocol import headline
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'

@@ -18,7 +18,7 @@ from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.monitor.queueview import QueueStats, suggest
 from crawltop.core.monitor.topk import RankedCounter
 from crawltop.core.queueing.frontier import Item, MemoryFrontier
-from crawltop.core.steering.patterns import PatternSet
+from crawltop.core.queueing.patterns import PatternSet
 from crawltop.core.storage.store import SqliteStore
 
 CAL = r"^https?://127\.0\.0\.1:\d+/cal/"

@@ -58,17 +58,17 @@ from defusedxml import DefusedXmlException  # type: ignore[import-untyped]  # ty
 from defusedxml.ElementTree import iterparse  # type: ignore[import-untyped]  # (same)
 
 from .. import errors
-from ..fetching.fetch import read_capped
 from ..output.provenance import hop
-from .urls import canonical
+from ..parsing.urls import canonical
+from .fetch import read_capped
 
 if TYPE_CHECKING:
-    from ..fetching.fetch import Response
-    from ..fetching.robots import Robots
     from ..monitor.stats import Stats
     from ..output.records import Record
     from ..queueing.item import Item
     from ..queueing.scope import Scope
+    from .fetch import Response
+    from .robots import Robots
 
 SITEMAP_MAX_BYTES = 50 * 1024 * 1024  # the sitemaps.org limit, uncompressed
 MAX_ENTRIES = 50_000  # the sitemaps.org limit per file

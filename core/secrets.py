@@ -27,10 +27,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from ..errors import UsageError
+from .errors import UsageError
 
 if TYPE_CHECKING:
-    from ..config import CrawlConfig
+    from .config import CrawlConfig
 
 REDACTED = "REDACTED"
 # Credential headers: sent only to the roots' hosts (or --header-host), redacted everywhere.
