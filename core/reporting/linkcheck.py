@@ -3,7 +3,7 @@
 The analysis reads records one at a time (from a JSONL file or a state file) and keeps
 only what it reports: the broken ones, the redirect hops, the slowest few pages and the
 totals, so a report over millions of records stays small.  The formats are in
-core/reporting/formats.py; the CLI (cli/report.py) only parses options and picks one.
+core/reporting/formats.py; the CLI (cli/commands/report.py) only parses options and picks one.
 
 What counts as broken
 ---------------------
