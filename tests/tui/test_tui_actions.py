@@ -11,6 +11,7 @@ from support.wait import until
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Input
 
+from crawltop.core.surface import Parts
 from crawltop.tui.actions import ACTIONS, NAV_KEYS
 from crawltop.tui.app import CrawlApp
 from crawltop.tui.panels.keybar import KeyBar
@@ -47,6 +48,10 @@ class Remote(FrozenCluster):
 
     def stop_process(self, proc: str) -> None:
         self.sent.append(("stop", proc))
+
+    @property
+    def parts(self) -> Parts:  # declares what it has (core/surface.py): detach too
+        return Parts(steer=self, cluster=self, detach=self)
 
     def detach(self) -> None:
         self.detached = True
