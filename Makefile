@@ -19,7 +19,7 @@ test: $(STAMP)
 	$(VENV)/bin/pytest
 
 screenshots: $(STAMP)
-	$(VENV)/bin/python -m crawltop.tui.screenshots
+	$(VENV)/bin/python scripts/screenshots.py
 
 # mypy and import-linter read the package as it is installed (`crawltop.core` is core/, and
 # so on: pyproject.toml), so they run on a copy laid out that way.

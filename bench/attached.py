@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 # The noqa E402 below: the package is imported after REPO, where the script has always had it.
 from crawltop.core import CrawlConfig, Crawler  # noqa: E402
-from crawltop.core.control import ControlServer  # noqa: E402
-from crawltop.core.runtime import claim  # noqa: E402
+from crawltop.core.sockets.rundir import claim  # noqa: E402
+from crawltop.core.sockets.server import ControlServer  # noqa: E402
 
 
 class Monitor:
@@ -65,8 +65,8 @@ class Monitor:
 
 
 POLL = """import sys, time
-from crawltop.core.protocol import SnapshotDecoder
-from crawltop.core.remote import Client
+from crawltop.core.sockets.protocol import SnapshotDecoder
+from crawltop.core.sockets.client import Client
 c, d = Client(sys.argv[1]), SnapshotDecoder()
 while True:
     d.decode(c.call("snapshot", since=d.since()))

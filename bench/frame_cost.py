@@ -14,10 +14,13 @@ import asyncio
 import dataclasses
 import sys
 import time
+from pathlib import Path
 
-from crawltop.core.stats import Snapshot
+from crawltop.core.monitor.stats import Snapshot
 from crawltop.tui.app import CrawlApp
-from crawltop.tui.frozen import FrozenCrawler
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the test stand-ins live there
+from support.frozen import FrozenCrawler  # noqa: E402 - importable once tests/ is on the path
 
 
 class Moving(FrozenCrawler):

@@ -139,11 +139,11 @@ def _rss_mb() -> float:
 async def _drive(url: str, target: int, fanout: int, workers: int) -> dict:
     """In the child: the engine's calls on a RedisFrontier, opened as the CLI opens one,
     for `target` URLs of the tree (see the module docstring)."""
-    from crawltop.core.cluster import open as cluster
+    from crawltop.core.cluster import connect as cluster
     from crawltop.core.config import CrawlConfig
-    from crawltop.core.frontier import Item
-    from crawltop.core.provenance import hop
-    from crawltop.core.records import Record
+    from crawltop.core.output.provenance import hop
+    from crawltop.core.output.records import Record
+    from crawltop.core.queueing.frontier import Item
 
     base = "http://127.0.0.1:8765/p/"
     config = CrawlConfig(roots=(base + "0",), concurrency=workers, robots=False)

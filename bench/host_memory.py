@@ -4,7 +4,7 @@ Each case runs in its own child process, so its RSS is its own:
 
 - `blind`: what a host-blind queue holds for the same URLs: a deque of the Items and a
   set of their URLs (the memory store's seen set). This is "the URLs themselves".
-- `memory`: the memory store (core/frontier.py MemoryFrontier): per-host queues, the
+- `memory`: the memory store (core/queueing/frontier.py MemoryFrontier): per-host queues, the
   ready heap, one `Host` per host, the same seen set.
 - `state`: the SQLite store (`--state`): host states and the queue head in memory, the
   rest on disk. Its figure is RSS in all, after every URL was added and committed.
@@ -43,7 +43,7 @@ def _rss_mb() -> float:
 
 
 def _items(hosts: int, per_host: int) -> Iterator[object]:
-    from crawltop.core.frontier import Item
+    from crawltop.core.queueing.frontier import Item
     for k in range(per_host):  # hosts interleaved, as links from many sites arrive
         for i in range(hosts):
             yield Item(f"http://h{i}.example/page/{k}", 10, 1)
@@ -51,8 +51,8 @@ def _items(hosts: int, per_host: int) -> Iterator[object]:
 
 async def _child(kind: str, hosts: int, per_host: int) -> dict:
     from crawltop.core import CrawlConfig
-    from crawltop.core.frontier import MemoryFrontier
-    from crawltop.core.resume import open_state
+    from crawltop.core.queueing.frontier import MemoryFrontier
+    from crawltop.core.storage.open_state import open_state
     gc.collect()
     base = _rss_mb()
     started = time.perf_counter()

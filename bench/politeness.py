@@ -446,7 +446,7 @@ def run_tool(sc: Scenario, tool: Tool, ng: Nginx, log: Path, robots: bool, tag: 
     nginx_cores = (ng.cpu() - ng_cpu) / wall
     res.update(wall_s=wall, cpu_s=cpu, cores=cpu / wall, rss_mb=rss, rc=rc, nginx_cores=nginx_cores,
                other_cores=max(0.0, last_machine_busy() - cpu / wall - nginx_cores))
-    if tool.processes > 1:  # each engine's log ends with its Redis round trips (cli/cluster.py)
+    if tool.processes > 1:  # each engine's log ends with its Redis round trips (cli/engine.py)
         trips = records = 0
         for i in range(1, tool.processes + 1):
             engine_log = STATE / "crawltop" / "log" / f"{tag}.p{i}.log"

@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 from crawltop.core import CrawlConfig, Crawler
-from crawltop.core.frontier import Item, MemoryFrontier
-from crawltop.core.store import SqliteStore
+from crawltop.core.queueing.frontier import Item, MemoryFrontier
+from crawltop.core.storage.store import SqliteStore
 
 HOST = "http://bench.example:8080"
 
@@ -92,7 +92,7 @@ async def measure(kind: str, batch: list[str], tmp: Path, frames: int, app_frame
 
     if app_frame:
         from crawltop.tui.app import CrawlApp
-        from crawltop.tui.steer import QueueScreen
+        from crawltop.tui.screens.steer import QueueScreen
 
         app = CrawlApp(crawler, refresh_hz=0.5)
         app._start_crawl = lambda: None  # type: ignore[method-assign]  # frames only, no crawl

@@ -188,11 +188,11 @@ def hosts_memory(urls: int, hosts: int) -> dict:
     """Redis memory of the per-host frontier: `urls` queued across `hosts` (see above)."""
     import asyncio
 
-    from crawltop.core.cluster import open as cluster
+    from crawltop.core.cluster import connect as cluster
     from crawltop.core.cluster.keys import Keys, decode_item, split_member
     from crawltop.core.config import CrawlConfig
-    from crawltop.core.frontier import Item
-    from crawltop.core.hosts import Politeness
+    from crawltop.core.queueing.frontier import Item
+    from crawltop.core.queueing.hosts import Politeness
 
     def url_of(i: int) -> tuple[str, str]:
         h = i % hosts

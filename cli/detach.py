@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.runtime import state_dir
+from ..core.sockets.rundir import state_dir
 from .listen import DETACH_FD, DETACH_LOG
 
 SECRET_ARGS = "CRAWLTOP_SECRET_ARGS"

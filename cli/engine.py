@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..core.cluster import open as cluster
+from ..core.cluster import connect as cluster
 from ..core.cluster.member import Member
 from ..core.cluster.view import ClusterView
 from ..core.config import CrawlConfig
 from ..core.crawler import Crawler
-from ..core.sanitize import clean
+from ..core.monitor.sanitize import clean
 from . import hangup
 from .listen import listen
 from .run import run_crawler
-from .state import extra_sinks
+from .state_file import extra_sinks
 
 
 def engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) -> int:
@@ -54,8 +54,8 @@ def engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) -
 def final_report(url: str, name: str) -> None:
     """The last process out writes the report of the whole crawl (`crawltop report`'s)."""
     from ..core.cluster.oneshot import records
-    from ..core.report import analyse
-    from ..core.report_format import FORMATS
+    from ..core.reporting.formats import FORMATS
+    from ..core.reporting.linkcheck import analyse
 
     try:
         sys.stdout.write(FORMATS["text"](analyse(records(url, name), source=f"crawl {name} on Redis")))

@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any
 
-from ..core.runtime import state_dir
+from ..core.sockets.rundir import state_dir
 from .headless import PROGRESS_EVERY, progress_line
 
 CHOICES = ("detach", "stop")
@@ -38,7 +38,7 @@ def log_path(name: str) -> str:
 
 
 class Hangup:
-    """The HangupPolicy of tui/app.py for a crawl listening on `control` (core/control.py)."""
+    """The HangupPolicy of tui/app.py for a crawl listening on `control` (core/sockets/server.py)."""
 
     def __init__(self, action: str, control: Any, *, name: str | None = None) -> None:
         self.stop = action == "stop"

@@ -7,8 +7,8 @@ import sys
 from typing import TextIO
 
 from ..core.crawler import Crawler
-from ..core.sanitize import clean
-from ..core.stats import Snapshot
+from ..core.monitor.sanitize import clean
+from ..core.monitor.stats import Snapshot
 
 PROGRESS_EVERY = 2.0
 
@@ -43,7 +43,7 @@ def report(crawler: Crawler, out: TextIO) -> None:
       f"pages/s {s.rate_avg:.1f}\n")
     w(f"  redirects {s.redirects}  merges {s.merges}  retries {s.retries}  "
       f"robots-blocked {s.robots_blocked}  truncated {s.truncated}\n")
-    if s.sitemap_probes:  # guessed /sitemap.xml: no record unless found (core/sitemaps.py)
+    if s.sitemap_probes:  # guessed /sitemap.xml: no record unless found (core/fetching/sitemaps.py)
         w(f"  sitemap probes {s.sitemap_probes} ({s.sitemap_found} found)\n")
     w("  status codes:\n")
     for code, n in sorted(s.statuses.items()):

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..core.control import Listening
-from ..core.runtime import claim, state_dir
+from ..core.sockets.rundir import claim, state_dir
+from ..core.sockets.server import Listening
 from . import hangup
 
 DETACH_FD = "CRAWLTOP_DETACH_FD"

@@ -11,7 +11,7 @@ from typing import NoReturn
 
 from .. import __version__ as VERSION
 from ..core.errors import UsageError
-from ..core.sanitize import clean
+from ..core.monitor.sanitize import clean
 from . import detach, shared
 from .commands import attach, crawl, ctl, demo, export, join, ls, report, resume, web
 from .options import Parser

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from ..core.cluster import open as cluster
+from ..core.cluster import connect as cluster
 from ..core.cluster.keys import Keys
 from ..core.cluster.view import ClusterView
 from .hangup import Hangup

@@ -11,10 +11,10 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from ..core import cookies as cookiefile
 from ..core.config import CrawlConfig
 from ..core.errors import PatternError, UsageError
-from ..core.patterns import check
+from ..core.fetching import cookies as cookiefile
+from ..core.queueing.patterns import check
 from ..core.secrets import parse_headers, split_proxy
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
@@ -139,7 +139,7 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.
 
 
 def add_session_options(p: argparse.ArgumentParser, *, join: bool = False) -> None:
-    """Issue 21: request headers, proxy, cookies (core/session.py). Their secrets are never
+    """Issue 21: request headers, proxy, cookies (core/fetching/session.py). Their secrets are never
     stored (core/secrets.py): a resume or a join is given them again. `join` has these
     too, except --header-host: a setting of the crawl, which a join takes from Redis."""
     add = p.add_argument
@@ -164,7 +164,7 @@ def add_session_options(p: argparse.ArgumentParser, *, join: bool = False) -> No
 
 
 def add_warc(p: argparse.ArgumentParser) -> None:
-    """`--warc`, for crawl, demo and resume (cli/state.py writes it)."""
+    """`--warc`, for crawl, demo and resume (cli/state_file.py writes it)."""
     p.add_argument("--warc", metavar="FILE.warc.gz", default=None,
                    help="write a WARC 1.1 archive of every response (default: none)")
 

@@ -20,8 +20,8 @@ from ..core.cluster.keys import Keys
 from ..core.cluster.oneshot import start, text
 from ..core.cluster.server import RedisServer, die_with_parent
 from ..core.config import CrawlConfig
-from ..core.runtime import state_dir
-from ..core.sanitize import clean
+from ..core.monitor.sanitize import clean
+from ..core.sockets.rundir import state_dir
 from . import hangup
 from .engine import final_report
 from .monitor import run_monitor

@@ -13,7 +13,7 @@ from .listen import listen
 def run_crawler(crawler: Crawler, args: argparse.Namespace) -> int:
     """Textual is imported here, and only when a terminal will show it. Either way the
     crawl listens on its control socket (attach, ctl, ls) while it runs."""
-    # a Listening (core/control.py): the crawler's own attributes pass through, and its control
+    # a Listening (core/sockets/server.py): the crawler's own attributes pass through, and its control
     listening: Any = listen(crawler, args)
     if args.headless or not sys.stdout.isatty():
         from .headless import run_headless

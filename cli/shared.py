@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from ..core.errors import UsageError
-from ..core.runtime import check_name, default_base
+from ..core.sockets.rundir import check_name, default_base
 from .options import positive
 
 

@@ -2,6 +2,6 @@
 from .. import __version__
 from .config import CrawlConfig
 from .crawler import Crawler
-from .records import Record
+from .output.records import Record
 
 __all__ = ["CrawlConfig", "Crawler", "Record", "__version__"]

@@ -22,7 +22,7 @@ class CrawlConfig:
     per_host: int | None = None
     delay: float = 0.0
     robots: bool = True
-    # Read sitemaps (robots.txt's Sitemap: lines, else /sitemap.xml): core/sitemaps.py.
+    # Read sitemaps (robots.txt's Sitemap: lines, else /sitemap.xml): core/fetching/sitemaps.py.
     # The CLI turns them on unless --no-sitemaps; off here, so an embedded Crawler (and
     # every test of something else) fetches only the URLs it is given and finds.
     sitemaps: bool = False
@@ -34,7 +34,7 @@ class CrawlConfig:
     max_wait: float = 60.0
     # Start with workers paused (a resumed crawl that was quit while paused).
     start_paused: bool = False
-    # Scheduling by host (core/hosts.py): the politeness key, the cap on robots.txt
+    # Scheduling by host (core/queueing/hosts.py): the politeness key, the cap on robots.txt
     # Crawl-delay, the adaptive delay (factor x last response time; 0: off), retirement
     # after N host failures in a row, and a budget of URLs per host (None: no budget).
     queue_by: QueueBy = "host"
@@ -42,7 +42,7 @@ class CrawlConfig:
     delay_factor: float = 0.0
     host_max_failures: int = 5
     max_pages_per_host: int | None = None
-    # -- issue 21: what a real site needs (core/session.py; secrets: core/secrets.py) --
+    # -- issue 21: what a real site needs (core/fetching/session.py; secrets: core/secrets.py) --
     # `Name: value` request headers; Authorization/Cookie/Proxy-Authorization go only to
     # the roots' hosts, or to `header_hosts` when given. Values are secrets: stored redacted.
     headers: tuple[str, ...] = ()

@@ -4,7 +4,7 @@ One frontier of (url, redirects_left, depth) items, drained by N worker tasks;
 crawl() waits on join() and then cancels the workers. Redirects are followed by
 hand, so every hop passes scope and robots and can be recorded as a merge. The
 control surface (pause, resume, set_concurrency, cancel_worker, stop, and the steering
-of core/steer.py: ignores, seeds, host pause and delay) is plain methods, safe to call
+of core/steering/steer.py: ignores, seeds, host pause and delay) is plain methods, safe to call
 from the same loop at any time: core/surface.py's `Engine` and `Steer`.
 """
 from __future__ import annotations
@@ -17,29 +17,30 @@ from typing import Any
 import aiohttp
 
 from .. import __version__
-from . import errors, malloc
+from . import errors
 from .config import CrawlConfig
-from .fetch import REDIRECTS, Response, backoff, decode, fetch_once, on_sent, retry_after, retryable
-from .frontier import Frontier, Item, MemoryFrontier
-from .frontier_parts import Failing, Lookup, Scheduled
-from .hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness
-from .ignores import IgnoreResult, Ignores, IgnoreView
-from .provenance import hop, utc_iso
-from .queueview import QueueStats, QueueView
-from .records import JsonlSink, Record, Redacting, ResponseSink, Sink
-from .robots import Robots
-from .scope import Scope
-from .session import CrawlSession
-from .sitemaps import Sitemaps, is_sitemap
-from .stats import HostView, Stats, WorkerState
-from .steer import SeedResult, Steering
+from .fetching.fetch import REDIRECTS, Response, backoff, decode, fetch_once, on_sent, retry_after, retryable
+from .fetching.robots import Robots
+from .fetching.session import CrawlSession
+from .fetching.sitemaps import Sitemaps, is_sitemap
+from .monitor.queueview import QueueStats, QueueView
+from .monitor.stats import HostView, Stats, WorkerState
+from .output.provenance import hop, utc_iso
+from .output.records import JsonlSink, Record, Redacting, ResponseSink, Sink
+from .parsing import malloc
+from .parsing.urls import LinkExtractor, canonical, netloc_of
+from .queueing.frontier import Frontier, Item, MemoryFrontier
+from .queueing.hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness
+from .queueing.parts import Failing, Lookup, Scheduled
+from .queueing.scope import Scope
+from .steering.ignores import IgnoreResult, Ignores, IgnoreView
+from .steering.steer import SeedResult, Steering
 from .surface import Parts
-from .urls import LinkExtractor, canonical, netloc_of
 
 VERSION = __version__
 NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
 HOST_KINDS = frozenset(("dns", "connect", "tls"))  # the host could not be reached: it backs off
-LARGE_BODY = 1 << 20  # after parsing a body this large, give its memory back (core/malloc.py)
+LARGE_BODY = 1 << 20  # after parsing a body this large, give its memory back (core/parsing/malloc.py)
 
 
 class Crawler:
@@ -58,9 +59,9 @@ class Crawler:
         self.config = config
         self.roots: list[str] = [r for r in roots if r]
         store: Frontier = frontier if frontier is not None else MemoryFrontier()
-        # Every store schedules by host: core/hosts.py, or in Redis core/cluster/hosts.py.
+        # Every store schedules by host: core/queueing/hosts.py, or in Redis core/cluster/hosts.py.
         if not isinstance(store, Scheduled):
-            raise TypeError("a frontier must schedule by host: it has no .hosts (core/hosts.py)")
+            raise TypeError("a frontier must schedule by host: it has no .hosts (core/queueing/hosts.py)")
         self.frontier = store
         self.sinks: list[Sink] = list(sinks)
         if config.output:
@@ -182,7 +183,7 @@ class Crawler:
             self.stats.state = "STOPPING"
             self._stopping.set()
 
-    # -- steering (core/steer.py), on the one control surface ------------------------
+    # -- steering (core/steering/steer.py), on the one control surface ------------------------
     @property
     def ignore_rules(self) -> Ignores:
         return self.steering.ignore_rules
@@ -228,7 +229,7 @@ class Crawler:
         timeout = aiohttp.ClientTimeout(
             total=self.config.timeout * 3, sock_connect=self.config.timeout, sock_read=self.config.timeout
         )
-        # issue 21: headers, proxy and cookie jar live in core/session.py. A request's gap
+        # issue 21: headers, proxy and cookie jar live in core/fetching/session.py. A request's gap
         # counts from when its headers leave, read by a trace; it costs a little per
         # response chunk, so only when a delay is asked for (a Crawl-delay or a live one
         # then counts from just before the request).
@@ -523,11 +524,11 @@ class Crawler:
         without one (robots said no, a cancel, a surprise)."""
         host, ws.slot = ws.slot, None
         if host is not None:
-            self._sched.finished(host)  # type: ignore[arg-type]  # WorkerState.slot holds a Host (core/stats.py)
+            self._sched.finished(host)  # type: ignore[arg-type]  # WorkerState.slot holds a Host (core/monitor/stats.py)
 
     def _host_failed(self, host: Host, why: str, started: float, retry_after: float | None, *,
                      block: bool, strike: bool) -> None:
-        """Tell the host (core/hosts.py Hosts.failed) and retire it when it says so."""
+        """Tell the host (core/queueing/hosts.py Hosts.failed) and retire it when it says so."""
         now = asyncio.get_running_loop().time()
         if self._sched.failed(host, why, started, now, retry_after, block=block, strike=strike):
             self._retire_host(host)

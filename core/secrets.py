@@ -3,7 +3,7 @@
 Where secrets go and where they never go
 ----------------------------------------
 `--header` values and the proxy's user:password live only in the running process's
-CrawlConfig and its HTTP session (core/session.py).  Everything that leaves the process
+CrawlConfig and its HTTP session (core/fetching/session.py).  Everything that leaves the process
 gets the redacted form made here:
 
 - the settings saved in a `--state` file and in Redis (`redact_config`, called by
@@ -14,7 +14,7 @@ gets the redacted form made here:
   archive sinks); response records lose Set-Cookie values;
 - error texts in records and logs (`scrub`): a proxy password can't appear in them.
 
-Cookies are never in the config at all: the jar is a separate file (core/cookies.py).
+Cookies are never in the config at all: the jar is a separate file (core/fetching/cookies.py).
 A resumed or joined crawl whose saved settings hold REDACTED placeholders needs the
 secrets on its own command line; `missing()` says which, and the CLI refuses to start
 without them (exit 2) rather than crawl a site logged out.

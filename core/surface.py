@@ -1,9 +1,9 @@
 """The control surface: what a monitor (the TUI) may read and call on a crawl.
 
 Every crawl a monitor drives is a `Monitor`: a `Crawler` in this process, a crawl in
-another process over its socket (core/remote.py), a shared crawl seen from Redis
-(core/cluster/view.py), the wrappers that serve or share an engine (core/control.py's
-`Listening`, core/cluster/member.py's `Member`) and the stand-ins of tests (tui/frozen.py).
+another process over its socket (core/sockets/client.py), a shared crawl seen from Redis
+(core/cluster/view.py), the wrappers that serve or share an engine (core/sockets/server.py's
+`Listening`, core/cluster/member.py's `Member`) and the stand-ins of tests (tests/support/frozen.py).
 They implement it structurally: nothing here is inherited.
 
 Optional capabilities are declared, never probed: `Monitor.parts` says which parts a
@@ -17,14 +17,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .ignores import IgnoreResult, IgnoreView
-from .queueview import QueueView
-from .stats import HostView, Snapshot
-from .steer import SeedResult
+from .monitor.queueview import QueueView
+from .monitor.stats import HostView, Snapshot
+from .steering.ignores import IgnoreResult, IgnoreView
+from .steering.steer import SeedResult
 
 
 class MonitorStats(Protocol):
-    """What a monitor reads of a crawl's numbers (core/stats.py Stats, or a copy)."""
+    """What a monitor reads of a crawl's numbers (core/monitor/stats.py Stats, or a copy)."""
 
     @property
     def state(self) -> str: ...
@@ -54,7 +54,7 @@ class Ignoring(Protocol):
 
 
 class Steer(HostTable, Ignoring, Protocol):
-    """Steering an engine: ignores, seeds, hosts, the queue view (core/steer.py)."""
+    """Steering an engine: ignores, seeds, hosts, the queue view (core/steering/steer.py)."""
 
     def ignores(self) -> tuple[IgnoreView, ...]: ...
     def add_seed(self, url: str) -> SeedResult: ...
@@ -122,7 +122,7 @@ class Monitor(Protocol):
 
 class Engine(Monitor, Protocol):
     """A crawl in this process (a Crawler, or a Member around one): what its control
-    socket serves (core/control.py) besides the commands of core/protocol.py."""
+    socket serves (core/sockets/server.py) besides the commands of core/sockets/protocol.py."""
 
     @property
     def roots(self) -> Sequence[str]: ...

@@ -95,7 +95,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("merges", "r", "merges", "Merges", "Redirect merges", "Redirect merges and redirects, filterable"),
     Action("summary", "s", "summary", "Summary", "Summary", "Summary of the finished crawl"),
     Action("help", "question_mark", "help", "Help", "Help: keys", "Every key", display="?"),
-    # Steering (core/steer.py): in the help screen and the palette, not the key bar.
+    # Steering (core/steering/steer.py): in the help screen and the palette, not the key bar.
     Action("queue", "u", "queue", "Queue", "Queue view", "Queue view: top prefixes, growth, traps, next URLs",
            show=False),
     Action("queues", "H", "queues", "Host queues", "Host queues",

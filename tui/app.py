@@ -23,23 +23,25 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 
 from ..core.errors import describe
-from ..core.ignores import IgnoreView
-from ..core.queueview import QueueView
-from ..core.sanitize import clean
-from ..core.stats import Snapshot
+from ..core.monitor.queueview import QueueView
+from ..core.monitor.sanitize import clean
+from ..core.monitor.stats import Snapshot
+from ..core.steering.ignores import IgnoreView
 from ..core.surface import Ignoring, Monitor, Steer
 from . import fmt
 from .actions import bindings, help_lines
-from .breakdown import BreakdownPanel
-from .commands import CrawlCommands
-from .errors import ErrorsPanel
-from .keybar import KeyBar
-from .line import Line
-from .merges import MergesPanel
 from .pace import Pace, machine_idle
-from .processes import ProcessesPanel
-from .queues import QueuesScreen
-from .screens import (
+from .palette import CrawlCommands
+from .panels.breakdown import BreakdownPanel
+from .panels.failures import ErrorsPanel
+from .panels.keybar import KeyBar
+from .panels.merges import MergesPanel
+from .panels.processes import ProcessesPanel
+from .panels.sparks import SparkPanel
+from .panels.status import StatusBar
+from .panels.summary import SummaryScreen, summary_content
+from .panels.workers import WorkersPanel, WorkersTable
+from .screens.dialogs import (
     ConcurrencyPrompt,
     ConfirmQuit,
     ErrorListScreen,
@@ -47,12 +49,10 @@ from .screens import (
     HelpScreen,
     MergeListScreen,
 )
-from .sparks import SparkPanel
-from .status import StatusBar
-from .steer import IgnoresScreen, QueueScreen, TextPrompt, trap_parts
-from .summary import SummaryScreen, summary_content
+from .screens.queues import QueuesScreen
+from .screens.steer import IgnoresScreen, QueueScreen, TextPrompt, trap_parts
 from .terminal import driver_class
-from .workers import WorkersPanel, WorkersTable
+from .widgets.line import Line
 
 MAX_CONCURRENCY = 10_000
 LIVE = ("RUNNING", "PAUSED")
@@ -423,7 +423,7 @@ class CrawlApp(App[int]):
         if self._finished and not isinstance(self.screen, SummaryScreen):
             self.push_screen(self._summary_screen(self.last_snapshot or self.refresh_now()))
 
-    # -- steering (tui/steer.py screens; core/steer.py methods) -------------------
+    # -- steering (tui/screens/steer.py screens; core/steering/steer.py methods) -------------------
     def _cannot_steer(self) -> None:
         self.notify("This crawl cannot be steered from here (no engine in this process)",
                     severity="warning", timeout=3)

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 
 from rich.text import Text
 
-from ..core.hosttext import secs as seconds  # noqa: F401  (time in a phase: 0.4s, 12s, 3m05s; one wording)
-from ..core.sanitize import clean
+from ..core.monitor.hosttext import secs as seconds  # noqa: F401  (time in a phase: 0.4s, 12s, 3m05s; one wording)
+from ..core.monitor.sanitize import clean
 
 
 def safe(value: object, style: str = "", limit: int = 500) -> Text:

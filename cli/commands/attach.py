@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...core.errors import RemoteError, UsageError
-from ...core.remote import RemoteCrawler
-from ...core.runtime import resolve
-from ...core.sanitize import clean
+from ...core.monitor.sanitize import clean
+from ...core.sockets.client import RemoteCrawler
+from ...core.sockets.rundir import resolve
 
 LOST = 3  # the app's return code when the crawl process went away
 NICE = 5

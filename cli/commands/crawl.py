@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     shared.check_mix(args)
     if args.state:
-        from ..state import run as run_state
+        from ..state_file import run as run_state
 
         return run_state(args, argv)
     return crawl(args, args.roots)
@@ -37,7 +37,7 @@ def crawl(args: argparse.Namespace, roots: Sequence[str]) -> int:
         return run_shared(args, config_from(args, roots))
     from ...core.crawler import Crawler
     from ..run import run_crawler
-    from ..state import extra_sinks
+    from ..state_file import extra_sinks
 
     crawler = Crawler(config_from(args, roots), sinks=extra_sinks(args))
     return run_crawler(crawler, args)

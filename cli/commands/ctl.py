@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...core.errors import RemoteError, UsageError
-from ...core.remote import Client
-from ...core.runtime import resolve
-from ...core.sanitize import clean
+from ...core.monitor.sanitize import clean
+from ...core.sockets.client import Client
+from ...core.sockets.rundir import resolve
 
 ACTIONS = {  # ctl action -> (protocol op, argument name or None)
     "pause": ("pause", None),
@@ -162,9 +162,9 @@ HOST_COLUMNS = ("HOST", "STATE", "QUEUED", "FLIGHT", "DONE", "ERRORS", "DELAY", 
 def run_hosts(args: argparse.Namespace) -> int:
     """`ctl NAME hosts [--sort KEY] [--state STATE] [--limit N] [--json]`: every host's queue
     row as the queues view (`H`) shows it. A bad key or state is a usage error (exit 2)."""
-    from ...core.hosttext import delay_text, state_text
-    from ...core.stats import HostView
-    from ...core.steer import HOST_SORTS, STATES
+    from ...core.monitor.hosttext import delay_text, state_text
+    from ...core.monitor.stats import HostView
+    from ...core.steering.steer import HOST_SORTS, STATES
 
     if args.value:
         raise UsageError("hosts takes no value: crawltop ctl NAME hosts [--sort KEY] [--state STATE] [--json]")
@@ -210,11 +210,11 @@ def run_shared(args: argparse.Namespace) -> int:
     import dataclasses
 
     from ...core.cluster import commands
-    from ...core.cluster import open as cluster
+    from ...core.cluster import connect as cluster
     from ...core.cluster.keys import Keys
     from ...core.cluster.oneshot import text
     from ...core.cluster.view import ClusterView
-    from ...core.runtime import check_name
+    from ...core.sockets.rundir import check_name
 
     name = check_name(args.name)
     op = {"pause": "pause", "resume": "resume", "stop": "stop", "concurrency": "concurrency"}.get(args.action)

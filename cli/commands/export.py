@@ -6,8 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ...core.export import export_csv, export_jsonl
-from ...core.sanitize import clean
+from ...core.monitor.sanitize import clean
+from ...core.storage.export import export_csv, export_jsonl
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -57,7 +57,7 @@ def _shared(args: argparse.Namespace) -> int:
     from ...core.cluster.oneshot import join
     from ...core.cluster.records import StreamRecords
     from ...core.errors import UsageError
-    from ...core.runtime import check_name
+    from ...core.sockets.rundir import check_name
 
     name = check_name(args.state)
     r = redis.Redis.from_url(args.redis, socket_timeout=30)

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...core.errors import UsageError
-from ...core.runtime import check_name
-from ...core.sanitize import clean
+from ...core.monitor.sanitize import clean
 from ...core.secrets import require
+from ...core.sockets.rundir import check_name
 from .. import hangup, shared
 from ..options import Parser, add_crawl_options, add_session_options, positive, session_options
 

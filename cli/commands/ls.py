@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import RemoteError, UsageError
-from ...core.remote import Client
-from ...core.runtime import live_sockets, run_dir
-from ...core.sanitize import clean
+from ...core.monitor.sanitize import clean
+from ...core.sockets.client import Client
+from ...core.sockets.rundir import live_sockets, run_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

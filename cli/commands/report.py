@@ -1,6 +1,6 @@
 """`crawltop report SOURCE`: broken links by page, redirect chains, slowest pages, totals.
 
-The analysis is core/report.py and the formats core/report_format.py; this module only
+The analysis is core/reporting/linkcheck.py and the formats core/reporting/formats.py; this module only
 parses the options, writes the output and maps the outcome to an exit code:
 0 nothing broken, 1 something broken, 2 bad input (one line on stderr).
 """
@@ -11,9 +11,9 @@ import sys
 from collections.abc import Sequence
 
 from ...core.errors import ReportError
-from ...core.report import Options, analyse, load
-from ...core.report_format import FORMATS
-from ...core.sanitize import clean
+from ...core.monitor.sanitize import clean
+from ...core.reporting.formats import FORMATS
+from ...core.reporting.linkcheck import Options, analyse, load
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -1,4 +1,4 @@
-"""`crawltop resume PATH`: continue a crawl from its --state file (cli/state.py)."""
+"""`crawltop resume PATH`: continue a crawl from its --state file (cli/state_file.py)."""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +17,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from ..state import run as run_state
+    from ..state_file import run as run_state
 
     return run_state(args, argv)

@@ -7,8 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from ...core.errors import UsageError
-from ...core.runtime import resolve
-from ...core.sanitize import clean
+from ...core.monitor.sanitize import clean
+from ...core.sockets.rundir import resolve
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -1,4 +1,4 @@
-"""RedisFrontier: the `Frontier` of core/frontier.py, shared by every process of a crawl.
+"""RedisFrontier: the `Frontier` of core/queueing/frontier.py, shared by every process of a crawl.
 
 Workers don't change. What does:
 - add() is synchronous, so links wait in `_pending` and ride along with the done of the
@@ -31,8 +31,8 @@ import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, RedisError
 
 from ..errors import UsageError
-from ..frontier import Item
-from ..records import Record
+from ..output.records import Record
+from ..queueing.frontier import Item
 from . import scripts
 from .hosts import RedisHosts
 from .keys import Keys, decode_item, encode_item, fingerprint, split_member

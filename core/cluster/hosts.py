@@ -2,7 +2,7 @@
 
 core/crawler.py schedules by host through a small surface (`of`, `started`, `finished`,
 `succeeded`, `failed`, `retire`, `untake`, `set_crawl_delay`, `pause`, `resume`,
-`set_live_delay`, `key`, `host`, `hosts`, `counts`): core/hosts.py's `Hosts` in one
+`set_live_delay`, `key`, `host`, `hosts`, `counts`): core/queueing/hosts.py's `Hosts` in one
 process. Here the same calls act on the whole crawl: each outcome becomes a host event
 that rides in the next DONE batch (core/cluster/scripts.py), where Redis updates the
 host's delay, back-off, failures and retirement for every process at once. Nothing here
@@ -18,12 +18,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from ..hosts import NEEDS_PROBE, NEEDS_ROBOTS, PAUSED, RETIRED, STATES, STEP_PENDING, HostRow, Politeness, key_function
-from ..urls import netloc_of
+from ..parsing.urls import netloc_of
+from ..queueing.hosts import (
+    NEEDS_PROBE,
+    NEEDS_ROBOTS,
+    PAUSED,
+    RETIRED,
+    STATES,
+    STEP_PENDING,
+    HostRow,
+    Politeness,
+    key_function,
+)
 from .scripts import HOST_FIELDS
 
 if TYPE_CHECKING:
-    from ..item import Item
+    from ..queueing.item import Item
 
 Event = tuple[str, str, float, int, int, str]  # kind, host, started (loop time), b, c, why
 

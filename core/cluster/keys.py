@@ -24,7 +24,7 @@ hash tag: all keys of one crawl land on one shard, so the scripts may touch them
   held:PROC     SET    the "HOST ITEM"s PROC holds (its heartbeat renews exactly these)
   procs         HASH   process id -> JSON: host, pid, state, workers, busy, pages, rate (ProcessInfo)
   beats         HASH   process id -> its last heartbeat (ms, the server's clock)
-  snap:PROC     STRING PROC's latest Stats snapshot (core/protocol.py encoding), expires
+  snap:PROC     STRING PROC's latest Stats snapshot (core/sockets/protocol.py encoding), expires
                        (at leave, its final one, kept FINAL_TTL for the monitors)
   left          SET    processes that left: a monitor reads each one's final snapshot once
   rec           STREAM one entry per Record: url, data (JSON), new (links it queued), proc
@@ -44,7 +44,7 @@ import os
 import socket
 from hashlib import blake2b
 
-from ..item import Item
+from ..queueing.item import Item
 
 MAGIC = "crawltop-cluster/2"  # per-host queues (issue 22)
 OLD_MAGICS = ("crawltop-cluster/1",)  # one FIFO and a gate: exported, never continued

@@ -1,6 +1,6 @@
 """One process of a shared crawl: its heartbeat, its control, its leaving.
 
-`Member` wraps a Crawler the way core/control.py's Listening does: it is an `Engine` and
+`Member` wraps a Crawler the way core/sockets/server.py's Listening does: it is an `Engine` and
 a `Steer` (core/surface.py), each member passed on to the crawler but ignores (one set
 for the whole crawl, through Redis), and crawl() also runs the heartbeat. Each beat (one script call):
 renews this process's leases, publishes its ProcessInfo and Stats snapshot for the
@@ -19,11 +19,11 @@ from collections.abc import Sequence
 
 from ..crawler import Crawler
 from ..errors import UsageError
-from ..ignores import IgnoreResult, Ignores, IgnoreView
-from ..protocol import encode_snapshot, rings
-from ..queueview import QueueView
-from ..stats import HostView, Snapshot, Stats
-from ..steer import SeedResult
+from ..monitor.queueview import QueueView
+from ..monitor.stats import HostView, Snapshot, Stats
+from ..sockets.protocol import encode_snapshot, rings
+from ..steering.ignores import IgnoreResult, Ignores, IgnoreView
+from ..steering.steer import SeedResult
 from ..surface import HasRoots, Parts
 from . import scripts
 from .frontier import ROWS, RedisFrontier

@@ -12,8 +12,8 @@ import redis
 
 from ..config import CrawlConfig
 from ..errors import ReportError, UsageError
-from ..runtime import check_name
-from . import open as cluster
+from ..sockets.rundir import check_name
+from . import connect as cluster
 from .keys import Keys
 from .records import StreamRecords
 

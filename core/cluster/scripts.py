@@ -1,7 +1,7 @@
 """Every multi-step change to a shared crawl, each one Lua script run atomically by Redis.
 
 Time is the server's (TIME), so machines with skewed clocks agree on lease deadlines
-and host delays. The crawl is scheduled by host, as in one process (core/hosts.py): a
+and host delays. The crawl is scheduled by host, as in one process (core/queueing/hosts.py): a
 list of queued items per host, a sorted set `ready` of hosts by next-allowed time, and
 a small hash of state per host. POP serves only hosts that are due and under their
 --per-host cap, so no process ever holds a URL for a host that is not due and nobody
@@ -48,7 +48,7 @@ local function delay_of(h)
   if d then return tonumber(d) end
   return DELAY
 end
--- (Re)place the host in `ready` from its state, or take it out (core/hosts.py _schedule).
+-- (Re)place the host in `ready` from its state, or take it out (core/queueing/hosts.py _schedule).
 local function schedule(h)
   local s = redis.call('HMGET', hk(h), 'n', 'u', 'f', 'p', 'r')
   if s[4] == '1' or redis.call('LLEN', qk(h)) == 0 then
@@ -282,7 +282,7 @@ return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), redi
 #   s  a success, started a ms ago, latency b ms: the adaptive delay, failures reset
 #   f  a failure, started a ms ago, Retry-After b ms (-1: none); c = block + 2 x strike:
 #      block backs the whole host off (429, 503, unreachable), strike counts toward
-#      retirement (unreachable, timeouts; core/hosts.py Hosts.failed)
+#      retirement (unreachable, timeouts; core/queueing/hosts.py Hosts.failed)
 #   c  robots.txt said Crawl-delay b ms (fetched a ms ago)
 # URLs: record == '' gives the URL back as `back` (first in its host's queue, or in
 # after_ms); else the record is written, only by the lease holder. A batch sent again

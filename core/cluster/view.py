@@ -1,9 +1,9 @@
 """ClusterView: a whole shared crawl seen from Redis, with the surface the TUI drives.
 
-The TUI cannot tell it from a local Crawler or a RemoteCrawler (core/remote.py). It
+The TUI cannot tell it from a local Crawler or a RemoteCrawler (core/sockets/client.py). It
 reads the crawl with one pipelined round trip twice a second (never two at once):
 every process's row and Stats snapshot, the queue, the seen set and the leases; then
-merges them (core/cluster/merge.py). Keys act on the whole crawl through Redis
+merges them (core/cluster/combine.py). Keys act on the whole crawl through Redis
 (core/cluster/commands.py); `pause_process` and friends on one process.
 
 With `local` (the Member of this process, served on its socket: the same-loop TUI of
@@ -26,17 +26,17 @@ from typing import Any, Protocol
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from ..ignores import IgnoreResult, Ignores
-from ..protocol import SnapshotDecoder
-from ..remote import HeldStats
-from ..stats import Snapshot
+from ..monitor.stats import Snapshot
+from ..sockets.client import HeldStats
+from ..sockets.protocol import SnapshotDecoder
+from ..steering.ignores import IgnoreResult, Ignores
 from ..surface import MonitorStats, Parts
 from . import commands
+from .combine import WORKER_BLOCK, Rings, merge
 from .frontier import LEASE
 from .keys import Keys
 from .link import OUTAGE, Link
 from .member import Member
-from .merge import WORKER_BLOCK, Rings, merge
 from .procs import ProcessInfo, ProcessRow
 
 POLL = 0.5  # seconds between reads of the crawl
@@ -44,7 +44,7 @@ POLL = 0.5  # seconds between reads of the crawl
 
 class Local(Protocol):
     """This process's engine as the view drives it: a Member, served on its control
-    socket (core/control.py Listening[Member])."""
+    socket (core/sockets/server.py Listening[Member])."""
 
     @property
     def engine(self) -> Member: ...

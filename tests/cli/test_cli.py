@@ -68,6 +68,6 @@ def test_ctrl_c_stops_cleanly_with_report_and_records(tmp_path: Path) -> None:
 
 
 def test_escape_sequences_never_reach_the_terminal() -> None:
-    from crawltop.core.sanitize import clean
+    from crawltop.core.monitor.sanitize import clean
 
     assert clean("http://x/\x1b[2J\x1b]0;pwned\x07\u202e") == "http://x/?[2J?]0;pwned??"

@@ -19,8 +19,8 @@ import pytest
 from support.crawl import crawl
 from support.sites import page
 
-from crawltop.core.report import Options, analyse, load
-from crawltop.core.report_format import WIDTH
+from crawltop.core.reporting.formats import WIDTH
+from crawltop.core.reporting.linkcheck import Options, analyse, load
 from crawltop.demo.site import EXPECTED, referrers, route
 
 CLI = [sys.executable, "-m", "crawltop.cli"]

@@ -24,7 +24,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawltop.core.config import CrawlConfig
 from crawltop.core.crawler import Crawler
-from crawltop.core.resume import open_state
+from crawltop.core.storage.open_state import open_state
 from crawltop.demo.site import EXPECTED, DemoSite
 
 ROOT = Path(__file__).resolve().parents[2]

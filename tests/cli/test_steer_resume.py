@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(90)
 CHILD = """
 import asyncio, dataclasses, sys
 from crawltop.core import CrawlConfig, Crawler
-from crawltop.core.resume import open_state
+from crawltop.core.storage.open_state import open_state
 path, url, pattern = sys.argv[1:4]
 config, store = open_state(path, CrawlConfig(roots=(url,), robots=False, concurrency=2, max_tries=1))
 crawler = Crawler(dataclasses.replace(config, output=None), frontier=store, sinks=[store.sink])

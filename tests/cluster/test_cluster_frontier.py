@@ -13,14 +13,14 @@ from support.crawl import crawl
 from support.sites import page
 
 from crawltop.core import CrawlConfig, Crawler
-from crawltop.core.cluster import open as cluster
+from crawltop.core.cluster import connect as cluster
 from crawltop.core.cluster.frontier import RedisFrontier
 from crawltop.core.cluster.keys import Keys, fingerprint
 from crawltop.core.cluster.member import Member
 from crawltop.core.errors import UsageError
-from crawltop.core.frontier import Item
-from crawltop.core.records import Record
-from crawltop.core.urls import canonical
+from crawltop.core.output.records import Record
+from crawltop.core.parsing.urls import canonical
+from crawltop.core.queueing.frontier import Item
 
 pytestmark = pytest.mark.timeout(60)
 

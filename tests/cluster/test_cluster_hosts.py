@@ -20,8 +20,8 @@ from aiohttp import web
 from support.sites import page
 
 from crawltop.core.cluster.keys import MAGIC, Keys
-from crawltop.core.protocol import SnapshotDecoder
-from crawltop.core.remote import Client
+from crawltop.core.sockets.client import Client
+from crawltop.core.sockets.protocol import SnapshotDecoder
 
 pytestmark = pytest.mark.timeout(120)
 

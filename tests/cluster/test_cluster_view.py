@@ -11,10 +11,10 @@ from support.crawl import crawl
 from support.wait import until
 
 from crawltop.core import CrawlConfig, Crawler
-from crawltop.core.cluster import open as cluster
+from crawltop.core.cluster import connect as cluster
+from crawltop.core.cluster.combine import merge
 from crawltop.core.cluster.keys import Keys
 from crawltop.core.cluster.member import Member
-from crawltop.core.cluster.merge import merge
 from crawltop.core.cluster.view import ClusterView
 from crawltop.tui.app import CrawlApp
 
@@ -89,7 +89,7 @@ async def test_monitor_shows_both_processes_and_steers_them(serve, redis_url):
 
 async def test_a_silent_process_is_shown_lost_with_its_leases_running_out(redis_url):
     from crawltop.core.cluster.frontier import RedisFrontier
-    from crawltop.core.frontier import Item
+    from crawltop.core.queueing.frontier import Item
 
     config = CrawlConfig(roots=("http://127.0.0.1:9/",))
     r = cluster.client(redis_url)
@@ -119,7 +119,7 @@ async def test_a_silent_process_is_shown_lost_with_its_leases_running_out(redis_
 
 async def test_merged_rings_keep_their_seqs_from_frame_to_frame(serve):
     """A panel appends events newer than its last seq: merged events must keep theirs."""
-    from crawltop.core.cluster.merge import Rings
+    from crawltop.core.cluster.combine import Rings
 
     site = await serve(tree(20))
     a, _ = await crawl(site.url)

@@ -15,10 +15,10 @@ from support.ctl import cli, status, wait_gone, wait_status
 from support.wait import until
 
 from crawltop.cli.commands.attach import attach
-from crawltop.core.remote import RemoteCrawler
-from crawltop.core.runtime import resolve
+from crawltop.core.sockets.client import RemoteCrawler
+from crawltop.core.sockets.rundir import resolve
 from crawltop.tui.app import CrawlApp
-from crawltop.tui.screens import ConfirmQuit
+from crawltop.tui.screens.dialogs import ConfirmQuit
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -305,7 +305,7 @@ async def test_detach_with_state_warc_and_output(site: str, rundir: Path, tmp_pa
 
 
 async def test_a_crawl_that_ends_while_attached_shows_its_summary(site: str, rundir: Path) -> None:
-    from crawltop.tui.summary import SummaryScreen
+    from crawltop.tui.panels.summary import SummaryScreen
 
     # one worker, 50 ms a page: 60 pages take 3 s or more, time enough to attach
     rc, out, err = await cli("crawl", site, "--detach", "--name", "short", "-c", "1", "--no-robots",

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from support.ctl import cli, status, wait_gone, wait_status
+from support.frozen import sample_snapshot
 
-from crawltop.core.protocol import MAX_REQUEST, PROTOCOL, SnapshotDecoder, encode, encode_snapshot, rings
-from crawltop.core.stats import Snapshot, WorkerView
-from crawltop.tui.frozen import sample_snapshot
+from crawltop.core.monitor.stats import Snapshot, WorkerView
+from crawltop.core.sockets.protocol import MAX_REQUEST, PROTOCOL, SnapshotDecoder, encode, encode_snapshot, rings
 
 pytestmark = pytest.mark.timeout(120)
 

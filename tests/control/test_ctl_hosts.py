@@ -11,11 +11,11 @@ from support.ctl import cli, wait_gone, wait_status
 from support.sites import page
 from support.wait import until
 
-from crawltop.core.hosts import STATES
-from crawltop.core.remote import RemoteCrawler
-from crawltop.core.runtime import resolve
+from crawltop.core.queueing.hosts import STATES
+from crawltop.core.sockets.client import RemoteCrawler
+from crawltop.core.sockets.rundir import resolve
 from crawltop.tui.app import CrawlApp
-from crawltop.tui.queues import QueuesScreen
+from crawltop.tui.screens.queues import QueuesScreen
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -89,7 +89,7 @@ async def test_ctl_hosts_table_json_sort_state_and_attached_queues_view(site: st
 def test_the_hosts_command_takes_optional_arguments() -> None:
     """`hosts` may leave out (or null) its sort, state and limit: the engine's defaults apply."""
     from crawltop.core.errors import ProtocolError
-    from crawltop.core.protocol import check_args
+    from crawltop.core.sockets.protocol import check_args
 
     assert check_args("hosts", None) == {}
     assert check_args("hosts", {"sort": "host", "state": None, "limit": 5}) == {"sort": "host", "limit": 5}

@@ -35,7 +35,7 @@ def test_core_imports_without_textual() -> None:
 
 def test_headless_cli_never_imports_textual() -> None:
     code = ("import sys; from crawltop.cli.main import build_parser; build_parser(); "
-            "import crawltop.cli.headless, crawltop.cli.state; "
+            "import crawltop.cli.headless, crawltop.cli.state_file; "
             "print(sorted(k for k in sys.modules if k.startswith(('textual', 'crawltop.tui'))))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
     assert proc.returncode == 0, proc.stderr

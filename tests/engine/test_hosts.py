@@ -1,4 +1,4 @@
-"""Scheduling by host (core/hosts.py), against real aiohttp servers on several loopback
+"""Scheduling by host (core/queueing/hosts.py), against real aiohttp servers on several loopback
 addresses (127.0.0.2, 127.0.0.3, ... all reach `lo`), every request timestamped at the
 server: the gap per host, hosts in parallel, Retry-After and back-off for the whole host,
 retirement, fairness, budgets, resume, and a seed that redirects to another host."""
@@ -16,7 +16,7 @@ from support.crawl import ListSink, crawl
 from support.sites import page, redirect
 
 from crawltop.core import CrawlConfig, Crawler
-from crawltop.core.resume import open_state
+from crawltop.core.storage.open_state import open_state
 
 # Most servers here share the crawler's event loop, so a request is timestamped when the
 # loop gets to it: one can read a few ms late and shorten the next gap by as much. The gap
@@ -248,7 +248,7 @@ async def test_report_and_headless_summary_count_retired_hosts(serve, tmp_path) 
     import socket
 
     from crawltop.cli.headless import report as headless_report
-    from crawltop.core.report import analyse
+    from crawltop.core.reporting.linkcheck import analyse
     s = socket.socket()
     s.bind(("127.0.0.7", 0))
     port = s.getsockname()[1]
@@ -262,7 +262,7 @@ async def test_report_and_headless_summary_count_retired_hosts(serve, tmp_path) 
     text = io.StringIO()
     headless_report(crawler, text)
     assert "retired 1" in text.getvalue()
-    from crawltop.tui.summary import summary_content
+    from crawltop.tui.panels.summary import summary_content
     plain = summary_content(crawler.stats.snapshot(), []).plain
     assert "hosts retired" in plain and "over host budget" in plain
 

@@ -18,9 +18,9 @@ from support.sites import page, redirect
 from warcio.archiveiterator import ArchiveIterator
 
 from crawltop.core import errors
-from crawltop.core.export import export_csv
-from crawltop.core.provenance import MAX_HOPS, hop, hops_total, utc_iso
-from crawltop.core.warc import WarcSink
+from crawltop.core.output.provenance import MAX_HOPS, hop, hops_total, utc_iso
+from crawltop.core.output.warc import WarcSink
+from crawltop.core.storage.export import export_csv
 
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
 
@@ -173,7 +173,7 @@ def test_error_kind_of_network_exceptions() -> None:
 
     import aiohttp
 
-    from crawltop.core.urls import canonical
+    from crawltop.core.parsing.urls import canonical
 
     assert errors.error_kind(TimeoutError()) == "timeout"
     assert errors.error_kind(aiohttp.ServerDisconnectedError()) == "reset"
@@ -189,7 +189,7 @@ def test_error_kind_of_network_exceptions() -> None:
 
 async def test_state_file_round_trip(serve, tmp_path) -> None:
     from crawltop.core import CrawlConfig, Crawler
-    from crawltop.core.resume import open_state
+    from crawltop.core.storage.open_state import open_state
 
     site = await serve({"/": page("/a"), "/a": page("/b"), "/b": redirect("/c"), "/c": page()})
     path = str(tmp_path / "s.db")
@@ -220,7 +220,7 @@ async def test_state_file_round_trip(serve, tmp_path) -> None:
 async def test_queued_items_keep_provenance_across_a_resume(serve, tmp_path) -> None:
     """A URL queued in run 1 and fetched in run 2 still says where it came from."""
     from crawltop.core import CrawlConfig, Crawler
-    from crawltop.core.resume import open_state
+    from crawltop.core.storage.open_state import open_state
 
     site = await serve({"/": page("/a"), "/a": page("/b", "/f"), "/b": page(), "/f": page()})
     path = str(tmp_path / "s.db")
@@ -256,7 +256,7 @@ async def test_queued_items_keep_provenance_across_a_resume(serve, tmp_path) -> 
 
 def test_schema_1_state_file_is_refused(tmp_path) -> None:
     from crawltop.core.errors import StateError
-    from crawltop.core.store import read_state
+    from crawltop.core.storage.store import read_state
 
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)

@@ -12,7 +12,7 @@ from support.crawl import crawl
 from support.proxy import Proxy
 from support.sites import page
 
-from crawltop.core import cookies as cookiefile
+from crawltop.core.fetching import cookies as cookiefile
 from crawltop.core.secrets import REDACTED, redact_pairs
 
 AUTH = "Bearer tok-S3CRET-auth"
@@ -165,7 +165,7 @@ def test_redact_pairs() -> None:
 
 
 def test_a_proxy_password_is_scrubbed_from_record_errors() -> None:
-    from crawltop.core.records import Record
+    from crawltop.core.output.records import Record
     from crawltop.core.secrets import split_proxy
 
     split_proxy(f"http://u:{PROXY_PW}@127.0.0.1:9")  # parsing a proxy remembers its secret

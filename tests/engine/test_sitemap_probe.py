@@ -14,8 +14,8 @@ from aiohttp import web
 from support.crawl import crawl
 from support.sites import page
 
-from crawltop.core.protocol import headline
-from crawltop.core.sitemaps import looks_like_sitemap
+from crawltop.core.fetching.sitemaps import looks_like_sitemap
+from crawltop.core.sockets.protocol import headline
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 

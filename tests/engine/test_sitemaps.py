@@ -8,7 +8,7 @@ from aiohttp import web
 from support.crawl import crawl
 from support.sites import page, redirect
 
-from crawltop.core.sitemaps import MAX_NESTING, inflate, parse
+from crawltop.core.fetching.sitemaps import MAX_NESTING, inflate, parse
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 BILLION_LAUGHS = b"""<?xml version="1.0"?>

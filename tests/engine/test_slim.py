@@ -10,10 +10,10 @@ from aiohttp import web
 from selectolax.lexbor import LexborHTMLParser
 from support.crawl import crawl
 
-from crawltop.core import slim as slim_mod
-from crawltop.core.fetch import Response, decode
-from crawltop.core.slim import KEEP, TAG_HEAVY, slim, tag_heavy
-from crawltop.core.urls import LinkExtractor
+from crawltop.core.fetching.fetch import Response, decode
+from crawltop.core.parsing import defuse as slim_mod
+from crawltop.core.parsing.defuse import KEEP, TAG_HEAVY, slim, tag_heavy
+from crawltop.core.parsing.urls import LinkExtractor
 
 BASE = "http://h.example/d/page.html"
 

@@ -15,11 +15,11 @@ from support.trapsite import start_trap
 from support.wait import wait_until
 
 from crawltop.core import CrawlConfig, Crawler
-from crawltop.core.frontier import Item, MemoryFrontier
-from crawltop.core.patterns import PatternSet
-from crawltop.core.queueview import QueueStats, suggest
-from crawltop.core.ranked import RankedCounter
-from crawltop.core.store import SqliteStore
+from crawltop.core.monitor.queueview import QueueStats, suggest
+from crawltop.core.monitor.topk import RankedCounter
+from crawltop.core.queueing.frontier import Item, MemoryFrontier
+from crawltop.core.queueing.patterns import PatternSet
+from crawltop.core.storage.store import SqliteStore
 
 CAL = r"^https?://127\.0\.0\.1:\d+/cal/"
 

@@ -1,4 +1,4 @@
-"""core/store.py driven directly: the SQLite frontier, record sink and settings."""
+"""core/storage/store.py driven directly: the SQLite frontier, record sink and settings."""
 from __future__ import annotations
 
 import asyncio
@@ -9,14 +9,14 @@ import sqlite3
 
 import pytest
 
-from crawltop.core import store as store_mod
 from crawltop.core.config import CrawlConfig
 from crawltop.core.errors import StateError
-from crawltop.core.export import CSV_FIELDS, export_csv, export_jsonl
-from crawltop.core.frontier import Item
-from crawltop.core.records import Record
-from crawltop.core.resume import open_state
-from crawltop.core.store import SCHEMA_VERSION, SqliteStore
+from crawltop.core.output.records import Record
+from crawltop.core.queueing.frontier import Item
+from crawltop.core.storage import store as store_mod
+from crawltop.core.storage.export import CSV_FIELDS, export_csv, export_jsonl
+from crawltop.core.storage.open_state import open_state
+from crawltop.core.storage.store import SCHEMA_VERSION, SqliteStore
 
 CFG = CrawlConfig(roots=("http://a.test/",), concurrency=7, max_depth=3)
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from crawltop.core.scope import Scope
-from crawltop.core.urls import LinkExtractor, canonical
+from crawltop.core.parsing.urls import LinkExtractor, canonical
+from crawltop.core.queueing.scope import Scope
 
 
 @pytest.mark.parametrize("raw, want", [
@@ -83,7 +83,7 @@ def test_plain_join_fast_path_matches_urljoin_on_random_hrefs() -> None:
     import random
     from urllib.parse import urljoin
 
-    from crawltop.core.urls import _NEEDS_WORK, _plain_join
+    from crawltop.core.parsing.urls import _NEEDS_WORK, _plain_join
 
     rng = random.Random(1)
     parts = ["a", "b", ".", "..", "", "x.html", "p?q=1", "?", "q=/./", "A", "~u", "c:d"]

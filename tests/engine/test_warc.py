@@ -1,4 +1,4 @@
-"""core/warc.py: WARC 1.1 request/response pairs that warcio reads back."""
+"""core/output/warc.py: WARC 1.1 request/response pairs that warcio reads back."""
 from __future__ import annotations
 
 import gzip
@@ -6,7 +6,7 @@ import os
 
 from warcio.archiveiterator import ArchiveIterator
 
-from crawltop.core.warc import WarcSink
+from crawltop.core.output.warc import WarcSink
 
 REQ = [("User-Agent", "crawltop/test"), ("Accept", "*/*")]
 

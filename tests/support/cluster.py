@@ -13,7 +13,7 @@ from collections.abc import Callable
 import redis
 
 from crawltop.core import CrawlConfig, Crawler
-from crawltop.core.cluster import open as cluster
+from crawltop.core.cluster import connect as cluster
 from crawltop.core.cluster.keys import Keys
 from crawltop.core.cluster.member import Member
 from support.sites import page, redirect

@@ -1,11 +1,12 @@
 """The action table (tui/actions.py) is the one place the main screen's keys are described:
 the bindings, the key bar, the help screen and the command palette are all read from it.
 
-Run against the app with the frozen stand-in crawler (tui/frozen.py): no site, no engine.
+Run against the app with the frozen stand-in crawler (tests/support/frozen.py): no site, no engine.
 """
 from __future__ import annotations
 
 import pytest
+from support.frozen import FrozenCluster, FrozenCrawler
 from support.wait import until
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Input
@@ -13,9 +14,8 @@ from textual.widgets import Input
 from crawltop.core.surface import Parts
 from crawltop.tui.actions import ACTIONS, NAV_KEYS
 from crawltop.tui.app import CrawlApp
-from crawltop.tui.frozen import FrozenCluster, FrozenCrawler
-from crawltop.tui.keybar import KeyBar
-from crawltop.tui.screens import HelpScreen
+from crawltop.tui.panels.keybar import KeyBar
+from crawltop.tui.screens.dialogs import HelpScreen
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -18,8 +18,8 @@ from textual.widgets import Input
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.tui.app import CrawlApp
-from crawltop.tui.screens import ConcurrencyPrompt, ConfirmQuit, ErrorListScreen, HelpScreen, MergeListScreen
-from crawltop.tui.summary import SummaryScreen
+from crawltop.tui.panels.summary import SummaryScreen
+from crawltop.tui.screens.dialogs import ConcurrencyPrompt, ConfirmQuit, ErrorListScreen, HelpScreen, MergeListScreen
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -301,7 +301,7 @@ async def test_markup_and_escape_sequences_in_urls_show_literally(serve) -> None
 
 
 async def test_key_bar_swaps_pause_for_resume_without_mounting_widgets(serve) -> None:
-    from crawltop.tui.keybar import KeyBar
+    from crawltop.tui.panels.keybar import KeyBar
 
     site = await serve(slow_site(40, 0.05))
     crawler, sink, app = make(site.url + "/", concurrency=2)

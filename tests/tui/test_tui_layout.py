@@ -10,16 +10,16 @@ import time
 
 import pytest
 from support.crawl import ListSink
+from support.frozen import ROOT, FrozenCrawler, sample_snapshot
 from support.sites import page
 from support.wait import until
 
 from crawltop.core import CrawlConfig, Crawler
-from crawltop.core.stats import ErrorEvent, WorkerView
+from crawltop.core.monitor.stats import ErrorEvent, WorkerView
 from crawltop.demo.site import DemoSite
 from crawltop.tui import fmt
 from crawltop.tui.app import CrawlApp, run_tui_async
-from crawltop.tui.frozen import ROOT, FrozenCrawler, sample_snapshot
-from crawltop.tui.workers import stuck_workers
+from crawltop.tui.panels.workers import stuck_workers
 
 pytestmark = pytest.mark.timeout(30)
 

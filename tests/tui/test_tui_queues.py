@@ -12,11 +12,11 @@ from support.sites import html, page
 from support.wait import until
 
 from crawltop.core import CrawlConfig, Crawler
-from crawltop.core.hosts import STATES
-from crawltop.core.steer import HOST_SORTS
+from crawltop.core.queueing.hosts import STATES
+from crawltop.core.steering.steer import HOST_SORTS
 from crawltop.tui.app import CrawlApp
-from crawltop.tui.queues import QueuesScreen
-from crawltop.tui.summary import SummaryScreen
+from crawltop.tui.panels.summary import SummaryScreen
+from crawltop.tui.screens.queues import QueuesScreen
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -8,9 +8,9 @@ Regenerate after an intended change with:
 from __future__ import annotations
 
 import pytest
+from support.frozen import FrozenCluster, FrozenCrawler
 
 from crawltop.tui.app import CrawlApp
-from crawltop.tui.frozen import FrozenCluster, FrozenCrawler
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -12,10 +12,10 @@ from support.wait import until
 from textual.widgets import Input, Static
 
 from crawltop.core import CrawlConfig, Crawler
-from crawltop.core.queueview import suggest
+from crawltop.core.monitor.queueview import suggest
 from crawltop.tui.app import CrawlApp
-from crawltop.tui.steer import IgnoresScreen, QueueScreen, TextPrompt
-from crawltop.tui.summary import SummaryScreen
+from crawltop.tui.panels.summary import SummaryScreen
+from crawltop.tui.screens.steer import IgnoresScreen, QueueScreen, TextPrompt
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -8,7 +8,7 @@ from support.sites import page
 from support.tui import finished, make
 from support.wait import until
 
-from crawltop.tui.screens import ErrorListScreen
+from crawltop.tui.screens.dialogs import ErrorListScreen
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -1,0 +1,143 @@
+"""The CLI side of crash-safe state: `crawl --state`, `resume` and `--warc`.
+
+The commands (cli/commands/) add `--warc` with `add_warc()` and call `run()` for a crawl
+that keeps a state file.  Imports run one way: commands -> state -> options, run.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from collections.abc import Sequence
+
+from ..core.config import CrawlConfig
+from ..core.crawler import Crawler
+from ..core.errors import StateError
+from ..core.monitor.sanitize import clean
+from ..core.output.records import Sink
+from ..core.output.warc import WarcSink
+from ..core.secrets import require
+from ..core.storage.open_state import open_state
+from ..core.storage.store import STATUS_FINISHED, STATUS_STOPPED, SqliteStore
+from .options import Parser, add_crawl_options, add_warc, config_from
+from .run import run_crawler
+
+# argparse dest -> CrawlConfig field, for options that a resume may override
+_FIELD = {"no_robots": "robots", "no_sitemaps": "sitemaps",
+          "header": "headers", "header_host": "header_hosts", "no_proxy": "env_proxy"}
+_NOT_CONFIG = {"headless", "exit_on_finish", "warc", "state", "fast", "command", "roots", "_pos"}
+
+
+def extra_sinks(args: argparse.Namespace) -> list[Sink]:
+    """Sinks for a crawl without --state."""
+    return [WarcSink(args.warc, append=False)] if getattr(args, "warc", None) else []
+
+
+def explicit_options(argv: Sequence[str], command: str) -> set[str]:
+    """The dests of the options actually given after `command` (not their defaults)."""
+    p = Parser(prog=f"crawltop {command}", add_help=False)
+    p.add_argument("_pos", nargs="*")
+    add_crawl_options(p)
+    add_warc(p)
+    p.add_argument("--state")
+    if command == "demo":
+        p.add_argument("--fast", action="store_true")
+    for action in p._actions:  # only what is on the command line lands in the namespace
+        action.default = argparse.SUPPRESS
+    argv = list(argv)
+    rest = argv[argv.index(command) + 1:] if command in argv else argv
+    given, _ = p.parse_known_args(rest)
+    return set(vars(given)) - {"_pos"}
+
+
+def overrides_from(args: argparse.Namespace, argv: Sequence[str]) -> dict[str, object]:
+    """CrawlConfig fields the user set on this command line."""
+    given = explicit_options(argv, args.command) - _NOT_CONFIG
+    if not given:
+        return {}
+    full = config_from(args, ("http://placeholder.invalid/",))
+    fields = {f.name for f in dataclasses.fields(CrawlConfig)}
+    out: dict[str, object] = {}
+    for dest in given:
+        name = _FIELD.get(dest, dest)
+        if name in fields:
+            out[name] = getattr(full, name)
+    return out
+
+
+def run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """`crawl --state PATH` or `resume PATH`; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _crawl(args, argv)
+    except StateError as exc:
+        print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
+        return 2
+
+
+def _crawl(args: argparse.Namespace, argv: list[str]) -> int:
+    path = args.state
+    resume_only = args.command == "resume"
+    config = None if resume_only else config_from(args, args.roots)
+    overrides = overrides_from(args, argv)
+    # Paths are kept absolute in the state, so a resume from another directory finds them.
+    if config is not None and config.output:
+        config = dataclasses.replace(config, output=os.path.abspath(config.output))
+    if overrides.get("output"):
+        overrides["output"] = os.path.abspath(str(overrides["output"]))
+    config, store = open_state(path, config, overrides, resume_only=resume_only)
+    try:
+        config = _secrets(config, store, overrides, path)
+        if store.finished:
+            print(f"crawltop: {clean(path)}: this crawl already finished ({store.resumed_records} records); "
+                  f"nothing to do. Export its records with: crawltop export {clean(path)} --jsonl FILE",
+                  file=sys.stderr)
+            return 0
+        headless = args.headless or not sys.stdout.isatty()
+        if config.start_paused and headless:
+            print("crawltop: the crawl was quit while paused; headless runs cannot be unpaused, "
+                  "so it resumes running", file=sys.stderr)
+            config = dataclasses.replace(config, start_paused=False)
+        if store.resumed:
+            print(f"crawltop: resuming {clean(path)}: {store.resumed_records} records carried over, "
+                  f"{store.size} URLs queued ({store.recovered_in_flight} were in flight at a kill)",
+                  file=sys.stderr)
+        crawler = Crawler(dataclasses.replace(config, output=None), frontier=store, sinks=[store.sink])
+        crawler.stats.resumed_from = store.resumed_records
+        _add_output_sinks(crawler, args, config, store)
+        code = run_crawler(crawler, args)
+        status = STATUS_FINISHED if store.unfinished == 0 else STATUS_STOPPED
+        store.save_session(status=status, paused=crawler.paused, concurrency=crawler.concurrency)
+        return code
+    finally:
+        store.close()
+
+
+def _secrets(config: CrawlConfig, store: SqliteStore, overrides: dict[str, object], path: str) -> CrawlConfig:
+    """Issue 21: a resumed crawl's secrets come from this command line (the state holds
+    them redacted: refused with the list of what is missing); its cookie jar lives beside
+    the state file, 0600, never in it, and on resume it replaces the --cookies file read
+    the first time (it holds those cookies, as the servers left them)."""
+    if store.resumed and not store.finished:
+        require(config, f"resuming {path}")
+    jar = os.path.abspath(path) + ".cookies"
+    if store.resumed and "cookies" not in overrides and os.path.exists(jar):
+        config = dataclasses.replace(config, cookies=None)
+    return dataclasses.replace(config, cookie_jar=jar)
+
+
+def _add_output_sinks(crawler: Crawler, args: argparse.Namespace, config: CrawlConfig,
+                      store: SqliteStore) -> None:
+    if config.output:
+        # With a state file the JSONL is written by the store after each commit, and a
+        # resume first copies what a kill left unwritten: the file always equals `export`.
+        store.attach_jsonl(config.output)
+        if store.jsonl_caught_up:
+            print(f"crawltop: {clean(config.output)}: {store.jsonl_caught_up} records copied from the state "
+                  "(committed but not yet written out when the last run stopped)", file=sys.stderr)
+    warc = args.warc or store.settings.get("warc")
+    if args.warc:
+        store.set_setting("warc", os.path.abspath(args.warc))
+    if warc:
+        crawler.sinks.append(WarcSink(warc, append=store.resumed))

@@ -1,0 +1,134 @@
+"""Starting or joining a shared crawl: connect, check what the key prefix holds, say no
+in one line when it cannot be ours.
+
+Every refusal is a `UsageError` (exit 2 in the CLI): Redis unreachable, a wrong or
+missing password, a crawl name that exists with other settings, a prefix holding
+foreign data, joining a crawl that does not exist.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, cast
+
+import redis.asyncio as aioredis
+from redis.exceptions import AuthenticationError, ResponseError
+
+from ..config import CrawlConfig
+from ..errors import UsageError
+from ..storage.schema import config_from_json, config_to_json
+from .frontier import OUTAGE, RedisFrontier
+from .keys import MAGIC, OLD_MAGICS, Keys, process_id
+
+# Settings each process may choose for itself; every other one is the crawl's.
+PER_PROCESS = {"concurrency", "output", "start_paused", "backoff"}
+
+
+def client(url: str, *, timeout: float = 10.0) -> aioredis.Redis:
+    try:
+        return aioredis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
+                                       health_check_interval=30)
+    except ValueError as exc:
+        raise UsageError(f"bad --redis URL {url!r}: {exc} (want redis://HOST:PORT/DB or unix:///PATH)") from None
+
+
+def shared(config: CrawlConfig) -> dict[str, Any]:
+    raw = json.loads(config_to_json(config))
+    return {k: v for k, v in raw.items() if k not in PER_PROCESS}
+
+
+async def check(r: aioredis.Redis, url: str) -> None:
+    """Reachable and authenticated, or a one-line UsageError."""
+    try:
+        await r.ping()
+    except AuthenticationError as exc:
+        raise UsageError(f"Redis at {url} refused the password: {exc}") from None
+    except ResponseError as exc:
+        if "NOAUTH" in str(exc) or "WRONGPASS" in str(exc):
+            raise UsageError(f"Redis at {url} wants a password (redis://:PASSWORD@HOST:PORT/DB): {exc}") from None
+        raise UsageError(f"Redis at {url}: {exc}") from None
+    except OUTAGE as exc:
+        raise UsageError(f"cannot reach Redis at {url}: {exc}") from None
+
+
+async def _meta(r: aioredis.Redis, keys: Keys, *, old_ok: bool = False) -> dict[str, str] | None:
+    """The crawl's meta hash; None if the prefix is empty; UsageError if it isn't ours, or
+    if it is a crawl of an older format (one queue, no per-host state: continuing it would
+    misread it), unless `old_ok` (export reads only its records, whose format is the same)."""
+    try:
+        raw = cast("dict[bytes, bytes]", await r.hgetall(keys.meta))  # a client without decode_responses
+    except ResponseError as exc:  # WRONGTYPE: someone else's key
+        raise UsageError(f"Redis key prefix {keys.prefix} holds foreign data ({exc})") from None
+    meta = {k.decode(): v.decode() for k, v in raw.items()}
+    if meta:
+        if meta.get("magic") in OLD_MAGICS and not old_ok:
+            raise UsageError(
+                f"crawl {keys.name!r} in Redis is in an older crawltop's format ({meta['magic']}: one queue, "
+                f"no per-host queues) and cannot be continued; export its records with `crawltop export "
+                f"--redis URL {keys.name} --jsonl FILE`, then delete its keys (crawltop:{{{keys.name}}}:*) "
+                f"or use another --name")
+        if meta.get("magic") != MAGIC and meta.get("magic") not in OLD_MAGICS:
+            raise UsageError(f"Redis key prefix {keys.prefix} holds foreign data (no crawltop crawl there)")
+        return meta
+    async for _key in r.scan_iter(match=keys.prefix.replace("{", "\\{").replace("}", "\\}") + "*", count=1000):
+        raise UsageError(f"Redis key prefix {keys.prefix} holds foreign data (keys without a crawl)")
+    return None
+
+
+async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig) -> tuple[bool, str]:
+    """Create crawl NAME, or continue it if it exists with the same settings.
+    Returns (created, status before)."""
+    await check(r, url)
+    keys = Keys(name)
+    meta = await _meta(r, keys)
+    mine = shared(config)
+    if meta is None:
+        created = await r.hsetnx(keys.meta, "magic", MAGIC)
+        if created:
+            await r.hset(keys.meta, mapping={"config": json.dumps(mine, sort_keys=True),
+                                             "roots": json.dumps(list(config.roots)),
+                                             "status": "running", "created": str(time.time())})
+            return True, "new"
+        meta = await _meta(r, keys) or {}
+    theirs = json.loads(meta.get("config", "{}"))
+    if theirs != mine:
+        diff = sorted(k for k in set(theirs) | set(mine) if theirs.get(k) != mine.get(k))
+        raise UsageError(f"crawl {name!r} exists in Redis with other settings ({', '.join(diff)}); "
+                         f"join it with: crawltop join {name} --redis URL")
+    return False, await _running(r, keys, meta)
+
+
+async def join(r: aioredis.Redis, url: str, name: str, *, resume: bool = True,
+               old_ok: bool = False) -> tuple[CrawlConfig, str]:
+    """The settings of existing crawl NAME, and its status before we joined (a stopped
+    crawl runs again, unless `resume` is False: export and the monitor only look).
+    `old_ok`: a crawl of an older format is fine too (export reads only its records)."""
+    await check(r, url)
+    keys = Keys(name)
+    meta = await _meta(r, keys, old_ok=old_ok)
+    if meta is None:
+        raise UsageError(f"no crawl named {name!r} in Redis at {url}")
+    raw = json.loads(meta["config"])
+    raw["roots"] = json.loads(meta["roots"])
+    config = config_from_json(json.dumps(raw))
+    return config, (await _running(r, keys, meta) if resume else meta.get("status", "running"))
+
+
+async def _running(r: aioredis.Redis, keys: Keys, meta: dict[str, str]) -> str:
+    """A stopped crawl runs again when a process joins it; a finished one stays finished."""
+    status = meta.get("status", "running")
+    if status == "stopped":
+        await r.hset(keys.meta, "status", "running")
+        await r.hdel(keys.ctl, "stop")
+    return status
+
+
+def frontier(url: str, name: str, config: CrawlConfig, *, lease: float | None = None) -> RedisFrontier:
+    """A RedisFrontier on a fresh client (made in the loop that will use it). The lease
+    (how long a dead process's URLs wait before they are fetched again) defaults to
+    15 s; CRAWLTOP_LEASE=SECONDS changes it (the tests kill processes)."""
+    lease = lease or float(os.environ.get("CRAWLTOP_LEASE") or 0) or None
+    kwargs = {} if lease is None else {"lease": lease}
+    return RedisFrontier(client(url), Keys(name), process_id(), max_pages=config.max_pages, **kwargs)
+

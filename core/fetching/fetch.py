@@ -1,0 +1,187 @@
+"""One HTTP attempt, with the body capped, and the retry policy around attempts."""
+from __future__ import annotations
+
+import codecs
+import functools
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import aiohttp
+from multidict import CIMultiDictProxy
+
+from ..monitor.sanitize import clean
+from ..output.provenance import new_hasher, payload_digest
+from ..parsing.defuse import slim, tag_heavy
+
+REDIRECTS = frozenset((301, 302, 303, 307, 308))
+HTML_TYPES = frozenset(("text/html", "application/xhtml+xml"))
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.I)
+
+
+@dataclass(slots=True)
+class Response:
+    status: int
+    reason: str
+    headers: CIMultiDictProxy[str]
+    body: bytes
+    truncated: bool
+    content_type: str | None  # the header as sent (cleaned), parameters kept; None if absent
+    mime: str  # aiohttp's parse of it, lower-case type/subtype: decides HTML or not
+    charset: str | None
+    request_headers: CIMultiDictProxy[str]  # not copied: only a WARC sink reads them
+    digest: str | None = None  # sha1 of the body as stored, WARC's form (core/output/provenance.py)
+
+    @property
+    def is_html(self) -> bool:
+        return self.mime in HTML_TYPES
+
+
+async def fetch_once(
+    session: aiohttp.ClientSession, url: str, max_bytes: int, reading: Callable[[], None],
+    sent: Callable[[], None] | None = None,
+) -> Response:
+    """GET without following redirects; read at most max_bytes of (decoded) body.
+    `sent` is called when the request's headers are written (see `on_sent`)."""
+    ctx = {"sent": sent} if sent is not None else None
+    async with session.get(url, allow_redirects=False, trace_request_ctx=ctx) as resp:
+        reading()
+        sha1 = new_hasher()
+        body, truncated = await read_capped(resp, max_bytes, sha1)
+        try:
+            charset = resp.charset
+        except (ValueError, LookupError):
+            charset = None
+        return Response(
+            status=resp.status,
+            reason=resp.reason or "",
+            headers=resp.headers,
+            body=body,
+            truncated=truncated,
+            content_type=_raw_content_type(resp.headers.get("Content-Type")),
+            mime=resp.content_type,
+            charset=charset,
+            request_headers=resp.request_info.headers,
+            digest=payload_digest(sha1),
+        )
+
+
+def on_sent() -> aiohttp.TraceConfig:
+    """Politeness counts a gap from when a request really leaves, not from when a
+    worker asked for it: a busy loop or a new connection can stand between the two."""
+    trace = aiohttp.TraceConfig()
+
+    async def headers_sent(session: object, ctx: Any, params: object) -> None:
+        request_ctx = ctx.trace_request_ctx
+        if request_ctx:
+            request_ctx["sent"]()
+
+    trace.on_request_headers_sent.append(headers_sent)
+    return trace
+
+
+def _raw_content_type(value: str | None) -> str | None:
+    """What the server said, even if it is no MIME type (`foo`): records report, not judge."""
+    return None if value is None else clean(value, 200)
+
+
+async def read_capped(resp: aiohttp.ClientResponse, cap: int, sha1: Any = None) -> tuple[bytes, bool]:
+    """(body, truncated): at most cap bytes. StreamReader.read(n) returns what is buffered,
+    so one read is not enough; loop until EOF or the cap.  A hasher given as sha1 sees
+    exactly the bytes kept, chunk by chunk as they arrive (the payload digest)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await resp.content.read(cap - size + 1)
+        if not chunk:
+            return b"".join(chunks), False
+        if size + len(chunk) > cap:
+            chunk = chunk[: cap - size]
+            if sha1 is not None:
+                sha1.update(chunk)
+            chunks.append(chunk)
+            return b"".join(chunks), True
+        if sha1 is not None:
+            sha1.update(chunk)
+        chunks.append(chunk)
+        size += len(chunk)
+
+
+def retryable(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+def backoff(base: float, attempt: int, cap: float) -> float:
+    """Exponential with full jitter around the middle, so retries don't stampede."""
+    return min(cap, base * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
+
+
+def retry_after(value: str | None, cap: float) -> float | None:
+    """Seconds from a Retry-After header (delta or HTTP date), capped; None if unusable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return min(cap, float(value))
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return min(cap, max(0.0, (when - datetime.now(UTC)).total_seconds()))
+
+
+def decode(resp: Response) -> tuple[str | bytes, str]:
+    """(text to parse, encoding): header charset, then <meta charset>, then utf-8.
+
+    UTF-8 (or plain ASCII) bodies stay bytes: that is what Lexbor parses, so a str copy
+    (up to 4 bytes a character) and its re-encoding are saved; invalid sequences become
+    U+FFFD either way. A tag-heavy body is first slimmed (core/parsing/defuse.py), which keeps its
+    links and drops most of its parse tree."""
+    body, encoding = resp.body, _encoding(resp)
+    if tag_heavy(body) and _ascii_compatible(encoding):
+        body = slim(body) or body
+    if _codec(encoding) == "utf-8" or (body.isascii() and _ascii_compatible(encoding)):
+        return body, encoding
+    return body.decode(encoding, errors="replace"), encoding
+
+
+def _encoding(resp: Response) -> str:
+    for candidate in (resp.charset, _meta_charset(resp.body)):
+        if candidate and _codec(candidate):
+            return candidate.lower()
+    return "utf-8"
+
+
+@functools.lru_cache(maxsize=64)
+def _codec(name: str) -> str | None:
+    """Python's name for a text encoding; None for unknown ones and for rot13 and the like."""
+    try:
+        info = codecs.lookup(name)
+    except (LookupError, ValueError):
+        return None
+    return info.name if getattr(info, "_is_text_encoding", True) else None  # bytes.decode's test
+
+
+@functools.lru_cache(maxsize=64)
+def _ascii_compatible(name: str) -> bool:
+    """ASCII bytes mean ASCII in every state (so slim() may read them, and an ASCII body
+    is its own text): not UTF-16/32 or EBCDIC, nor ISO-2022, HZ or UTF-7, whose escapes
+    change what the bytes after them mean."""
+    try:
+        return _ASCII_PROBE.decode(name, "replace") == _ASCII_PROBE.decode("ascii")
+    except (LookupError, ValueError):
+        return False
+
+
+_ASCII_PROBE = bytes(range(128)) + b"\x1b$B<a\x1b(B ~{<a~} +ADw-"
+
+
+def _meta_charset(body: bytes) -> str | None:
+    m = _META_CHARSET.search(body[:4096])
+    return m.group(1).decode("ascii") if m else None

@@ -1,0 +1,349 @@
+"""Live numbers for the interface, kept so that a snapshot costs O(workers + rows shown).
+
+The engine mutates these as it works; the TUI and the headless progress line pull
+`Stats.snapshot()` on a timer. Nothing here is ever proportional to pages crawled.
+"""
+from __future__ import annotations
+
+import heapq
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..errors import kind_of
+
+HISTORY_SECONDS = 120
+RING = 500
+TOP_HOSTS = 20
+ERROR_URLS_MAX = 10_000
+
+PHASES = ("waiting", "paused", "robots", "connecting", "reading", "parsing", "backoff")
+
+
+@dataclass(slots=True)
+class WorkerState:
+    """One worker's live state; the crawler writes it, snapshots copy it."""
+
+    id: int
+    phase: str = "waiting"
+    url: str | None = None
+    host: str | None = None
+    since: float = 0.0
+    tries: int = 0
+    retiring: bool = False
+    slot: object | None = None  # the Host whose fetch slot this worker holds (core/crawler.py)
+
+
+@dataclass(slots=True)
+class HostStats:
+    in_flight: int = 0
+    done: int = 0
+    errors: int = 0
+    total_ms: float = 0.0
+    delay: float = 0.0
+    paused: bool = False  # pause_host(): its URLs wait
+    parked: int = 0  # its URLs taken and set aside while paused
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerView:
+    id: int
+    phase: str
+    url: str | None
+    host: str | None
+    in_phase: float
+    tries: int
+    retiring: bool
+
+
+@dataclass(frozen=True, slots=True)
+class HostView:
+    """One host queue's row (core/queueing/hosts.py `Host`); the Redis store fills the first ones."""
+
+    host: str
+    in_flight: int
+    done: int
+    errors: int
+    avg_ms: float  # server latency only, never politeness waits
+    delay: float
+    paused: bool = False
+    parked: int = 0
+    state: str = ""  # ready, fetching, waiting, backoff, paused, budget, retired, done
+    queued: int = 0
+    wait: float = 0.0  # seconds until it may fetch (waiting, backoff)
+    source: str = ""  # what decided the delay: delay, robots, robots (capped), adaptive, live
+    why: str = ""  # the back-off's reason: 429, 503, connect, dns, tls, timeout
+    over: int = 0  # URLs refused over --max-pages-per-host
+    failures: int = 0  # in a row, toward --host-max-failures (unreachable, timeouts)
+
+
+class HostNumbers(Protocol):
+    """What every host row has: a `HostStats`, a `Host` (core/queueing/hosts.py), a `ClusterHost`."""
+
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def done(self) -> int: ...
+    @property
+    def errors(self) -> int: ...
+    @property
+    def total_ms(self) -> float: ...
+    @property
+    def delay(self) -> float: ...
+    @property
+    def paused(self) -> bool: ...
+    @property
+    def parked(self) -> int: ...
+
+
+def host_view(name: str, s: HostNumbers, now: float) -> HostView:
+    """A row from a `Host` (scheduling stores) or a `HostStats` (the Redis store); the
+    queue's fields (state, queued, wake ...) only a Host has: a HostStats reads empty."""
+    done = s.done
+    state = getattr(s, "state", None)
+    wake = getattr(s, "wake", None)
+    return HostView(
+        name, s.in_flight, done, s.errors, s.total_ms / done if done else 0.0, s.delay, s.paused, s.parked,
+        state(now) if state else "", getattr(s, "queued", 0), wake(now) if wake else 0.0,
+        getattr(s, "source", ""), getattr(s, "why", ""), getattr(s, "over", 0), getattr(s, "strikes", 0))
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    seq: int
+    at: float
+    url: str
+    kind: str
+    message: str
+    tries: int
+    via: str | None = None  # the page that linked to the URL (or redirected to it)
+
+
+@dataclass(frozen=True, slots=True)
+class MergeEvent:
+    seq: int
+    at: float
+    source: str
+    target: str
+    status: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    state: str
+    elapsed: float
+    records: int
+    pages: int
+    bytes: int
+    queued: int
+    seen: int
+    in_flight: int
+    concurrency: int
+    busy: int
+    idle: int
+    errors: int
+    retries: int
+    redirects: int
+    merges: int
+    robots_blocked: int
+    truncated: int
+    rate_now: float
+    rate_avg: float
+    statuses: dict[int, int]
+    errors_by_kind: dict[str, int]
+    workers: tuple[WorkerView, ...]
+    hosts: tuple[HostView, ...]
+    recent_errors: tuple[ErrorEvent, ...]
+    recent_merges: tuple[MergeEvent, ...]
+    history_pages: tuple[int, ...]
+    history_queue: tuple[int, ...]
+    history_errors: tuple[int, ...]
+    resumed_from: int = 0
+    recent_redirects: tuple[MergeEvent, ...] = ()
+    ignored: int = 0
+    notice: str = ""  # a condition the operator must see, e.g. "REDIS DOWN: retrying"
+    # Hosts by state (core/queueing/hosts.py STATES), and, when no worker has a due URL, when the
+    # earliest host comes due (seconds): the screen says why the pool is idle.
+    host_counts: dict[str, int] = field(default_factory=dict)
+    next_due: float | None = None
+    hosts_over_budget: int = 0  # URLs refused over --max-pages-per-host, all hosts
+    sitemap_probes: int = 0  # guessed /sitemap.xml probes sent (core/fetching/sitemaps.py), found or not
+    sitemap_found: int = 0  # of which looked like a sitemap and were queued
+
+
+@dataclass
+class Stats:
+    clock: Callable[[], float] = time.monotonic
+    queue_size: Callable[[], int] = lambda: 0
+    seen_size: Callable[[], int] = lambda: 0
+    state: str = "RUNNING"
+    target_concurrency: int = 0
+    records: int = 0
+    pages: int = 0
+    bytes: int = 0
+    errors: int = 0
+    retries: int = 0
+    redirects: int = 0
+    merges: int = 0
+    robots_blocked: int = 0
+    truncated: int = 0
+    resumed_from: int = 0
+    ignored: int = 0  # queued URLs dropped by an ignore pattern (each has its record)
+    notice: str = ""  # set by a cluster member while Redis is away (core/cluster/member.py)
+    sitemap_probes: int = 0
+    sitemap_found: int = 0
+    statuses: Counter[int] = field(default_factory=Counter)
+    errors_by_kind: Counter[str] = field(default_factory=Counter)
+    error_urls: Counter[str] = field(default_factory=Counter)
+    workers: dict[int, WorkerState] = field(default_factory=dict)
+    hosts: dict[str, HostStats] = field(default_factory=dict)
+    # A scheduling store shares its Host objects (core/queueing/hosts.py): these read it.
+    make_host: Callable[[str], HostStats] | None = None
+    host_counts: Callable[[], dict[str, int]] = dict
+    next_due: Callable[[], float | None] = lambda: None
+    over_budget: Callable[[], int] = lambda: 0
+    recent_errors: deque[ErrorEvent] = field(default_factory=lambda: deque(maxlen=RING))
+    recent_merges: deque[MergeEvent] = field(default_factory=lambda: deque(maxlen=RING))
+    recent_redirects: deque[MergeEvent] = field(default_factory=lambda: deque(maxlen=RING))
+    started: float = 0.0
+    finished: float | None = None
+    _hist_pages: deque[int] = field(default_factory=lambda: deque(maxlen=HISTORY_SECONDS))
+    _hist_queue: deque[int] = field(default_factory=lambda: deque(maxlen=HISTORY_SECONDS))
+    _hist_errors: deque[int] = field(default_factory=lambda: deque(maxlen=HISTORY_SECONDS))
+    _sec: int = 0
+    _sec_pages: int = 0
+    _sec_errors: int = 0
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+
+    # -- written by the engine -------------------------------------------------
+    def host(self, name: str) -> HostStats:
+        hs = self.hosts.get(name)
+        if hs is None:
+            hs = self.make_host(name) if self.make_host else HostStats()
+            self.hosts[name] = hs
+        return hs
+
+    def set_phase(self, ws: WorkerState, phase: str) -> None:
+        ws.phase = phase
+        ws.since = self.clock()
+
+    def page(self, host: str, status: int | None, size: int, ms: float) -> None:
+        self._roll()
+        self.pages += 1
+        self.bytes += size
+        self._sec_pages += 1
+        if status is not None:
+            self.statuses[status] += 1
+        hs = self.host(host)
+        hs.done += 1
+        hs.total_ms += ms
+
+    def error(self, url: str, host: str, error: str, tries: int, via: str | None = None) -> None:
+        self._roll()
+        kind = kind_of(error)
+        self.errors += 1
+        self._sec_errors += 1
+        self.errors_by_kind[kind] += 1
+        self.error_urls[url] += max(1, tries)
+        if len(self.error_urls) > ERROR_URLS_MAX:  # keep the worst; memory stays bounded
+            self.error_urls = Counter(dict(self.error_urls.most_common(ERROR_URLS_MAX // 10)))
+        self.host(host).errors += 1
+        msg = error[len(kind) + 2 :] if error.startswith(kind + ": ") else ""
+        self.recent_errors.append(ErrorEvent(self.errors, self._elapsed(), url, kind, msg, tries, via))
+
+    def merge(self, source: str, target: str, status: int | None) -> None:
+        self.merges += 1
+        self.recent_merges.append(MergeEvent(self.merges, self._elapsed(), source, target, status))
+
+    def redirect(self, source: str, target: str, status: int | None) -> None:
+        """A redirect that was not a merge (queued, out of scope, or over the limit)."""
+        self.recent_redirects.append(MergeEvent(self.redirects, self._elapsed(), source, target, status))
+
+    def finish(self) -> None:
+        self.finished = self.clock()
+        self.state = "DONE"
+
+    # -- read by the interface -------------------------------------------------
+    def _elapsed(self) -> float:
+        return (self.finished or self.clock()) - self.started
+
+    def _roll(self) -> None:
+        """Close the one-second buckets that ended since the last call."""
+        sec = int(self._elapsed())
+        if sec <= self._sec:
+            return
+        queued = self.queue_size()
+        for _ in range(min(sec - self._sec, HISTORY_SECONDS)):
+            self._hist_pages.append(self._sec_pages)
+            self._hist_errors.append(self._sec_errors)
+            self._hist_queue.append(queued)
+            self._sec_pages = self._sec_errors = 0
+        self._sec = sec
+
+    def top_error_urls(self, n: int = 10) -> list[tuple[str, int]]:
+        """The failed URLs that cost the most tries (each URL has one record)."""
+        return self.error_urls.most_common(n)
+
+    def snapshot(self) -> Snapshot:
+        self._roll()
+        now = self.clock()
+        elapsed = self._elapsed()
+        workers = tuple(
+            WorkerView(w.id, w.phase, w.url, w.host, max(0.0, now - w.since), w.tries, w.retiring)
+            for w in self.workers.values()
+        )
+        busy = sum(1 for w in workers if w.phase not in ("waiting", "paused"))
+        recent = list(self._hist_pages)[-5:]
+        rate_now = sum(recent) / len(recent) if recent else 0.0
+        top = heapq.nlargest(TOP_HOSTS, self.hosts.items(), key=_busiest)
+        mono = time.monotonic()
+        hosts = tuple(host_view(h, s, mono) for h, s in top)
+        return Snapshot(
+            state=self.state,
+            elapsed=elapsed,
+            records=self.records,
+            pages=self.pages,
+            bytes=self.bytes,
+            queued=self.queue_size(),
+            seen=self.seen_size(),
+            in_flight=busy,
+            concurrency=self.target_concurrency,
+            busy=busy,
+            idle=len(workers) - busy,
+            errors=self.errors,
+            retries=self.retries,
+            redirects=self.redirects,
+            merges=self.merges,
+            robots_blocked=self.robots_blocked,
+            truncated=self.truncated,
+            rate_now=rate_now,
+            rate_avg=self.pages / elapsed if elapsed > 0 else 0.0,
+            statuses=dict(self.statuses),
+            errors_by_kind=dict(self.errors_by_kind),
+            workers=workers,
+            hosts=hosts,
+            recent_errors=tuple(self.recent_errors),
+            recent_merges=tuple(self.recent_merges),
+            recent_redirects=tuple(self.recent_redirects),
+            history_pages=tuple(self._hist_pages),
+            history_queue=tuple(self._hist_queue),
+            history_errors=tuple(self._hist_errors),
+            resumed_from=self.resumed_from,
+            ignored=self.ignored,
+            notice=self.notice,
+            host_counts=self.host_counts(),
+            next_due=self.next_due() if not busy else None,
+            hosts_over_budget=self.over_budget(),
+            sitemap_probes=self.sitemap_probes,
+            sitemap_found=self.sitemap_found,
+        )
+
+
+def _busiest(kv: tuple[str, HostStats]) -> tuple[bool, int, bool, int]:
+    """The side panel's order: paused, busy, with work queued, most done."""
+    s = kv[1]
+    return (s.paused, s.in_flight, bool(getattr(s, "queued", 0)), s.done)

@@ -1,0 +1,209 @@
+"""The frontier: what is queued and what was ever seen.
+
+Workers only see this small interface, so a SQLite store (crash-safe resume) or a
+Redis store (many machines) can stand in for the in-memory one without touching them.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Protocol
+
+from .hosts import Hosts
+from .item import Item
+
+
+class Frontier(Protocol):
+    def add(self, item: Item) -> bool:
+        """Queue a URL never seen before; False (and nothing queued) if it was seen."""
+    def requeue(self, item: Item, after: float = 0.0) -> None:
+        """Put back a URL that was taken but not finished (cancelled worker, a retry):
+        first in its host's queue, or in `after` seconds (a store with `hosts`)."""
+    async def pop(self) -> Item:
+        """The next URL whose host is due (a store with `hosts`), or the next URL."""
+    def done(self, item: Item) -> None:
+        """The item's Record is written; join() counts it finished."""
+    def seen(self, url: str) -> bool: ...
+    def mark_seen(self, url: str) -> bool:
+        """Mark seen without queueing (e.g. a URL we record but never fetch)."""
+    async def join(self) -> None: ...
+    def drain(self) -> list[Item]:
+        """Take every queued item at stop. A persistent store returns [] and keeps them."""
+    async def remove_matching(self, predicate: Callable[[str], bool]) -> list[Item]:
+        """Take every queued (not in flight) item whose URL satisfies `predicate` off the
+        queue and return them (live ignores). They stay seen and stay unfinished: the
+        caller writes each one's Record and then calls done(item), as for a popped item.
+        Async because a store may have to scan rows on disk or on a server; it must not
+        block the loop meanwhile. Order of the remaining items is kept."""
+    def peek(self, n: int) -> list[Item]:
+        """Up to n items that pop() would give next, without taking them (the queue view).
+        Cheap: a store reads only its head."""
+    @property
+    def size(self) -> int: ...
+    @property
+    def seen_count(self) -> int: ...
+
+
+class DueWaiters:
+    """pop() for a store whose queues are a `Hosts` (core/queueing/hosts.py): the first due URL,
+    else sleep until the earliest host comes due or new work arrives. No polling: the
+    Hosts calls `notify(at)` whenever a host enters the ready heap, and one timer stands
+    for the earliest wake while workers wait."""
+
+    hosts: Hosts
+
+    def _waiters_init(self) -> None:
+        self._getters: deque[asyncio.Future[None]] = deque()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = math.inf
+        self.hosts.notify = self._notify
+
+    @property
+    def waiting(self) -> int:
+        """Workers waiting for a due host (the screen says why)."""
+        return len(self._getters)
+
+    def _notify(self, at: float) -> None:
+        if not self._getters:
+            return
+        loop = asyncio.get_running_loop()
+        if at <= loop.time():
+            self._wake_one()
+        elif at < self._timer_at:
+            self._arm(loop, at)
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, at: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = at
+        self._timer = loop.call_at(at, self._ring)
+
+    def _ring(self) -> None:
+        self._timer, self._timer_at = None, math.inf
+        self._wake_one()
+
+    def _wake_one(self) -> None:
+        while self._getters:
+            g = self._getters.popleft()
+            if not g.done():
+                g.set_result(None)
+                return
+
+    async def _next_due(self) -> Item:
+        loop = asyncio.get_running_loop()
+        while True:
+            got = self._take(loop)
+            if got is not None:
+                return got
+            await self._wait_due(loop)
+
+    def _take(self, loop: asyncio.AbstractEventLoop) -> Item | None:
+        got = self.hosts.take(loop.time())
+        if got is None:
+            return None
+        if self._getters:  # others wait: pass the turn on, or keep the timer on the earliest
+            wake = self.hosts.next_wake()
+            if wake is not None:
+                if wake <= loop.time():
+                    self._wake_one()
+                elif wake < self._timer_at:
+                    self._arm(loop, wake)
+        return got[0]
+
+    async def _wait_due(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Until a host may be due: the earliest wake, or a host entering the heap."""
+        wake = self.hosts.next_wake()
+        if wake is not None and wake < self._timer_at:
+            self._arm(loop, wake)
+        getter = loop.create_future()
+        self._getters.append(getter)
+        try:
+            await getter
+        except BaseException:
+            getter.cancel()
+            try:
+                self._getters.remove(getter)
+            except ValueError:  # it was woken: hand the wake to another
+                self._wake_one()
+            raise
+
+    def next_wake_in(self) -> float | None:
+        """Seconds until the earliest host comes due (None: nothing could)."""
+        wake = self.hosts.next_wake()
+        if wake is None:
+            return None
+        return max(0.0, wake - time.monotonic())  # the loop's clock, readable off the loop too
+
+
+class MemoryFrontier(DueWaiters):
+    """Per-host queues, a ready heap and a seen set: the default store."""
+
+    def __init__(self) -> None:
+        self.hosts = Hosts()
+        self._seen: set[str] = set()
+        self._unfinished = 0
+        self._joined = asyncio.Event()
+        self._joined.set()
+        self._waiters_init()
+
+    def add(self, item: Item) -> bool:
+        if item.url in self._seen:
+            return False
+        self._seen.add(item.url)
+        if not self.hosts.admit(item):
+            return False
+        self._more()
+        return True
+
+    def _more(self) -> None:
+        self._unfinished += 1
+        self._joined.clear()
+
+    def requeue(self, item: Item, after: float = 0.0) -> None:
+        if after > 0:
+            self.hosts.defer(item, time.monotonic() + after)
+        else:
+            self.hosts.put(self.hosts.of(item.url), item, front=True)
+        self._more()
+
+    async def pop(self) -> Item:
+        return await self._next_due()
+
+    def done(self, item: Item) -> None:
+        if self._unfinished <= 0:
+            raise ValueError("done() called more times than there were items")
+        self._unfinished -= 1
+        if not self._unfinished:
+            self._joined.set()
+
+    def seen(self, url: str) -> bool:
+        return url in self._seen
+
+    def mark_seen(self, url: str) -> bool:
+        if url in self._seen:
+            return False
+        self._seen.add(url)
+        return True
+
+    async def join(self) -> None:
+        await self._joined.wait()
+
+    def drain(self) -> list[Item]:
+        return self.hosts.drain()
+
+    async def remove_matching(self, predicate: Callable[[str], bool]) -> list[Item]:
+        return self.hosts.remove_if(predicate)
+
+    def peek(self, n: int) -> list[Item]:
+        return self.hosts.peek(n)
+
+    @property
+    def size(self) -> int:
+        return self.hosts.size
+
+    @property
+    def seen_count(self) -> int:
+        return len(self._seen)

@@ -1,0 +1,605 @@
+"""Scheduling by host: one queue per host and a ready order of hosts by next-allowed time.
+
+A polite crawl of many sites is bound by each host's delay, not by the CPU, so its speed
+is the sum over hosts. The frontier therefore hands a worker only a URL whose host is due
+(its delay has passed, it is under its --per-host cap, not backing off, not paused): a
+worker never holds a URL while it waits for that URL's host (Mercator's back queues and
+heap; Heritrix's per-host work queues). Due hosts come out of the heap oldest-due first,
+so they take turns: a host with 100,000 URLs does not starve one with 10.
+
+A host's delay is the largest of --delay, robots.txt Crawl-delay (capped by
+--max-crawl-delay), the adaptive delay (--delay-factor x its last response time) and a
+delay set live; its back-off (429/503 with Retry-After, else exponential; connection
+errors and timeouts exponential) blocks it on top. After --host-max-failures failures in
+a row it is retired: every URL still queued for it comes out at once, for its Record.
+
+`Hosts` is the synchronous part shared by the stores (memory, SQLite); waiting for the
+next due host is the store's (core/queueing/frontier.py `DueWaiters`). `Host` is also the row the
+live view reads (in flight, done, errors, latency), so one object per host is all it costs.
+"""
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+from ..parsing.urls import netloc_of
+from .item import Item
+from .scope import registered_domain
+
+QueueBy = Literal["host", "domain"]
+
+# Host.flags
+PAUSED = 1
+RETIRED = 2
+NEEDS_ROBOTS = 4  # robots.txt is the host's first request (Heritrix's prerequisite)
+STEP_PENDING = 8  # a worker does the host's robots.txt or probe: the host is not due meanwhile
+NEEDS_PROBE = 16  # its guessed /sitemap.xml is probed as one of its requests (core/fetching/sitemaps.py)
+
+# Why a host backs off (Host.why), as the view shows it.
+# States of a host, in the order the header counts them.
+STATES = ("ready", "fetching", "waiting", "backoff", "paused", "budget", "retired", "done")
+JITTER = 0.1  # blocks computed together don't all end together
+
+
+@dataclass(frozen=True, slots=True)
+class Politeness:
+    """The per-host rules of a crawl (core/config.py carries the user's values)."""
+
+    delay: float = 0.0
+    per_host: int | None = None
+    max_crawl_delay: float = 30.0
+    delay_factor: float = 0.0
+    max_failures: int = 5
+    budget: int | None = None  # --max-pages-per-host: URLs admitted per host
+    queue_by: QueueBy = "host"
+    robots: bool = False  # fetch robots.txt as each host's first request
+    backoff: float = 0.5  # first back-off step, seconds; doubles per failure
+    max_backoff: float = 60.0  # longest back-off or Retry-After we accept
+
+
+@lru_cache(maxsize=65536)
+def domain_key(netloc: str) -> str:
+    """The registered domain of a host[:port] (an IP or a bare name stays itself)."""
+    if netloc.startswith("["):
+        return netloc[: netloc.index("]") + 1]
+    return registered_domain(netloc.rsplit(":", 1)[0] if ":" in netloc else netloc)
+
+
+def key_function(queue_by: QueueBy) -> Callable[[str], str]:
+    """URL -> its politeness key: host:port, or the registered domain."""
+    return netloc_of if queue_by == "host" else (lambda url: domain_key(netloc_of(url)))
+
+
+class Extra:
+    """What few hosts need (a back-off, a Crawl-delay, a live delay, a budget overrun):
+    kept apart, so a host that is only queued costs its core slots and nothing more."""
+
+    __slots__ = ("source", "crawl_delay", "live_delay", "adaptive", "failures", "strikes", "backoff_until",
+                 "why", "block_at", "over", "last_error")
+
+    def __init__(self) -> None:
+        self.source = ""  # what decided the delay: delay, robots, robots (capped), adaptive, live
+        self.crawl_delay = 0.0
+        self.live_delay: float | None = None
+        self.adaptive = 0.0
+        self.failures = 0  # back-offs in a row (the exponent)
+        self.strikes = 0  # failures to reach the host in a row (retirement)
+        self.backoff_until = 0.0
+        self.why = ""  # the back-off's reason: 429, 503, connect, dns, tls, timeout
+        self.block_at = 0.0  # when the current back-off began (in-flight failures escalate once)
+        self.over = 0  # URLs refused: over --max-pages-per-host
+        self.last_error = ""
+
+
+_NONE = Extra()  # read-only defaults for hosts without their own
+
+
+class HostRow:
+    """What a host's row says, from its fields: shared by `Host` and the Redis store's
+    `ClusterHost` (core/cluster/hosts.py), so one host reads the same in every store."""
+
+    __slots__ = ()
+    flags: int
+    in_flight: int
+    next_at: float
+    queued: int
+    backoff_until: float
+    over: int
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.flags & PAUSED)
+
+    @property
+    def retired(self) -> bool:
+        return bool(self.flags & RETIRED)
+
+    @property
+    def parked(self) -> int:
+        """URLs held back by a pause (the hosts panel's ⏸N)."""
+        return self.queued if self.flags & PAUSED else 0
+
+    def state(self, now: float) -> str:
+        if self.flags & RETIRED:
+            return "retired"
+        if self.flags & PAUSED:
+            return "paused"
+        if self.backoff_until > now:
+            return "backoff"
+        if self.in_flight:
+            return "fetching"
+        if not self.queued:
+            return "budget" if self.over else "done"
+        return "waiting" if self.next_at > now else "ready"
+
+    def wake(self, now: float) -> float:
+        """Seconds until it may start a request (0: now)."""
+        return max(0.0, max(self.next_at, self.backoff_until) - now)
+
+
+class Host(HostRow):
+    """One host's queue and politeness state. Slots and a plain list: a million fit."""
+
+    __slots__ = ("key", "q", "head", "heap_at", "next_at", "in_flight", "done", "errors", "total_ms",
+                 "delay", "flags", "admitted", "x")
+
+    def __init__(self, key: str, flags: int = 0) -> None:
+        self.key = key
+        self.q: list[Item] = []
+        self.head = 0  # q[:head] are taken (compacted now and then)
+        self.heap_at = -1.0  # the time of this host's live entry in the ready heap; -1: none
+        self.next_at = 0.0  # next request may start then (monotonic seconds)
+        self.in_flight = 0
+        self.done = 0
+        self.errors = 0
+        self.total_ms = 0.0  # server latency only: politeness waits are never in it
+        self.delay = 0.0
+        self.flags = flags
+        self.admitted = 0  # URLs queued for it ever (the budget counts these)
+        self.x: Extra | None = None
+
+    def __lt__(self, other: Host) -> bool:  # heap ties: by key, deterministic
+        return self.key < other.key
+
+    def extra(self) -> Extra:
+        if self.x is None:
+            self.x = Extra()
+        return self.x
+
+    @property
+    def _e(self) -> Extra:
+        return self.x or _NONE
+
+    @property
+    def source(self) -> str:
+        return self.x.source if self.x is not None else ("delay" if self.delay else "")
+
+    crawl_delay = property(lambda self: self._e.crawl_delay)
+    live_delay = property(lambda self: self._e.live_delay)
+    failures = property(lambda self: self._e.failures)
+    strikes = property(lambda self: self._e.strikes)
+    backoff_until = property(lambda self: self._e.backoff_until)
+    why = property(lambda self: self._e.why)
+    over = property(lambda self: self._e.over)
+    last_error = property(lambda self: self._e.last_error)
+
+    @property
+    def queued(self) -> int:  # type: ignore[override]  # HostRow only reads it; a Host counts its queue
+        return len(self.q) - self.head
+
+
+class Hosts:
+    """Per-host queues and the ready heap. Not thread-safe: the loop's thread only.
+
+    The heap holds (time, host) for every host that has queued URLs and could fetch
+    (not paused, under its cap, no robots fetch pending). Entries go stale instead of
+    being removed: an entry counts only while its time equals the host's heap_at."""
+
+    def __init__(self, policy: Politeness | None = None) -> None:
+        self.policy = policy or Politeness()
+        self.hosts: dict[str, Host] = {}
+        self._heap: list[tuple[float, Host]] = []
+        self._later: list[tuple[float, int, Item]] = []  # URLs retried after a wait of their own
+        self._later_seq = 0
+        self.size = 0  # queued URLs, all hosts
+        self.retired = 0
+        self.over_budget = 0
+        self._key: Callable[[str], str] = netloc_of
+        self.notify: Callable[[float], None] = lambda at: None  # a host entered the heap (DueWaiters)
+        self.changed: Callable[[Host], None] = lambda h: None  # a state worth keeping changed (SQLite)
+
+    def configure(self, policy: Politeness) -> None:
+        """The crawl's rules, set when it starts (a store may be opened before)."""
+        self.policy = policy
+        self._key = key_function(policy.queue_by)
+        for h in self.hosts.values():  # restored from a state file: robots.txt comes first again
+            if policy.robots and not h.in_flight:
+                h.flags |= NEEDS_ROBOTS
+            self.recompute(h)
+
+    def key(self, url: str) -> str:
+        return self._key(url)
+
+    def host(self, key: str) -> Host:
+        h = self.hosts.get(key)
+        if h is None:
+            h = self.hosts[key] = Host(key, NEEDS_ROBOTS if self.policy.robots else 0)
+            self.recompute(h)  # due at once (0.0, shared: a float per host would cost 24 bytes)
+        return h
+
+    def of(self, url: str) -> Host:
+        return self.host(self._key(url))
+
+    # -- queueing -----------------------------------------------------------------------
+    def admit(self, item: Item) -> bool:
+        """Queue a new URL unless its host is over budget (then count it there)."""
+        h = self.within_budget(item.url)
+        if h is None:
+            return False
+        self.put(h, item)
+        return True
+
+    def within_budget(self, url: str) -> Host | None:
+        """The URL's host, its budget charged; None (and counted) when over budget."""
+        h = self.of(url)
+        budget = self.policy.budget
+        if budget is not None and h.admitted >= budget:
+            h.extra().over += 1
+            self.over_budget += 1
+            self.changed(h)
+            return None
+        h.admitted += 1
+        if budget is not None:
+            self.changed(h)  # a resume must not admit past the budget
+        return h
+
+    def put(self, h: Host, item: Item, front: bool = False) -> None:
+        if front and h.head:
+            h.head -= 1
+            h.q[h.head] = item
+        elif front:
+            h.q.insert(0, item)
+        else:
+            h.q.append(item)
+        self.size += 1
+        self._schedule(h)
+
+    def defer(self, item: Item, at: float) -> None:
+        """Queue a URL again, but not before `at` (a URL-level retry: a 500 or a read
+        timeout says nothing of the host, so the host's other URLs go on meanwhile)."""
+        self._later_seq += 1
+        heapq.heappush(self._later, (at, self._later_seq, item))
+        self.size += 1
+        self.notify(at)
+
+    def take(self, now: float) -> tuple[Item, Host] | None:
+        """The next URL of the first due host; that host is then in flight and its
+        next-allowed time moves on by its delay."""
+        later = self._later
+        while later and later[0][0] <= now:
+            item = heapq.heappop(later)[2]
+            self.size -= 1
+            self.put(self.of(item.url), item, front=True)
+        heap = self._heap
+        while heap:
+            at, h = heap[0]
+            if at != h.heap_at:
+                heapq.heappop(heap)  # stale
+                continue
+            if at > now:
+                return None
+            heapq.heappop(heap)
+            h.heap_at = -1.0
+            due = self._due(h)
+            if due is None:
+                continue  # paused, capped or emptied since
+            if due > at:  # its time moved on (a request went out, a back-off began): back in line
+                h.heap_at = due
+                heapq.heappush(heap, (due, h))
+                continue
+            item = h.q[h.head]
+            h.q[h.head] = None  # type: ignore[call-overload]  # the list no longer keeps it alive
+            h.head += 1
+            if h.head == len(h.q):
+                h.q.clear()
+                h.head = 0
+            elif h.head >= 64 and h.head * 2 >= len(h.q):
+                del h.q[: h.head]
+                h.head = 0
+            self.size -= 1
+            if not h.flags & RETIRED:  # a retired host's URLs only go to their Records
+                h.in_flight += 1
+                h.next_at = now + h.delay
+                if h.flags & (NEEDS_ROBOTS | NEEDS_PROBE):  # the worker does that step first
+                    h.flags |= STEP_PENDING
+            self._schedule(h)
+            return item, h
+        return None
+
+    def next_wake(self) -> float | None:
+        """When the earliest host comes due; None if none could (nothing queued, or all
+        paused, capped or waiting for their robots.txt)."""
+        heap = self._heap
+        while heap and heap[0][0] != heap[0][1].heap_at:
+            heapq.heappop(heap)
+        wake = heap[0][0] if heap else None
+        if self._later and (wake is None or self._later[0][0] < wake):
+            return self._later[0][0]
+        return wake
+
+    def _due(self, h: Host) -> float | None:
+        """When the host may next be taken; None while it cannot be (nothing queued,
+        paused, at its cap, its robots.txt pending)."""
+        if not h.queued or h.flags & (PAUSED | STEP_PENDING):
+            return None
+        if h.flags & RETIRED:
+            return 0.0
+        cap = self.policy.per_host
+        if cap is not None and h.in_flight >= cap:
+            return None
+        x = h.x
+        return h.next_at if x is None or h.next_at > x.backoff_until else x.backoff_until
+
+    def _schedule(self, h: Host) -> None:
+        """Put the host in the ready heap at its due time, unless it is there earlier
+        already (entries are moved later lazily, by take(), so a request's start or a
+        back-off costs no push). A host that cannot be taken loses its entry."""
+        at = self._due(h)
+        if at is None:
+            h.heap_at = -1.0
+            return
+        if h.heap_at < 0 or at < h.heap_at:  # a later time waits: take() moves the entry then
+            h.heap_at = at
+            heapq.heappush(self._heap, (at, h))
+            self.notify(at)
+
+    # -- a fetch's life -----------------------------------------------------------------
+    def started(self, h: Host, now: float) -> None:
+        """A request to the host goes out now: the gap counts from here."""
+        if h.delay and now + h.delay > h.next_at:  # (no delay: nothing to move)
+            h.next_at = now + h.delay
+            if h.heap_at >= 0:
+                self._schedule(h)
+
+    def finished(self, h: Host) -> None:
+        """One of its fetches (or its robots.txt) is over: a slot frees up."""
+        if h.flags & STEP_PENDING:
+            h.flags &= ~STEP_PENDING
+        h.in_flight = max(0, h.in_flight - 1)
+        self._schedule(h)
+        self.changed(h)
+
+    def want_probe(self, h: Host) -> None:
+        """Its next turn goes to its /sitemap.xml probe (a request like any other)."""
+        h.flags |= NEEDS_PROBE
+
+    def untake(self, h: Host, item: Item) -> None:
+        """A taken URL goes back to the front of its host's queue, its slot freed."""
+        self.put(h, item, front=True)
+        self.finished(h)
+
+    def set_crawl_delay(self, h: Host, seconds: float, started: float) -> None:
+        """robots.txt said so: its fetch was the host's request, the gap counts from it."""
+        if seconds > 0 or h.x is not None:
+            h.extra().crawl_delay = max(0.0, seconds)
+        self.recompute(h)
+        self.changed(h)
+        h.next_at = max(h.next_at, started + h.delay)
+
+    def succeeded(self, h: Host, started: float, latency: float) -> None:
+        """A response that is not a failure: the next back-off starts small again. A
+        block in force still holds (a Retry-After is a promise), and a request that
+        was in flight when it began says nothing about the host since."""
+        if self.policy.delay_factor > 0:
+            h.extra().adaptive = self.policy.delay_factor * latency
+            self.recompute(h)
+        x = h.x
+        if x is not None and (x.failures or x.strikes) and started >= x.block_at:
+            x.failures = x.strikes = 0
+            x.why = ""
+
+    def failed(self, h: Host, why: str, started: float, now: float, retry_after: float | None = None,
+               block: bool = True, strike: bool = True) -> bool:
+        """A failed request. `block`: the whole host backs off (429, 503, unreachable);
+        `strike`: it counts toward retiring the host (unreachable, timeouts: a rate
+        limit or a broken page does not). True when the host should now be retired.
+
+        A request that started before the current back-off began says nothing new about
+        the host: a backlog of failures must not inflate the delay or retire it."""
+        x = h.extra()
+        x.last_error = why
+        if started < x.block_at:
+            return False
+        if strike:
+            x.strikes += 1
+        if block:
+            x.failures += 1
+            p = self.policy
+            if retry_after is not None:
+                wait = min(retry_after, p.max_backoff)
+            else:
+                wait = min(p.max_backoff, p.backoff * 2 ** (x.failures - 1))
+            wait *= random.uniform(1.0, 1.0 + JITTER)
+            x.backoff_until = max(x.backoff_until, now + wait)
+            x.block_at = now
+            x.why = why
+            self._schedule(h)
+        self.changed(h)
+        return x.strikes >= self.policy.max_failures
+
+    def retire(self, h: Host, why: str) -> int:
+        """No more requests to it; its queued URLs come due at once for their Records."""
+        if h.flags & RETIRED:
+            return 0
+        h.flags |= RETIRED
+        if why:
+            h.extra().last_error = why
+        self.retired += 1
+        self._schedule(h)
+        self.changed(h)
+        return h.queued
+
+    # -- steering -----------------------------------------------------------------------
+    def pause(self, key: str) -> bool:
+        h = self.host(key)
+        if h.flags & PAUSED:
+            return False
+        h.flags |= PAUSED
+        self._schedule(h)
+        self.changed(h)
+        return True
+
+    def resume(self, key: str) -> int:
+        h = self.hosts.get(key)
+        if h is None or not h.flags & PAUSED:
+            return -1
+        h.flags &= ~PAUSED
+        self._schedule(h)
+        self.changed(h)
+        return h.queued
+
+    def paused(self) -> dict[str, int]:
+        return {k: h.queued for k, h in self.hosts.items() if h.flags & PAUSED}
+
+    def set_live_delay(self, key: str, seconds: float | None) -> Host:
+        h = self.host(key)
+        h.extra().live_delay = seconds
+        self.recompute(h)
+        self.changed(h)
+        return h
+
+    def recompute(self, h: Host) -> None:
+        """The delay is the largest of its sources; the source is kept to be shown."""
+        p = self.policy
+        x = h.x
+        delay = p.delay
+        if x is not None:
+            crawl = min(x.crawl_delay, p.max_crawl_delay)
+            source = "delay" if p.delay else ""
+            for value, name in ((crawl, "robots (capped)" if x.crawl_delay > p.max_crawl_delay else "robots"),
+                                (x.adaptive, "adaptive"), (x.live_delay or 0.0, "live")):
+                if value > delay:
+                    delay, source = value, name
+            if x.live_delay is not None and x.live_delay >= delay:
+                source = "live"
+            x.source = source
+        if h.next_at and delay != h.delay:
+            h.next_at += delay - h.delay  # a changed delay counts from the last start
+        h.delay = delay
+        self._schedule(h)
+
+    # -- reading ------------------------------------------------------------------------
+    def remove_if(self, predicate: Callable[[str], bool]) -> list[Item]:
+        removed: list[Item] = []
+        for h in self.hosts.values():
+            if not h.queued:
+                continue
+            kept: list[Item] = []
+            for item in h.q[h.head:]:
+                (removed if predicate(item.url) else kept).append(item)
+            if len(kept) != h.queued:
+                h.q, h.head = kept, 0
+                self._schedule(h)
+        later = [e for e in self._later if not predicate(e[2].url)]
+        if len(later) != len(self._later):
+            removed += [e[2] for e in self._later if predicate(e[2].url)]
+            self._later = later
+            heapq.heapify(later)
+        self.size -= len(removed)
+        return removed
+
+    def drain(self) -> list[Item]:
+        items: list[Item] = []
+        for h in self.hosts.values():
+            items += h.q[h.head:]
+            h.q, h.head, h.heap_at = [], 0, -1.0
+        items += [e[2] for e in sorted(self._later)]
+        self._heap.clear()
+        self._later.clear()
+        self.size = 0
+        return items
+
+    def peek(self, n: int) -> list[Item]:
+        """About what pop() gives next: the hosts due soonest, taking turns."""
+        heap = self._heap
+        hosts: list[Host] = []
+        todo = [(heap[0][0], 0)] if heap else []  # walk the heap's top: O(n log n), not a scan
+        while todo and len(hosts) < n:
+            _, i = heapq.heappop(todo)
+            at, h = heap[i]
+            if at == h.heap_at and h.queued:
+                hosts.append(h)
+            for c in (2 * i + 1, 2 * i + 2):
+                if c < len(heap):
+                    heapq.heappush(todo, (heap[c][0], c))
+        out: list[Item] = []
+        for i in range(n):
+            for h in hosts:
+                if h.head + i < len(h.q):
+                    out.append(h.q[h.head + i])
+                    if len(out) == n:
+                        return out
+        return out
+
+    def __iter__(self) -> Iterator[Host]:
+        return iter(self.hosts.values())
+
+    def counts(self, now: float) -> dict[str, int]:
+        """Hosts by state (O(hosts): the caller reads it at most once a second)."""
+        out = dict.fromkeys(STATES, 0)
+        for h in self.hosts.values():
+            out[h.state(now)] += 1
+        return out
+
+    def saved(self, h: Host, wall_minus_mono: float) -> dict[str, Any] | None:
+        """What a resumed crawl must keep of a host (None: nothing beyond defaults)."""
+        d: dict[str, Any] = {}
+        x = h.x
+        if x is not None:
+            if x.live_delay is not None:
+                d["live"] = x.live_delay
+            if x.crawl_delay:
+                d["crawl"] = x.crawl_delay
+            if x.failures or x.strikes:
+                d["failures"], d["strikes"], d["why"] = x.failures, x.strikes, x.why
+            if x.backoff_until:
+                d["until"] = x.backoff_until + wall_minus_mono  # wall clock: monotonic restarts
+            if x.over:
+                d["over"] = x.over
+        if h.admitted:
+            d["admitted"] = h.admitted
+        if h.flags & (PAUSED | RETIRED):
+            d["flags"] = h.flags & (PAUSED | RETIRED)
+        if h.done or h.errors:
+            d["done"], d["errors"], d["ms"] = h.done, h.errors, round(h.total_ms, 1)
+        return d or None
+
+    def restore(self, key: str, d: dict[str, Any], wall_minus_mono: float) -> None:
+        h = self.host(key)
+        x = h.extra()
+        x.live_delay = _num(d.get("live"))
+        x.crawl_delay = _num(d.get("crawl")) or 0.0
+        x.failures = int(_num(d.get("failures")) or 0)
+        x.strikes = int(_num(d.get("strikes")) or 0)
+        x.why = str(d.get("why") or "")[:16]
+        until = _num(d.get("until"))
+        if until:
+            x.backoff_until = until - wall_minus_mono
+        x.over = int(_num(d.get("over")) or 0)
+        h.admitted = int(_num(d.get("admitted")) or 0)
+        h.done, h.errors = int(_num(d.get("done")) or 0), int(_num(d.get("errors")) or 0)
+        h.total_ms = _num(d.get("ms")) or 0.0
+        flags = int(_num(d.get("flags")) or 0) & (PAUSED | RETIRED)
+        if flags & RETIRED and not h.flags & RETIRED:
+            self.retired += 1
+        self.over_budget += x.over
+        h.flags |= flags
+        self.recompute(h)
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

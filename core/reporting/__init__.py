@@ -1,0 +1,2 @@
+"""`crawltop report`: what a finished crawl's records say (`linkcheck.py`), in five
+formats (`formats.py`)."""

@@ -1,0 +1,192 @@
+"""The formats of `crawltop report`: text (80 columns, sanitised), JSON, CSV, Markdown, JUnit.
+
+Every string that came from a server (URLs, error messages) goes through `clean()` in
+the text and Markdown forms, so a hostile page cannot drive the terminal; JSON and CSV
+keep the values as recorded (their writers quote them) and JUnit escapes them as XML.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from xml.etree import ElementTree as ET
+
+from ..monitor.sanitize import clean
+from .linkcheck import Chain, Report
+
+WIDTH = 80
+
+
+def _fit(text: str, width: int) -> str:
+    """Sanitised and cut to width, the middle elided (both ends of a URL say the most)."""
+    s = clean(text, 10_000)
+    if len(s) <= width:
+        return s
+    keep = width - 1
+    return s[: keep // 2] + "…" + s[len(s) - (keep - keep // 2):]
+
+
+def _page(via: str | None) -> str:
+    return via if via is not None else "(no referring page: a root or a sitemap)"
+
+
+def _steps(c: Chain) -> list[tuple]:
+    """(hop, the URL it redirects to) for each hop of a chain."""
+    targets = [h.url for h in c.hops[1:]] + [c.final]
+    return list(zip(c.hops, targets, strict=False))
+
+
+def text(r: Report) -> str:
+    out: list[str] = []
+    w = out.append
+    w(_fit(f"crawltop report: {r.source}", WIDTH))
+    w(f"{r.records:,} records, {r.broken_count:,} broken on {len(r.broken):,} pages")
+    if r.retired_hosts:
+        w(_fit(f"{len(r.retired_hosts):,} hosts retired after failures in a row: "
+               + ", ".join(sorted(r.retired_hosts)), WIDTH))
+    if r.broken:
+        w("")
+        w("Broken links, by the page they are on")
+        for via, links in r.broken.items():
+            w("  " + _fit(_page(via), WIDTH - 2))
+            for b in links:
+                reason = b.reason[:18]
+                w(f"    {reason:<18} " + _fit(b.url, WIDTH - 23))
+    if r.options.broken_only:
+        return "\n".join(out) + "\n"
+    if r.chains:
+        w("")
+        w(f"Redirect chains ({len(r.chains):,}; * = merge: the target was already seen)")
+        for c in r.chains:
+            w("  " + _fit(c.start, WIDTH - 2))
+            for h, target in _steps(c):
+                mark = "*" if h.merged else " "
+                if target == c.final:
+                    end = f"{c.final_status}" if c.final_status is not None else (c.final_error or "not fetched")
+                    target = f"{target}  [{end}]"
+                w(f"   {mark}{h.status or '':>3} -> " + _fit(target, WIDTH - 11))
+    if r.slowest:
+        w("")
+        w("Slowest pages")
+        for ms, url, status in r.slowest:
+            w(f"  {ms:>9,.0f} ms  {status or '':>3}  " + _fit(url, WIDTH - 21))
+    w("")
+    w("Totals by status")
+    for status, n in sorted(r.by_status.items(), key=lambda kv: str(kv[0])):
+        w(f"  {str(status):>6}  {n:>9,}")
+    if r.by_error_kind:
+        w("Totals by error kind")
+        for kind, n in sorted(r.by_error_kind.items(), key=lambda kv: (-kv[1], kv[0])):
+            w(f"  {clean(kind, 20):<20}  {n:>9,}")
+    return "\n".join(out) + "\n"
+
+
+def as_json(r: Report) -> str:
+    d = r.to_dict()
+    if r.options.broken_only:
+        d = {k: d[k] for k in ("source", "records", "broken_count", "broken")}
+    return json.dumps(d, ensure_ascii=False, indent=2) + "\n"
+
+
+CSV_FIELDS = ("page", "url", "status", "error_kind", "error", "discovery")
+
+
+def as_csv(r: Report) -> str:
+    """One row per broken link (the table a spreadsheet wants), with a header."""
+    buf = io.StringIO(newline="")
+    writer = csv.writer(buf)
+    writer.writerow(CSV_FIELDS)
+    for via, links in r.broken.items():
+        for b in links:
+            writer.writerow([via or "", b.url, "" if b.status is None else b.status, b.error_kind or "",
+                             b.error or "", b.discovery])
+    return buf.getvalue()
+
+
+def _md(text: object) -> str:
+    return clean(text, 2000).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+
+
+def markdown(r: Report) -> str:
+    out = [f"# crawltop report: {_md(r.source)}", "",
+           f"{r.records:,} records, **{r.broken_count:,} broken** on {len(r.broken):,} pages.", ""]
+    if r.retired_hosts:
+        out += [f"{len(r.retired_hosts):,} hosts retired after failures in a row: "
+                + ", ".join(_md(h) for h in sorted(r.retired_hosts)), ""]
+    w = out.append
+    if r.broken:
+        w("## Broken links, by the page they are on")
+        w("")
+        for via, links in r.broken.items():
+            w(f"### {_md(_page(via))}")
+            w("")
+            w("| status / kind | URL | error |")
+            w("|---|---|---|")
+            for b in links:
+                w(f"| {_md(b.reason)} | {_md(b.url)} | {_md(b.error or '')} |")
+            w("")
+    if r.options.broken_only:
+        return "\n".join(out)
+    if r.chains:
+        w("## Redirect chains")
+        w("")
+        w("| start | hops | final | merge |")
+        w("|---|---|---|---|")
+        for c in r.chains:
+            hops = " → ".join(f"{h.status} {_md(t)}" for h, t in _steps(c))
+            end = c.final_status if c.final_status is not None else _md(c.final_error or "not fetched")
+            w(f"| {_md(c.start)} | {hops} | {_md(c.final)} ({end}) | {'yes' if c.merged else ''} |")
+        w("")
+    if r.slowest:
+        w("## Slowest pages")
+        w("")
+        w("| ms | status | URL |")
+        w("|---:|---:|---|")
+        for ms, url, status in r.slowest:
+            w(f"| {ms:,.0f} | {status} | {_md(url)} |")
+        w("")
+    w("## Totals")
+    w("")
+    w("| status | records |")
+    w("|---:|---:|")
+    for status, n in sorted(r.by_status.items(), key=lambda kv: str(kv[0])):
+        w(f"| {status} | {n:,} |")
+    if r.by_error_kind:
+        w("")
+        w("| error kind | records |")
+        w("|---|---:|")
+        for kind, n in sorted(r.by_error_kind.items(), key=lambda kv: (-kv[1], kv[0])):
+            w(f"| {_md(kind)} | {n:,} |")
+    w("")
+    return "\n".join(out)
+
+
+def _xml(text: object) -> str:
+    """XML 1.0 cannot hold most control characters at all: replace them."""
+    return clean(text, 4000)
+
+
+def junit(r: Report) -> str:
+    """One test suite per page with broken links (a failing test case per link), plus a
+    passing `links` case per page otherwise: a CI job fails when anything is broken."""
+    suites = ET.Element("testsuites", name="crawltop", tests=str(max(1, r.broken_count)),
+                        failures=str(r.broken_count))
+    if not r.broken:
+        suite = ET.SubElement(suites, "testsuite", name="crawltop links", tests="1", failures="0")
+        ET.SubElement(suite, "testcase", classname="crawltop", name=f"{r.records} records, no broken links")
+    for via, links in r.broken.items():
+        suite = ET.SubElement(suites, "testsuite", name=_xml(_page(via)), tests=str(len(links)),
+                              failures=str(len(links)))
+        for b in links:
+            case = ET.SubElement(suite, "testcase", classname=_xml(_page(via)), name=_xml(b.url))
+            fail = ET.SubElement(case, "failure", message=_xml(f"{b.reason}: {b.url}"),
+                                 type=_xml(b.error_kind or "http-status"))
+            fail.text = _xml(b.error or f"HTTP {b.status}")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+FORMATS: dict[str, Callable[[Report], str]] = {
+    "text": text, "json": as_json, "csv": as_csv, "markdown": markdown, "junit": junit,
+}
+

@@ -1,0 +1,251 @@
+"""`crawltop report`: what a finished crawl's records say, as a link checker would.
+
+The analysis reads records one at a time (from a JSONL file or a state file) and keeps
+only what it reports: the broken ones, the redirect hops, the slowest few pages and the
+totals, so a report over millions of records stays small.  The formats are in
+core/reporting/formats.py; the CLI (cli/commands/report.py) only parses options and picks one.
+
+What counts as broken
+---------------------
+A record is broken when its status is >= `min_status` (400 by default) or it has an
+`error_kind`, except:
+- `robots` (a polite crawler's choice, not the site's fault) unless `include_robots`;
+- `cancelled` and `ignored` (never fetched: nothing is known about the URL);
+- the guessed /sitemap.xml of a site without one (hop path `M`, no `via`) answering
+  404 or 410: a probe, not a link anyone wrote.
+Broken links are grouped by `via`, the page they are on (roots and sitemaps named by
+nobody have none).
+"""
+from __future__ import annotations
+
+import heapq
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ReportError, StateError
+from ..storage.schema import SQLITE_MAGIC, iter_records, read_state
+
+SLOWEST = 10
+NOT_BROKEN_KINDS = frozenset({"cancelled", "ignored"})
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    min_status: int = 400
+    include_robots: bool = False
+    broken_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Broken:
+    url: str
+    via: str | None
+    status: int | None
+    error_kind: str | None
+    error: str | None
+    discovery: str
+
+    @property
+    def reason(self) -> str:
+        """What went wrong in a word: the status, else the error kind."""
+        if self.status is not None and self.error_kind is None:
+            return str(self.status)
+        return self.error_kind or "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    url: str
+    status: int | None
+    merged: bool = False  # the target of this hop had already been seen: the chain joins another
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    start: str
+    hops: tuple[Hop, ...]  # each redirect, start first
+    final: str  # where the last hop points
+    final_status: int | None  # its record's status; None if it has no record (out of scope, loop)
+    final_error: str | None
+
+    @property
+    def merged(self) -> bool:
+        return any(h.merged for h in self.hops)
+
+
+@dataclass(slots=True)
+class Report:
+    source: str
+    options: Options
+    records: int = 0
+    by_status: Counter = field(default_factory=Counter)  # status (int) or "none"
+    by_error_kind: Counter = field(default_factory=Counter)
+    broken: dict[str | None, list[Broken]] = field(default_factory=dict)  # via -> broken links on it
+    chains: list[Chain] = field(default_factory=list)
+    slowest: list[tuple[float, str, int | None]] = field(default_factory=list)  # (ms, url, status)
+    retired_hosts: set[str] = field(default_factory=set)  # hosts retired after failures in a row
+
+    @property
+    def broken_count(self) -> int:
+        return sum(len(v) for v in self.broken.values())
+
+    @property
+    def ok(self) -> bool:
+        return not self.broken
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "records": self.records,
+            "broken_count": self.broken_count,
+            "broken": [
+                {"page": via, "links": [_broken_dict(b) for b in links]} for via, links in self.broken.items()
+            ],
+            "redirect_chains": [
+                {"start": c.start, "hops": [{"url": h.url, "status": h.status, "merged": h.merged} for h in c.hops],
+                 "final": c.final, "final_status": c.final_status, "final_error": c.final_error, "merged": c.merged}
+                for c in self.chains
+            ],
+            "slowest": [{"url": u, "elapsed_ms": ms, "status": st} for ms, u, st in self.slowest],
+            "by_status": {str(k): v for k, v in sorted(self.by_status.items(), key=lambda kv: str(kv[0]))},
+            "by_error_kind": dict(sorted(self.by_error_kind.items())),
+            "retired_hosts": sorted(self.retired_hosts),
+        }
+
+
+def _broken_dict(b: Broken) -> dict[str, Any]:
+    return {"url": b.url, "status": b.status, "error_kind": b.error_kind, "error": b.error, "discovery": b.discovery}
+
+
+# -- reading ---------------------------------------------------------------------------
+
+def load(source: str) -> Iterator[dict[str, Any]]:
+    """Records from a JSONL file or a --state file; ReportError on anything unreadable."""
+    if not os.path.exists(source):
+        raise ReportError(f"{source}: no such file")
+    if os.path.isdir(source):
+        raise ReportError(f"{source}: is a directory")
+    try:
+        with open(source, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise ReportError(f"{source}: cannot read ({exc.strerror})") from None
+    if head == SQLITE_MAGIC:
+        return _from_state(source)
+    return _from_jsonl(source)
+
+
+def _from_state(source: str) -> Iterator[dict[str, Any]]:
+    try:
+        _settings, conn = read_state(source)
+    except StateError as exc:
+        raise ReportError(str(exc)) from None
+    try:
+        yield from iter_records(conn)
+    finally:
+        conn.close()
+
+
+def _from_jsonl(source: str) -> Iterator[dict[str, Any]]:
+    with open(source, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                raise ReportError(f"{source}: line {n} is not JSON (expected crawltop records, one per line)") from None
+            if not isinstance(rec, dict) or not isinstance(rec.get("url"), str):
+                raise ReportError(f"{source}: line {n} is not a crawltop record (no url)")
+            yield rec
+
+
+# -- analysis -------------------------------------------------------------------------
+
+def is_broken(rec: dict[str, Any], options: Options) -> bool:
+    status, kind = rec.get("status"), rec.get("error_kind")
+    if kind is None and rec.get("error"):  # records from before error_kind: still count them
+        kind = "other" if not str(rec["error"]).startswith("BlockedByRobots") else "robots"
+    if kind is not None:
+        if kind in NOT_BROKEN_KINDS or (kind == "robots" and not options.include_robots):
+            return False
+        return True
+    if isinstance(status, int) and status >= options.min_status:
+        return not (status in (404, 410) and rec.get("discovery") == "M" and rec.get("via") is None)
+    return False
+
+
+def analyse(records: Iterable[dict[str, Any]], options: Options = Options(), source: str = "") -> Report:
+    report = Report(source=source, options=options)
+    redirects: dict[str, dict[str, Any]] = {}
+    outcome: dict[str, tuple[int | None, str | None]] = {}  # status and error of redirect targets
+    slow: list[tuple[float, str, int | None]] = []
+    for rec in records:
+        report.records += 1
+        try:
+            _add(report, rec, options, redirects, outcome, slow)
+        except (TypeError, ValueError, AttributeError) as exc:  # a record with fields of the wrong type
+            raise ReportError(f"{source}: record {report.records} is not a crawltop record ({exc})") from None
+    report.slowest = sorted(slow, reverse=True)
+    report.chains = _chains(redirects, outcome)
+    report.broken = dict(sorted(report.broken.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
+    for links in report.broken.values():
+        links.sort(key=lambda b: b.url)
+    return report
+
+
+def _add(report: Report, rec: dict[str, Any], options: Options, redirects: dict[str, dict[str, Any]],
+         outcome: dict[str, tuple[int | None, str | None]], slow: list[tuple[float, str, int | None]]) -> None:
+    """Count one record in; TypeError if a field has the wrong type (not our record)."""
+    url, status = rec["url"], rec.get("status")
+    if status is not None and not isinstance(status, int):
+        raise TypeError(f"status {status!r}")
+    for name in ("via", "discovery", "next_url", "error_kind", "error", "content_type"):
+        if rec.get(name) is not None and not isinstance(rec[name], str):
+            raise TypeError(f"{name} {rec[name]!r}")
+    report.by_status[status if status is not None else "none"] += 1
+    if rec.get("error_kind"):
+        report.by_error_kind[rec["error_kind"]] += 1
+        if rec["error_kind"] == "host-retired":
+            parts = str(url).split("/", 3)  # a record's URL is canonical; a foreign one must not crash
+            report.retired_hosts.add(parts[2] if len(parts) > 2 else str(url))
+    if is_broken(rec, options):
+        b = Broken(url, rec.get("via"), status, rec.get("error_kind"), rec.get("error"), rec.get("discovery") or "")
+        report.broken.setdefault(b.via, []).append(b)
+    if rec.get("next_url"):
+        redirects[url] = {"next": rec["next_url"], "status": status, "merged": bool(rec.get("merged")),
+                          "discovery": rec.get("discovery") or "", "error": rec.get("error")}
+    elif status is not None and str(rec.get("content_type") or "").startswith(("text/html", "application/xhtml")):
+        item = (float(rec.get("elapsed_ms") or 0.0), url, status)
+        if len(slow) < SLOWEST:
+            heapq.heappush(slow, item)
+        elif item > slow[0]:
+            heapq.heapreplace(slow, item)
+    outcome[url] = (status, rec.get("error"))
+
+
+def _chains(redirects: dict[str, dict[str, Any]], outcome: dict[str, tuple[int | None, str | None]]) -> list[Chain]:
+    """One chain per redirect that was not itself reached by a redirect, followed to its end."""
+    chains = []
+    for start, first in redirects.items():
+        if first["discovery"].endswith("R"):
+            continue  # a middle hop: it shows in the chain of its start
+        hops, url, seen = [], start, set()
+        while url in redirects and url not in seen:
+            seen.add(url)
+            r = redirects[url]
+            hops.append(Hop(url, r["status"], r["merged"]))
+            if r["merged"]:  # the target is reached (and reported) on another path
+                url = r["next"]
+                break
+            url = r["next"]
+        status, error = outcome.get(url, (None, None))
+        if url in seen:
+            status, error = None, "redirect loop"
+        chains.append(Chain(start, tuple(hops), url, status, error))
+    chains.sort(key=lambda c: c.start)
+    return chains

@@ -1,0 +1,68 @@
+"""The processes panel of a shared crawl: one row per engine process, lost ones in red
+with their leases counting down. Shown only when the crawl has a `Cluster` part
+(core/surface.py; core/cluster/view.py); `P`, `R` and `K` pause, resume and stop the selected process."""
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+
+from ...core.cluster.procs import ProcessRow
+from .. import fmt
+from ..widgets.line import Line
+from ..widgets.table import Cell, Col, DiffTable, cell
+
+STATE_STYLE = {"RUNNING": "green", "PAUSED": "yellow", "STOPPING": "magenta", "DONE": "dim"}
+
+
+def process_cells(row: ProcessRow) -> tuple[Cell, ...]:
+    info = row.info
+    if row.lost:
+        state = cell("LOST", "bold reverse red")
+        leases = cell(f"{row.leases} back in {max(0.0, row.lease_left or 0.0):.0f}s" if row.leases else "0", "bold red")
+    else:
+        state = cell(info.state, STATE_STYLE.get(info.state, "bold"))
+        leases = cell(row.leases)
+    return (
+        cell(info.host),
+        cell(info.pid),
+        state,
+        cell(f"{info.busy}/{info.workers}"),
+        cell(fmt.rate(info.rate)),
+        cell(fmt.count(info.pages)),
+        cell(f"{row.beat_age:.1f}s ago", "bold red" if row.lost else "dim"),
+        leases,
+    )
+
+
+class ProcessesTable(DiffTable):
+    COLUMNS = (
+        Col("host", "host", None, 10),
+        Col("pid", "pid", 6, justify="right"),
+        Col("state", "state", 8),
+        Col("workers", "busy/w", 6, justify="right"),
+        Col("rate", "pages/s", 8, justify="right"),
+        Col("pages", "pages", 8, justify="right", min_table=100),
+        Col("beat", "heartbeat", 9, justify="right"),
+        Col("leases", "leases", 13),
+    )
+
+    def show(self, rows: list[ProcessRow]) -> None:
+        self.sync((row.proc, process_cells(row)) for row in rows)
+
+
+class ProcessesPanel(Vertical):
+    def compose(self) -> ComposeResult:
+        self.heading = Line(classes="panel-title")
+        self.table = ProcessesTable(id="processes-table")
+        yield self.heading
+        yield self.table
+
+    def show(self, rows: list[ProcessRow]) -> None:
+        self.table.show(rows)
+        lost = sum(1 for r in rows if r.lost)
+        parts: list = [("Processes ", "bold"), (str(len(rows) - lost), "bold"), (" live", "dim")]
+        if lost:
+            parts += ["  ", (f"{lost} lost", "bold reverse $error")]
+        parts += [("   P pause  R resume  K stop the selected one", "dim")]
+        self.heading.show(*parts)
+        self.styles.height = min(len(rows), 6) + 2
