@@ -1,8 +1,6 @@
 """Every failure crawltop names itself, in one place (httpx-style), and the closed set
 of `error_kind` codes records carry.
 
-The exception tree:
-
 * CrawlError - the crawler's own conditions; `kind` is a failed record's error_kind
   + UsageError - bad command-line input: exit code 2
     - RuntimeDirError - the run directory or a socket in it is unsafe
@@ -23,18 +21,16 @@ The exception tree:
 * CrawlLost - a crawl in another process went away without ending its crawl
 
 Private control-flow exceptions stay beside their one user and never escape it:
-core/crawler.py `_Retry` (a try to repeat) and core/cluster/frontier.py `_Again` (a
-batch to run again).
-
-Network failures keep aiohttp's / asyncio's own class names in a record's human
-`error` ("ClientConnectorError: ..."); the classes below are the conditions crawltop
-itself decides are errors.  Beside `error`, every failed record has an `error_kind`
-from KINDS: a short stable code to group, count and script on, which never changes
-with the wording of a message or the version of aiohttp.
+core/crawler.py `_Retry` (a try to repeat) and core/cluster/frontier.py `_Again`.
+Network failures keep aiohttp's / asyncio's class names in a record's `error`; beside it
+every failed record has a stable `error_kind` from KINDS (see the comment there).
 """
 from __future__ import annotations
 
 # The closed set of error_kind values. Nothing else is ever written to a record.
+# Network failures keep aiohttp's / asyncio's own class names in a record's human `error`
+# ("ClientConnectorError: ..."); `error_kind` is a short stable code to group, count and
+# script on, which never changes with the wording of a message or the version of aiohttp.
 KINDS: dict[str, str] = {
     "dns": "the host name did not resolve",
     "connect": "no TCP connection (refused, unreachable)",

@@ -1,23 +1,8 @@
 """What a crawl is told in confidence: request headers, proxy credentials, cookies.
 
-Where secrets go and where they never go
-----------------------------------------
-`--header` values and the proxy's user:password live only in the running process's
-CrawlConfig and its HTTP session (core/fetching/session.py).  Everything that leaves the process
-gets the redacted form made here:
-
-- the settings saved in a `--state` file and in Redis (`redact_config`, called by
-  `config_to_json`): header names are kept, values become REDACTED; a proxy keeps its
-  scheme, host and port and loses its user:password;
-- WARC request records (`redact_pairs`): Authorization, Proxy-Authorization and Cookie
-  always, and every header named by `--header` (the crawler hands the names to its
-  archive sinks); response records lose Set-Cookie values;
-- error texts in records and logs (`scrub`): a proxy password can't appear in them.
-
-Cookies are never in the config at all: the jar is a separate file (core/fetching/cookies.py).
-A resumed or joined crawl whose saved settings hold REDACTED placeholders needs the
-secrets on its own command line; `missing()` says which, and the CLI refuses to start
-without them (exit 2) rather than crawl a site logged out.
+They live only in the running process's CrawlConfig and HTTP session (core/fetching/session.py);
+everything that leaves the process gets a redacted form made here (`redact_config`,
+`redact_pairs`, `scrub`), and `missing` guards a resume. Cookies are a separate file (core/fetching/cookies.py).
 """
 from __future__ import annotations
 
@@ -96,13 +81,22 @@ def redact_proxy(url: str | None) -> str | None:
 
 
 def redact_config(config: CrawlConfig) -> CrawlConfig:
-    """The config as it may be written down: no header value, no proxy credentials."""
+    """The config as it may be written down: no header value, no proxy credentials.
+
+    For the settings saved in a `--state` file and in Redis (called by `config_to_json`):
+    header names are kept, values become REDACTED; a proxy keeps its scheme, host and port.
+    """
     headers = tuple(f"{h.partition(':')[0].strip()}: {REDACTED}" for h in config.headers)
     return dataclasses.replace(config, headers=headers, proxy=redact_proxy(config.proxy))
 
 
 def missing(config: CrawlConfig) -> list[str]:
-    """The secrets a config read back from a state file or Redis still lacks."""
+    """The secrets a config read back from a state file or Redis still lacks.
+
+    A resumed or joined crawl whose saved settings hold REDACTED placeholders needs the
+    secrets on its own command line: the CLI refuses to start without them (exit 2) rather
+    than crawl a site logged out.
+    """
     out = [f"--header '{h.partition(':')[0].strip()}: ...'" for h in config.headers
            if h.partition(":")[2].strip() == REDACTED]
     if config.proxy and f"{REDACTED}@" in config.proxy:
@@ -121,7 +115,10 @@ def redact_pairs(pairs: Iterable[tuple[str, str]], names: Iterable[str] = (), *,
                  request: bool = True) -> list[tuple[str, str]]:
     """Header pairs for an archive. A request's credential headers, --header headers and
     `names` get REDACTED values; a response's Set-Cookie keeps its cookie's name and
-    attributes, not its value. Any remembered secret is scrubbed from the rest."""
+    attributes, not its value. Any remembered secret is scrubbed from the rest.
+
+    The crawler hands the `--header` names to its archive sinks (WARC request records).
+    """
     hide = (CREDENTIALS | {n.lower() for n in names}) if request else frozenset()
     out = []
     for name, value in pairs:

@@ -1,16 +1,7 @@
 """The control surface: what a monitor (the TUI) may read and call on a crawl.
 
-Every crawl a monitor drives is a `Monitor`: a `Crawler` in this process, a crawl in
-another process over its socket (core/sockets/client.py), a shared crawl seen from Redis
-(core/cluster/view.py), the wrappers that serve or share an engine (core/sockets/server.py's
-`Listening`, core/cluster/member.py's `Member`) and the stand-ins of tests (tests/support/frozen.py).
-They implement it structurally: nothing here is inherited.
-
-Optional capabilities are declared, never probed: `Monitor.parts` says which parts a
-crawl has, each typed by its Protocol or None. A part may be the crawl itself or
-another object (a Crawler's steering is its `Steering` component), and which parts
-there are may depend on how the crawl was built (a ClusterView with or without an
-engine of its own), so it is asked for, not found with getattr or isinstance.
+Who implements it: ARCHITECTURE.md ("Control: one surface, many monitors"); structurally,
+nothing here is inherited. Optional capabilities are declared in `Monitor.parts`, never probed (`Parts`).
 """
 from __future__ import annotations
 
@@ -85,7 +76,13 @@ class Cluster(Protocol):
 
 class Parts:
     """A crawl's optional parts: each one, or None. `ignoring` and `host_table` are
-    the steering's own unless given (a monitor may have those without the rest)."""
+    the steering's own unless given (a monitor may have those without the rest).
+
+    A part may be the crawl itself or another object (a Crawler's steering is its `Steering`
+    component), and which parts there are may depend on how the crawl was built (a
+    ClusterView with or without an engine of its own), so it is asked for, not found with
+    getattr or isinstance.
+    """
 
     __slots__ = ("steer", "ignoring", "host_table", "detach", "cluster")
 

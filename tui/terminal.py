@@ -1,23 +1,7 @@
 """Terminal drivers that never let the terminal cost the crawl its loop, and that notice
 when the terminal has gone (a hang-up).
 
-Textual's own LinuxDriver hands every write to a thread through a queue of 30; when the
-terminal stops reading (a dropped SSH link, a killed tmux server) that thread blocks or
-dies, the queue fills, and the event loop blocks in `Queue.put` with the crawl and its
-control socket behind it. Its input thread then spins on the hung-up tty's EOF.
-
-Here the loop never waits on the terminal:
-- a frame is handed to the writer thread only when that thread is idle; a frame the
-  terminal cannot take yet is dropped, and the whole screen is repainted once the
-  terminal catches up (a dropped delta would otherwise leave stale cells);
-- control sequences (alt screen, mouse modes) are never dropped; they are tiny;
-- a hang-up is reported to the app (`app.hang_up(reason)`) when: SIGHUP arrives, the tty
-  reads EOF or fails (EIO), a write fails (EIO, EPIPE), or one write has been blocked for
-  STALL seconds (nobody reads the terminal). The writer then takes nothing more, and the
-  shutdown of the app writes nothing and waits for no thread.
-
-`WebDriver` (a monitor under `crawltop web`) gets the same treatment for its pipes: EOF on
-stdin or EPIPE on stdout means textual-serve has gone, and the monitor exits.
+What goes wrong with Textual's own driver and what ours does instead: TtyDriver's docstring.
 """
 from __future__ import annotations
 
@@ -136,7 +120,21 @@ class Writer(threading.Thread):
 
 
 class TtyDriver(LinuxDriver):
-    """LinuxDriver whose writes never block the loop and which reports a hang-up."""
+    """LinuxDriver whose writes never block the loop and which reports a hang-up.
+
+    Textual's LinuxDriver hands every write to a thread through a queue of 30; when the
+    terminal stops reading (a dropped SSH link, a killed tmux server) that thread blocks or
+    dies, the queue fills, and the event loop blocks in `Queue.put` with the crawl and its
+    control socket behind it. Its input thread then spins on the hung-up tty's EOF. Here:
+    - a frame is handed to the writer thread only when that thread is idle; a frame the
+      terminal cannot take yet is dropped, and the whole screen is repainted once the
+      terminal catches up (a dropped delta would otherwise leave stale cells);
+    - control sequences (alt screen, mouse modes) are never dropped; they are tiny;
+    - a hang-up is reported to the app (`app.hang_up(reason)`) when: SIGHUP arrives, the tty
+      reads EOF or fails (EIO), a write fails (EIO, EPIPE), or one write has been blocked for
+      STALL seconds. The writer then takes nothing more, and the app's shutdown writes
+      nothing and waits for no thread.
+    """
 
     def __init__(self, app: Any, **kwargs: Any) -> None:
         super().__init__(app, **kwargs)

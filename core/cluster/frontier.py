@@ -1,22 +1,7 @@
 """RedisFrontier: the `Frontier` of core/queueing/frontier.py, shared by every process of a crawl.
 
-Workers don't change. What does:
-- add() is synchronous, so links wait in `_pending` and ride along with the done of the
-  page that found them, or with the next pop, or go on their own a moment later (roots,
-  seeds). A link this process already sent is answered from `_known` without asking
-  Redis.
-- pop() hands out exactly as many items as workers wait for (one script call for all
-  of them), and only URLs of hosts that are due (core/cluster/scripts.py POP): nobody
-  hoards URLs another process could fetch, nobody holds one for a host that must wait.
-  When nothing is due, POP says when the first host will be, and we sleep until then,
-  or until a change in Redis (ours or another process's) rings the bell.
-- `hosts` (core/cluster/hosts.py) is what the crawler's scheduling path calls; its
-  outcomes (latency, back-off, failures, Crawl-delay) ride in the DONE batches.
-- done() and requeue() are synchronous too: they queue an operation that one sender
-  task sends, all waiting operations in one pipeline.
-- Every call survives Redis going away: `link` (core/cluster/link.py) retries it with
-  backoff, `down` says so (the monitor shows REDIS DOWN), and the workers simply wait
-  meanwhile.
+Workers don't change. What the POP and DONE scripts do is docs/scaling.md ("The guarantees,
+and how"); how this process batches its calls to them is RedisFrontier's docstring.
 """
 from __future__ import annotations
 
@@ -82,6 +67,23 @@ class RecordStash:
 
 
 class RedisFrontier:
+    """The queue of a crawl in Redis, as a worker sees it.
+
+    - add() is synchronous, so links wait in `_pending` and ride along with the done of the
+      page that found them, or with the next pop, or go on their own a moment later (roots,
+      seeds). A link this process already sent is answered from `_known` without asking Redis.
+    - pop() asks for exactly as many items as workers wait for (one script call for all of
+      them), only of due hosts (nobody hoards URLs another process could fetch, nobody
+      holds one for a host that must wait); when nothing is due it sleeps until the first host will be,
+      or until a change in Redis (ours or another process's) rings the bell.
+    - `hosts` (core/cluster/hosts.py) is what the crawler's scheduling path calls; its
+      outcomes (latency, back-off, failures, Crawl-delay) ride in the DONE batches.
+    - done() and requeue() are synchronous too: they queue an operation that one sender task
+      sends, all waiting operations in one pipeline.
+    - Every call survives Redis going away: `link` (core/cluster/link.py) retries it with
+      backoff, `down` says so (the monitor shows REDIS DOWN), and the workers wait meanwhile.
+    """
+
     persistent: bool = True  # a stop leaves the queue in Redis: drain() returns nothing
 
     def __init__(self, client: aioredis.Redis, keys: Keys, proc: str, *, lease: float = LEASE,

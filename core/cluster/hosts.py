@@ -1,17 +1,7 @@
-"""The Redis store's `hosts`: what the crawler's scheduling path calls, kept in Redis.
+"""The Redis store's `hosts`: the crawler's scheduling calls, acting on the whole crawl.
 
-core/crawler.py schedules by host through a small surface (`of`, `started`, `finished`,
-`succeeded`, `failed`, `retire`, `untake`, `set_crawl_delay`, `pause`, `resume`,
-`set_live_delay`, `key`, `host`, `hosts`, `counts`): core/queueing/hosts.py's `Hosts` in one
-process. Here the same calls act on the whole crawl: each outcome becomes a host event
-that rides in the next DONE batch (core/cluster/scripts.py), where Redis updates the
-host's delay, back-off, failures and retirement for every process at once. Nothing here
-costs a round trip of its own, except steering (pause, resume, delay), which is rare.
-
-`ClusterHost` is a host's row as this process last read it from Redis (a page of rows
-comes with every heartbeat), plus the few flags the crawler keeps per process (robots.txt
-is each process's first request to a host, and its /sitemap.xml probe its next: each
-process keeps its own robots and sitemaps state).
+Each outcome becomes a host event that rides in the next DONE batch (docs/scaling.md,
+"The guarantees, and how"); see RedisHosts.
 """
 from __future__ import annotations
 
@@ -49,7 +39,12 @@ class Sender(Protocol):
 
 
 class ClusterHost(HostRow):
-    """One host's row for the view and the crawler: Redis's numbers, this process's flags."""
+    """One host's row for the view and the crawler: Redis's numbers, this process's flags.
+
+    Rows come in pages with every heartbeat. The per-process flags exist because robots.txt
+    is each process's first request to a host and its /sitemap.xml probe its next: each
+    process keeps its own robots and sitemaps state.
+    """
 
     __slots__ = ("key", "flags", "queued", "in_flight", "done", "errors", "total_ms", "delay", "source",
                  "failures", "strikes", "why", "over", "last_error", "next_at", "backoff_until", "live_delay",
@@ -65,7 +60,14 @@ class ClusterHost(HostRow):
 
 
 class RedisHosts:
-    """Hosts as the crawler sees them, for a crawl whose hosts live in Redis."""
+    """Hosts as the crawler sees them, for a crawl whose hosts live in Redis.
+
+    The same small surface as core/queueing/hosts.py's `Hosts` (`of`, `started`, `finished`,
+    `succeeded`, `failed`, `retire`, `untake`, `set_crawl_delay`, `pause`, `resume`,
+    `set_live_delay`, `key`, `host`, `hosts`, `counts`), so core/crawler.py schedules the
+    same way. Nothing here costs a round trip of its own, except steering (pause, resume,
+    delay), which is rare.
+    """
 
     def __init__(self, frontier: Sender) -> None:
         self._frontier = frontier

@@ -1,4 +1,4 @@
-"""Where a shared crawl lives in Redis: one key prefix per crawl name.
+"""Where a shared crawl lives in Redis: one key prefix per crawl name (docs/scaling.md, "What lives where").
 
 Every key of crawl NAME starts with `crawltop:{NAME}:` (the braces are a Redis Cluster
 hash tag: all keys of one crawl land on one shard, so the scripts may touch them all).

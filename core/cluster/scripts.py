@@ -1,21 +1,7 @@
 """Every multi-step change to a shared crawl, each one Lua script run atomically by Redis.
 
-Time is the server's (TIME), so machines with skewed clocks agree on lease deadlines
-and host delays. The crawl is scheduled by host, as in one process (core/queueing/hosts.py): a
-list of queued items per host, a sorted set `ready` of hosts by next-allowed time, and
-a small hash of state per host. POP serves only hosts that are due and under their
---per-host cap, so no process ever holds a URL for a host that is not due and nobody
-polls a gate. Links ride along with pop and done (ARGV triplets fingerprint, host,
-item) so a page costs well under one round trip to take and one to finish. `finished`
-is decided inside pop and done: nothing queued and no URL leased, in one atomic step.
-
-Scripts that touch hosts share one calling convention (`_HOSTS`), so one helper in
-core/cluster/frontier.py builds every call:
-  KEYS  meta count ready later leases owner held:PROC seen rec hosts idle [script's own...]
-  ARGV  prefix proc delay_ms per_host max_crawl_delay_ms delay_factor max_failures
-        budget backoff_ms max_backoff_ms max_pages [script's own from ARGV[12]...]
-A host's own keys (hq:HOST, h:HOST) are built from the prefix inside the script: the
-crawl's hash tag keeps them on the same shard.
+What each script does, and why time is the server's: docs/scaling.md ("The guarantees,
+and how"); the calling convention of the host scripts is at `_HOSTS` below.
 """
 from __future__ import annotations
 
@@ -27,8 +13,15 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
-# Shared prelude of the host scripts: the convention above, link adds, scheduling, the
-# finish check, releasing a lease.
+# Shared prelude of the host scripts: one calling convention, so one helper in
+# core/cluster/frontier.py builds every call; link adds, scheduling, the finish check
+# (nothing queued and no URL leased, decided inside pop and done), releasing a lease.
+#   KEYS  meta count ready later leases owner held:PROC seen rec hosts idle [script's own...]
+#   ARGV  prefix proc delay_ms per_host max_crawl_delay_ms delay_factor max_failures
+#         budget backoff_ms max_backoff_ms max_pages [script's own from ARGV[12]...]
+# A host's own keys (hq:HOST, h:HOST) are built from the prefix inside the script: the
+# crawl's hash tag keeps them on the same shard. Time is the server's (TIME): machines
+# with skewed clocks agree on lease deadlines and host delays.
 _HOSTS = _NOW + """
 local META, COUNT, READY, LATER, LEASES, OWNER, HELD, SEEN, REC, HOSTS, IDLE =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]

@@ -1,17 +1,7 @@
 """ClusterView: a whole shared crawl seen from Redis, with the surface the TUI drives.
 
-The TUI cannot tell it from a local Crawler or a RemoteCrawler (core/sockets/client.py). It
-reads the crawl with one pipelined round trip twice a second (never two at once):
-every process's row and Stats snapshot, the queue, the seen set and the leases; then
-merges them (core/cluster/combine.py). Keys act on the whole crawl through Redis
-(core/cluster/commands.py); `pause_process` and friends on one process.
-
-With `local` (the Member of this process, served on its socket: the same-loop TUI of
-`crawl --redis`), its own snapshot is taken live, its workers keep their ids (so `x`
-cancels one), steering keys go to it (and through it to the whole crawl), and crawl()
-is its crawl. Without, it is `attach NAME --redis URL`, from any machine: crawl()
-watches until the crawl is over and no process is left, or until the monitor detaches
-(`d`); its only steering is the crawl's shared set of ignores. `parts` says which.
+The TUI cannot tell it from a local Crawler or a RemoteCrawler (ARCHITECTURE.md, "Control");
+how it reads and what it steers, with or without an engine of its own, is ClusterView's docstring.
 """
 from __future__ import annotations
 
@@ -81,6 +71,21 @@ class ClusterStats(HeldStats):
 
 
 class ClusterView:
+    """A shared crawl as a `Monitor` (core/surface.py).
+
+    It reads the crawl with one pipelined round trip twice a second (never two at once):
+    every process's row and Stats snapshot, the queue, the seen set and the leases; then
+    merges them (core/cluster/combine.py). Keys act on the whole crawl through Redis
+    (core/cluster/commands.py); `pause_process` and friends on one process.
+
+    With `local` (the Member of this process, served on its socket: the same-loop TUI of
+    `crawl --redis`), its own snapshot is taken live, its workers keep their ids (so `x`
+    cancels one), steering keys go to it (and through it to the whole crawl), and crawl()
+    is its crawl. Without, it is `attach NAME --redis URL`, from any machine: crawl()
+    watches until the crawl is over and no process is left, or until the monitor detaches
+    (`d`); its only steering is the crawl's shared set of ignores. `parts` says which.
+    """
+
     def __init__(self, client: aioredis.Redis, name: str, roots: list[str], *, local: Local | None = None,
                  lease: float = LEASE) -> None:
         self.redis, self.keys, self.name, self.local = client, Keys(name), name, local

@@ -1,17 +1,6 @@
-"""Netscape `cookies.txt` in and out of aiohttp's cookie jar.
+"""Netscape `cookies.txt` in and out of aiohttp's cookie jar, the format curl, wget and browser extensions use.
 
-It is the format curl (`-b`/`-c`), wget (`--load-cookies`) and the browser extensions
-export: one cookie a line, seven tab-separated fields
-
-    domain  include-subdomains  path  secure  expires  name  value
-
-`#HttpOnly_` in front of the domain marks an HttpOnly cookie (curl's form); other lines
-starting with `#` are comments.  `expires` 0 is a session cookie.  The jar itself
-(aiohttp's CookieJar) applies the domain, path, secure and expiry rules when it picks
-the cookies for a request, and takes the ones servers set.
-
-A saved jar holds session cookies, i.e. credentials: it is written 0600, atomically
-(a crash leaves the old file or the new one, never half of one).
+The line format is `read`'s docstring; a saved jar holds credentials, so `write` makes it 0600, atomically.
 """
 from __future__ import annotations
 
@@ -50,7 +39,14 @@ class Entry(NamedTuple):
 
 def read(path: str) -> list[Entry]:
     """The live cookies of a cookies.txt. UsageError if the file can't be read or a line
-    is not a cookie (the line number is named, never its value)."""
+    is not a cookie (the line number is named, never its value).
+
+    One cookie a line, seven tab-separated fields:
+        domain  include-subdomains  path  secure  expires  name  value
+    `#HttpOnly_` in front of the domain marks an HttpOnly cookie (curl's form); other lines
+    starting with `#` are comments. `expires` 0 is a session cookie. The jar itself applies
+    the domain, path, secure and expiry rules when it picks the cookies for a request.
+    """
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read().splitlines()
@@ -131,7 +127,11 @@ def save(jar: AbstractCookieJar, path: str) -> None:
 
 
 def write(cookie_lines: list[str], path: str) -> None:
-    """Write lines made by lines() (0600, atomically): safe in a thread, the jar untouched."""
+    """Write lines made by lines() (0600, atomically): safe in a thread, the jar untouched.
+
+    A saved jar holds session cookies, i.e. credentials: a crash leaves the old file or the
+    new one, never half of one.
+    """
     text = HEADER + "".join(line + "\n" for line in cookie_lines)
     tmp = f"{path}.tmp{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -1,23 +1,7 @@
 """The crawl's one aiohttp ClientSession: User-Agent, `--header`, proxy, cookie jar.
 
-Every request of a crawl goes through this session — pages, robots.txt, sitemaps,
-sitemap probes — so the rules below hold for all of them, in one place:
-
-- **Headers.** `--header` values are the session's default headers, except credentials
-  (Authorization, Cookie, Proxy-Authorization).  Those are added per request by
-  `CrawlRequest.update_headers`, and only when the request's host is one of the roots'
-  hosts (or of `--header-host`, which then names the hosts exactly).  It runs for every
-  request aiohttp builds, redirect hops included, so a link or a redirect to another host
-  never carries them: the browser's rule, and curl's without `--location-trusted`.
-  An empty value (`--header 'Accept-Encoding:'`) removes that header, as in curl.
-- **Proxy.** `--proxy` for every request (its user:password as Proxy-Authorization).
-  Without it, with `env_proxy`, HTTP_PROXY / HTTPS_PROXY / NO_PROXY are read the way
-  urllib (and curl, wget) read them, per request URL.  aiohttp's own `trust_env` is not
-  used: it would also send ~/.netrc passwords, which nobody asked for.
-- **Cookies.** A real jar (domain, path, secure, expiry rules; cookies from IP hosts
-  too), loaded from `--cookies` and from the jar kept beside a `--state` file, written
-  back to both when the crawl ends and, for the state's jar, every few seconds while it
-  runs (a kill -9 loses at most those seconds of cookie changes).
+Every request of a crawl (pages, robots.txt, sitemaps, probes) goes through it, so its rules
+for credentials, proxies and cookies hold for all of them: CrawlSession's docstring.
 """
 from __future__ import annotations
 
@@ -48,7 +32,24 @@ def host_key(host: str | None) -> str:
 
 
 class CrawlSession:
-    """Builds the session from a CrawlConfig and keeps its cookie jar on disk."""
+    """Builds the session from a CrawlConfig and keeps its cookie jar on disk.
+
+    - **Headers.** `--header` values are the session's default headers, except credentials
+      (Authorization, Cookie, Proxy-Authorization). Those are added per request by
+      `CrawlRequest.update_headers`, and only when the request's host is one of the roots'
+      hosts (or of `--header-host`, which then names the hosts exactly). It runs for every
+      request aiohttp builds, redirect hops included, so a link or a redirect to another host
+      never carries them: the browser's rule, and curl's without `--location-trusted`.
+      An empty value (`--header 'Accept-Encoding:'`) removes that header, as in curl.
+    - **Proxy.** `--proxy` for every request (its user:password as Proxy-Authorization).
+      Without it, with `env_proxy`, HTTP_PROXY / HTTPS_PROXY / NO_PROXY are read the way
+      urllib (and curl, wget) read them, per request URL. aiohttp's own `trust_env` is not
+      used: it would also send ~/.netrc passwords, which nobody asked for.
+    - **Cookies.** A real jar (cookies from IP hosts too), loaded from `--cookies` and from
+      the jar kept beside a `--state` file, written back to both when the crawl ends and, for
+      the state's jar, every few seconds while it runs (a kill -9 loses at most those seconds
+      of cookie changes).
+    """
 
     def __init__(self, config: CrawlConfig, agent: str, roots: Sequence[str]) -> None:
         self.config = config

@@ -1,46 +1,7 @@
 """Sitemaps: found per origin, fetched as ordinary frontier items, read safely.
 
-How a sitemap gets into the crawl
----------------------------------
-The first time a worker takes a URL of an origin (scheme://host:port), `visit()` reads
-the `Sitemap:` lines of that origin's robots.txt (the same fetch, cached, that decides
-robots rules) and queues each sitemap in scope.  A sitemap is then a frontier item like
-any other: it is fetched with the crawl's own session, per-host politeness, retries,
-robots check and size cap, and it ends in exactly one Record.  Only what happens to its
-body differs: it is read here instead of being parsed as HTML.
-
-The guessed /sitemap.xml: a probe that leaves no trace
--------------------------------------------------------
-With no sitemap named (or `--no-robots`), nobody asked for /sitemap.xml, so it is not
-queued blindly (issue 21; lychee, Scrapy's SitemapSpider and Heritrix don't invent
-records for URLs nobody named either).  Once the origin has answered one request
-(`answered()`, called by the worker after a fetch got any HTTP response), the worker
-probes it: one GET, never retried, robots.txt obeyed, redirects followed within scope,
-reading only its first SNIFF_BYTES.  Only if that looks like a sitemap (XML urlset or
-index, gzip, or a list of URLs) is /sitemap.xml queued, as a frontier item with
-discovery `M` and via null, and then fetched and recorded like a named one.  A 404, an
-HTML page or a network error leaves no record and no error line, and no --max-pages
-budget is spent; it only counts in `stats.sitemap_probes`.  An origin that refuses
-connections or times out never answers, so it is never probed and fails as fast as
-with --no-sitemaps.  The probe is a side request like robots.txt: it does not wait for
-the host's --delay.  Each process probes an origin once per run.
-
-What a sitemap's record looks like
-----------------------------------
-Its hop path ends in `M` (`M` for one named by robots.txt or guessed, `MM` for one
-listed by an index, `MMM` one level deeper; a redirect adds `R` as usual).  `via` is the
-robots.txt that named it, the index that listed it, or null for a guessed /sitemap.xml.
-`num_urls` counts its in-scope entries and `num_new_urls` those it queued; the entries'
-paths end in `S` and their `via` is the sitemap.  A sitemap that is not XML or text,
-malformed, over SITEMAP_MAX_BYTES uncompressed (a gzip bomb), over MAX_ENTRIES, or an
-index nested deeper than MAX_NESTING gets `error_kind: bad-sitemap` and the crawl goes
-on; entries read before a parse error are kept.
-
-Safety
-------
-XML is parsed incrementally by defusedxml's iterparse with DTDs forbidden, so entity
-expansion (billion laughs), external entities and network access cannot happen; gzip
-(by magic bytes, whatever the Content-Type says) is inflated in bounded steps.
+How a sitemap gets in, the guessed /sitemap.xml probe and what its record looks like: `Sitemaps`;
+the parsing safety rules: `parse`.
 """
 from __future__ import annotations
 
@@ -120,7 +81,12 @@ def inflate(body: bytes, cap: int = SITEMAP_MAX_BYTES) -> bytes:
 
 
 def parse(body: bytes, cap: int = SITEMAP_MAX_BYTES, max_entries: int = MAX_ENTRIES) -> Parsed:
-    """Entries of a sitemap body (XML urlset or index, plain text, gzipped or not)."""
+    """Entries of a sitemap body (XML urlset or index, plain text, gzipped or not).
+
+    Safety: XML is parsed incrementally by defusedxml's iterparse with DTDs forbidden, so
+    entity expansion (billion laughs), external entities and network access cannot happen;
+    gzip (by magic bytes, whatever the Content-Type says) is inflated in bounded steps.
+    """
     if body[:2] == _GZIP:
         try:
             body = inflate(body, cap)
@@ -209,7 +175,33 @@ def _text(body: bytes, max_entries: int) -> Parsed:
 
 
 class Sitemaps:
-    """Per-crawl: which origins were visited, and reading fetched sitemaps into the frontier."""
+    """Per-crawl: which origins were visited, and reading fetched sitemaps into the frontier.
+
+    Named sitemaps: the first time a worker takes a URL of an origin (scheme://host:port),
+    `visit()` reads the `Sitemap:` lines of its robots.txt (the same cached fetch that decides
+    robots rules) and queues each one in scope. A sitemap is then a frontier item like any
+    other (session, politeness, retries, robots, size cap, exactly one Record); only its body
+    is read here instead of being parsed as HTML.
+
+    The guessed /sitemap.xml, a probe that leaves no trace (issue 21; lychee, Scrapy and
+    Heritrix don't invent records for URLs nobody named either): with no sitemap named (or
+    `--no-robots`), once the origin has answered one request (`answered()`, after any HTTP
+    response), the worker probes it: one GET, never retried, robots.txt obeyed, redirects
+    followed within scope, reading only its first SNIFF_BYTES. Only if that looks like a
+    sitemap is /sitemap.xml queued (discovery `M`, via null) and recorded like a named one.
+    A 404, an HTML page or a network error leaves no record and spends no --max-pages budget;
+    it only counts in `stats.sitemap_probes`. An origin that never answers is never probed.
+    The probe is a side request like robots.txt: it does not wait for the host's --delay.
+    Each process probes an origin once per run.
+
+    Records: the hop path ends in `M` (`MM` for one listed by an index, `MMM` one level
+    deeper); `via` is the robots.txt that named it, the index that listed it, or null for a
+    guessed /sitemap.xml. `num_urls` counts its in-scope entries and `num_new_urls` those it
+    queued; the entries' paths end in `S` and their `via` is the sitemap. A sitemap that is
+    not XML or text, malformed, over SITEMAP_MAX_BYTES uncompressed, over MAX_ENTRIES, or an
+    index nested deeper than MAX_NESTING gets `error_kind: bad-sitemap` and the crawl goes on;
+    entries read before a parse error are kept.
+    """
 
     def __init__(
         self,

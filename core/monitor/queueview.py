@@ -1,24 +1,7 @@
 """What is in the queue, kept as URLs are queued and taken, never by scanning it.
 
-The queue view (`u`) and the trap warning read `QueueStats.view()`. Every counter
-here moves by one per URL queued (`added`) or taken (`taken`), in O(1) (core/monitor/topk.py),
-so the view costs O(rows shown) with a million URLs queued, on any frontier: the
-memory, SQLite and Redis stores are never asked for more than their size and head.
-
-A prefix is the host plus the first path segment (`host/cal/`) or the first two
-(`host/cal/2031/`), counted only for URLs that have that many directory segments.
-Queue counts start at zero when the process starts: a resumed crawl's carried-over
-queue is not counted until it is re-queued (a scan of it would cost seconds).
-
-Trap flags (`Trap.reason`):
-- `self-feeding`: a prefix whose pages bring almost no new links outside it while it
-  holds a growing share of the queue (at least 20%, growing 10% a minute), or holds
-  half of it and has not halved over the window (an endless calendar, a faceted
-  search): a finite section that dominates the queue drains as it is crawled, a trap
-  does not. Judged only for prefixes queued for at least one epoch;
-- `query variants`: one path queued with many different query strings;
-- `deep`: many queued URLs under one prefix with very deep or very long paths;
-- `repeats`: many queued URLs under one prefix whose path repeats a segment (/a/b/a/b/).
+The queue view (`u`) and the trap warning read `QueueStats.view()`, O(rows shown) on any
+frontier; the trap flags are `Trap`'s docstring.
 """
 from __future__ import annotations
 
@@ -61,6 +44,17 @@ class PrefixView:
 
 @dataclass(frozen=True, slots=True)
 class Trap:
+    """A suspected crawler trap. `reason`:
+    - `self-feeding`: a prefix whose pages bring almost no new links outside it while it
+      holds a growing share of the queue (at least 20%, growing 10% a minute), or holds
+      half of it and has not halved over the window (an endless calendar, a faceted
+      search): a finite section that dominates the queue drains as it is crawled, a trap
+      does not. Judged only for prefixes queued for at least one epoch;
+    - `query variants`: one path queued with many different query strings;
+    - `deep`: many queued URLs under one prefix with very deep or very long paths;
+    - `repeats`: many queued URLs under one prefix whose path repeats a segment (/a/b/a/b/).
+    """
+
     prefix: str  # what an ignore would target: host/seg/ (or a path for query variants)
     reason: str  # self-feeding | query variants | deep | repeats
     detail: str
@@ -128,7 +122,15 @@ def oddity(path: str) -> str | None:
 
 
 class QueueStats:
-    """Counters of the queue's contents by prefix; the crawler calls added/taken/fetched."""
+    """Counters of the queue's contents by prefix; the crawler calls added/taken/fetched.
+
+    Every counter moves by one per URL queued (`added`) or taken (`taken`), in O(1)
+    (core/monitor/topk.py): the memory, SQLite and Redis stores are never asked for more than
+    their size and head. A prefix is the host plus the first path segment (`host/cal/`) or
+    the first two (`host/cal/2031/`), counted only for URLs that have that many directory
+    segments. Counts start at zero when the process starts: a resumed crawl's carried-over
+    queue is not counted until it is re-queued (a scan of it would cost seconds).
+    """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, epoch: float = EPOCH) -> None:
         self.clock = clock

@@ -1,18 +1,6 @@
 """Where a URL came from and what was fetched: hop paths, fetch times, payload digests.
 
-Hop paths (`discovery`) are Heritrix's crawl.log form: one letter per hop from a root,
-the last MAX_HOPS letters kept, with a count of the dropped ones in front (`3+LLL...`).
-Letters:
-
-- `L` a link (`<a href>`, `<area href>`)
-- `E` an embed: `<frame src>`, `<iframe src>`
-- `R` a redirect (the Location of a 3xx)
-- `M` a sitemap file: named by robots.txt, guessed at /sitemap.xml, or listed by an index
-- `S` a URL listed in a sitemap
-
-Roots have the empty path.  A queued URL keeps its parent's URL string as `via` (the
-very object the parent's Item holds, so it costs a pointer) and an interned hop path
-(a million queued URLs share a few hundred distinct strings).
+Hop paths are Heritrix's crawl.log form; the letters are `hop`'s docstring.
 """
 from __future__ import annotations
 
@@ -27,7 +15,16 @@ _memo: dict[tuple[str, str], str] = {}
 
 
 def hop(path: str, letter: str) -> str:
-    """`path` extended by one hop, shared: equal paths are the same string object."""
+    """`path` extended by one hop, shared: equal paths are the same string object.
+
+    Hop paths (`discovery`): one letter per hop from a root, the last MAX_HOPS letters kept,
+    with a count of the dropped ones in front (`3+LLL...`); roots have the empty path.
+    `L` a link (`<a href>`, `<area href>`); `E` an embed (`<frame src>`, `<iframe src>`);
+    `R` a redirect (a 3xx's Location); `M` a sitemap file (named by robots.txt, guessed at
+    /sitemap.xml, or listed by an index); `S` a URL listed in a sitemap.
+    Paths are interned (a million queued URLs share a few hundred strings), and a queued URL
+    keeps its parent's URL string object as `via`, so it costs a pointer.
+    """
     key = (path, letter)
     try:
         return _memo[key]

@@ -1,22 +1,7 @@
 """A WARC 1.1 sink: one request and one response record per HTTP response received.
 
-The crawler calls `response(...)` for every response (redirects included) on a sink
-that has the method; `write(record)` and `close()` make it a regular Sink.
-
-Records are built and gzipped (one gzip member per record, as the spec recommends)
-in a writer thread, so a 10 MB body never stalls the event loop; zlib releases the
-GIL, so compression runs on the other core.  The queue to the thread is bounded in
-bytes; above the bound `response()` waits (back-pressure beats unbounded memory).
-
-aiohttp hands us the decoded body, so the HTTP headers stored are rewritten to match
-it: Content-Encoding and Transfer-Encoding are dropped (kept as
-X-Crawltop-Orig-Content-Encoding / -Transfer-Encoding) and Content-Length is the
-stored length.  A body cut by --max-bytes gets `WARC-Truncated: length`.
-Secrets are redacted (core/secrets.py): the request record's Authorization, Cookie,
-Proxy-Authorization and --header values, the response record's Set-Cookie values.
-
-Opening an existing archive appends to it (a resumed crawl); a partial record at the
-end (the process was killed mid-write) is cut off first, so the file stays readable.
+How records are written (a thread), which headers are rewritten or redacted, and how an
+archive is resumed: WarcSink's docstring.
 """
 from __future__ import annotations
 
@@ -64,6 +49,23 @@ def repair_tail(path: str) -> int:
 
 
 class WarcSink:
+    """The crawler calls `response(...)` for every response (redirects included) on a sink that
+    has the method; `write(record)` and `close()` make it a regular Sink.
+
+    Records are built and gzipped (one gzip member per record, as the spec recommends) in a
+    writer thread, so a 10 MB body never stalls the event loop; zlib releases the GIL, so
+    compression runs on the other core. The queue to the thread is bounded in bytes; above
+    the bound `response()` waits (back-pressure beats unbounded memory).
+
+    aiohttp hands us the decoded body, so the stored HTTP headers are rewritten to match it:
+    Content-Encoding and Transfer-Encoding are dropped (kept as X-Crawltop-Orig-Content-Encoding
+    / -Transfer-Encoding) and Content-Length is the stored length. A body cut by --max-bytes
+    gets `WARC-Truncated: length`. Secrets are redacted (core/secrets.py `redact_pairs`).
+
+    Opening an existing archive appends to it (a resumed crawl); a partial record at the end
+    (the process was killed mid-write) is cut off first (`repair_tail`).
+    """
+
     def __init__(self, path: str, *, append: bool = True, info: dict[str, Any] | None = None) -> None:
         self.path = os.fspath(path)
         existing = append and os.path.exists(self.path) and os.path.getsize(self.path) > 0

@@ -1,29 +1,8 @@
 """Defuse the tags that can't matter for links in tag-heavy HTML, so its parse tree stays small.
 
-Why: a Lexbor tree costs about 360 bytes per tag, whatever the tag. A syntax-highlighted
-source page of 10 MB (Rust's `avx512f.rs.html`: 265,000 `<span>`s, 4 links) builds a 190
-MB tree to yield those 4 links; that one page set crawltop's peak RSS.
-
-How: in a body with more than TAG_HEAVY `<`, every `<` that opens or closes an inert tag
-(span, div, li, ...; none of KEEP) becomes `&lt;`: `<span class=x>` becomes the text
-`&lt;span class=x>`. The parser then makes one long text node where it made
-thousands of elements, at about 1.5 times the cost of the text. Why the links can't
-change:
-- KEEP holds every tag that creates a link element (a, area, base, frame, iframe), that
-  changes the tokenizer (script, style, title, textarea, xmp, noembed, noframes,
-  noscript, plaintext), or that changes whether a link element is created at all or where
-  it goes (template, select and what ends it, tables, frameset, head, body, html).
-- Only a tag with no `<` before its `>` (read as the tokenizer reads attributes) is
-  defused: as text it holds no markup. It ends where it ended, and so does any comment,
-  raw text or tag around it: a `<` that started no comment or raw-text end tag became
-  `&lt;`, which can start or end nothing.
-- An element turned into text sets frameset-ok as the element may not have: a body with
-  `<frameset` is left whole. In svg and math content, a tag may leave foreign content or
-  not depending on the HTML elements still open, and where that content ends can't be
-  told without parsing it (comments, CDATA, odd tag names): a body with `<svg` or
-  `<math` is left whole too.
-- Inside an attribute value or RCDATA (title, textarea) `&lt;` reads as the `<` it
-  replaced; in a comment or raw text it is text that no link comes from.
+A Lexbor tree costs ~360 bytes per tag: a 10 MB syntax-highlighted page (Rust's `avx512f.rs.html`,
+265,000 `<span>`s, 4 links) built a 190 MB tree and set crawltop's peak RSS. How, and why the
+links can't change: `slim`'s docstring.
 """
 from __future__ import annotations
 
@@ -68,7 +47,26 @@ _SLICE = 1 << 18
 def slim(body: bytes) -> bytes | None:
     """body with its inert tags turned into text; None when it must be parsed whole.
 
-    body must be in an ASCII-compatible encoding (UTF-8, Latin-1, Shift_JIS, ...)."""
+    body must be in an ASCII-compatible encoding (UTF-8, Latin-1, Shift_JIS, ...).
+
+    How: in a body with more than TAG_HEAVY `<`, every `<` that opens or closes an inert tag
+    (none of KEEP) becomes `&lt;`: `<span class=x>` becomes the text `&lt;span class=x>`, and
+    the parser makes one long text node where it made thousands of elements (about 1.5 times
+    the cost of the text). Why the links can't change:
+    - KEEP holds every tag that creates a link element (a, area, base, frame, iframe), that
+      changes the tokenizer (script, style, title, textarea, xmp, noembed, noframes,
+      noscript, plaintext), or that changes whether a link element is created at all or where
+      it goes (template, select and what ends it, tables, frameset, head, body, html).
+    - Only a tag with no `<` before its `>` (read as the tokenizer reads attributes) is
+      defused: as text it holds no markup. It ends where it ended, and so does any comment,
+      raw text or tag around it: a `<` that started no comment or raw-text end tag became
+      `&lt;`, which can start or end nothing.
+    - An element turned into text sets frameset-ok as the element may not have: a body with
+      `<frameset` is left whole. In svg and math content, whether a tag leaves foreign content
+      can't be told without parsing it: a body with `<svg` or `<math` is left whole too.
+    - Inside an attribute value or RCDATA (title, textarea) `&lt;` reads as the `<` it
+      replaced; in a comment or raw text it is text that no link comes from.
+    """
     lower = body.lower()
     if b"<frameset" in lower or b"<svg" in lower or b"<math" in lower:
         return None

@@ -1,21 +1,7 @@
 """Scheduling by host: one queue per host and a ready order of hosts by next-allowed time.
 
-A polite crawl of many sites is bound by each host's delay, not by the CPU, so its speed
-is the sum over hosts. The frontier therefore hands a worker only a URL whose host is due
-(its delay has passed, it is under its --per-host cap, not backing off, not paused): a
-worker never holds a URL while it waits for that URL's host (Mercator's back queues and
-heap; Heritrix's per-host work queues). Due hosts come out of the heap oldest-due first,
-so they take turns: a host with 100,000 URLs does not starve one with 10.
-
-A host's delay is the largest of --delay, robots.txt Crawl-delay (capped by
---max-crawl-delay), the adaptive delay (--delay-factor x its last response time) and a
-delay set live; its back-off (429/503 with Retry-After, else exponential; connection
-errors and timeouts exponential) blocks it on top. After --host-max-failures failures in
-a row it is retired: every URL still queued for it comes out at once, for its Record.
-
-`Hosts` is the synchronous part shared by the stores (memory, SQLite); waiting for the
-next due host is the store's (core/queueing/frontier.py `DueWaiters`). `Host` is also the row the
-live view reads (in flight, done, errors, latency), so one object per host is all it costs.
+Why (a polite crawl's speed is the sum over hosts) and how hosts take turns: `Hosts`;
+what decides a host's delay, back-off and retirement: `Politeness`.
 """
 from __future__ import annotations
 
@@ -47,7 +33,14 @@ JITTER = 0.1  # blocks computed together don't all end together
 
 @dataclass(frozen=True, slots=True)
 class Politeness:
-    """The per-host rules of a crawl (core/config.py carries the user's values)."""
+    """The per-host rules of a crawl (core/config.py carries the user's values).
+
+    A host's delay is the largest of --delay, robots.txt Crawl-delay (capped by
+    --max-crawl-delay), the adaptive delay (--delay-factor x its last response time) and a
+    delay set live; its back-off (429/503 with Retry-After, else exponential; connection
+    errors and timeouts exponential) blocks it on top. After --host-max-failures failures in
+    a row it is retired: every URL still queued for it comes out at once, for its Record.
+    """
 
     delay: float = 0.0
     per_host: int | None = None
@@ -197,7 +190,17 @@ class Hosts:
 
     The heap holds (time, host) for every host that has queued URLs and could fetch
     (not paused, under its cap, no robots fetch pending). Entries go stale instead of
-    being removed: an entry counts only while its time equals the host's heap_at."""
+    being removed: an entry counts only while its time equals the host's heap_at.
+
+    A polite crawl of many sites is bound by each host's delay, not by the CPU, so the
+    frontier hands a worker only a URL whose host is due (its delay passed, under its
+    --per-host cap, not backing off, not paused): a worker never holds a URL while it waits
+    for that URL's host (Mercator's back queues and heap; Heritrix's per-host work queues).
+    Due hosts come out of the heap oldest-due first, so they take turns: a host with 100,000
+    URLs does not starve one with 10. Waiting for the next due host is the store's
+    (core/queueing/frontier.py `DueWaiters`). `Host` is also the row the live view reads, so
+    one object per host is all it costs.
+    """
 
     def __init__(self, policy: Politeness | None = None) -> None:
         self.policy = policy or Politeness()

@@ -1,20 +1,7 @@
 """`crawltop report`: what a finished crawl's records say, as a link checker would.
 
-The analysis reads records one at a time (from a JSONL file or a state file) and keeps
-only what it reports: the broken ones, the redirect hops, the slowest few pages and the
-totals, so a report over millions of records stays small.  The formats are in
-core/reporting/formats.py; the CLI (cli/commands/report.py) only parses options and picks one.
-
-What counts as broken
----------------------
-A record is broken when its status is >= `min_status` (400 by default) or it has an
-`error_kind`, except:
-- `robots` (a polite crawler's choice, not the site's fault) unless `include_robots`;
-- `cancelled` and `ignored` (never fetched: nothing is known about the URL);
-- the guessed /sitemap.xml of a site without one (hop path `M`, no `via`) answering
-  404 or 410: a probe, not a link anyone wrote.
-Broken links are grouped by `via`, the page they are on (roots and sitemaps named by
-nobody have none).
+The formats are in core/reporting/formats.py; the CLI (cli/commands/report.py) only parses
+options and picks one. What counts as broken: `is_broken`.
 """
 from __future__ import annotations
 
@@ -167,6 +154,14 @@ def _from_jsonl(source: str) -> Iterator[dict[str, Any]]:
 # -- analysis -------------------------------------------------------------------------
 
 def is_broken(rec: dict[str, Any], options: Options) -> bool:
+    """A record is broken when its status >= `min_status` (400 by default) or it has an
+    `error_kind`, except:
+    - `robots` (a polite crawler's choice, not the site's fault) unless `include_robots`;
+    - `cancelled` and `ignored` (never fetched: nothing is known about the URL);
+    - the guessed /sitemap.xml of a site without one (hop path `M`, no `via`) answering
+      404 or 410: a probe, not a link anyone wrote.
+    """
+
     status, kind = rec.get("status"), rec.get("error_kind")
     if kind is None and rec.get("error"):  # records from before error_kind: still count them
         kind = "other" if not str(rec["error"]).startswith("BlockedByRobots") else "robots"
@@ -180,6 +175,11 @@ def is_broken(rec: dict[str, Any], options: Options) -> bool:
 
 
 def analyse(records: Iterable[dict[str, Any]], options: Options = Options(), source: str = "") -> Report:
+    """Records are read one at a time and only what is reported is kept (the broken ones, the
+    redirect hops, the slowest few pages, the totals), so a report over millions stays small.
+    Broken links are grouped by `via`, the page they are on (roots and unnamed sitemaps have none).
+    """
+
     report = Report(source=source, options=options)
     redirects: dict[str, dict[str, Any]] = {}
     outcome: dict[str, tuple[int | None, str | None]] = {}  # status and error of redirect targets

@@ -1,16 +1,7 @@
 """Clients of a crawl's control socket: `RemoteCrawler` for the TUI, `Client` for ctl/ls.
 
-RemoteCrawler is a `Monitor` (core/surface.py) as a local Crawler is (stats.snapshot(),
-paused, concurrency, roots, config, pause/resume/set_concurrency/cancel_worker/stop,
-crawl()), so the app cannot tell the two apart; of the optional parts it has the host
-table and `detach`. The app's refresh timer drives it: each
-stats.snapshot() returns the newest snapshot received and asks for the next one, so a
-monitor pulls at the app's own rate and never more than one request is in flight.
-Commands are written at once from the key handler; their replies carry the crawl's
-new state, which the next frame shows before the next snapshot arrives.
-
-crawl() returns when the crawl ends (the server's bye) or the monitor detaches; if the
-connection drops without a bye, it raises CrawlLost: the crawl process died.
+The app cannot tell a RemoteCrawler from a local Crawler (ARCHITECTURE.md, "Control"); how
+it pulls snapshots and ends: RemoteCrawler's docstring. The messages: core/sockets/protocol.py.
 """
 from __future__ import annotations
 
@@ -65,7 +56,17 @@ class RemoteStats(HeldStats):
 
 
 class RemoteCrawler:
-    """A crawl in another process, steered over its Unix socket."""
+    """A crawl in another process, steered over its Unix socket.
+
+    A `Monitor` (core/surface.py) with, of the optional parts, the host table and `detach`.
+    The app's refresh timer drives it: each stats.snapshot() returns the newest snapshot
+    received and asks for the next one, so a monitor pulls at the app's own rate and never
+    more than one request is in flight. Commands are written at once from the key handler;
+    their replies carry the crawl's new state, which the next frame shows.
+
+    crawl() returns when the crawl ends (the server's bye) or the monitor detaches; if the
+    connection drops without a bye, it raises CrawlLost: the crawl process died.
+    """
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, hello: dict[str, Any],
                  first: dict[str, Any], decoder: SnapshotDecoder, *, workers: int | None = None) -> None:

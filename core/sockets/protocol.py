@@ -27,18 +27,9 @@ Crawl -> client:
                                              then the socket closes. A connection that drops
                                              without a bye means the crawl process died.
 
-Snapshots are encoded generically from core.stats.Snapshot's dataclass fields, so a field
-added there flows to every monitor without an edit here: a dataclass becomes an object of
-its fields; a tuple of dataclasses becomes columns {"c": [field names], "r": [[values]]},
-where a string that shares more than 5 leading characters with the one above it in its
-column travels as [shared, rest]; floats are rounded to the millisecond. Rings of events
-(tuples of dataclasses with a `seq` field) are sent incrementally: only events newer
-than the client's `since[field]`, and the client keeps its own bounded copy. A client
-may ask for at most `workers` worker rows.
-
-Adding a command is one COMMANDS entry: the name on the wire, the Crawler attribute it
-calls (a dotted path), and its arguments with their types (those named `optional` may be
-left out or null, and the method's default applies).
+Snapshots are encoded generically from core/monitor/stats.py `Snapshot`'s dataclass fields
+(see "the generic dataclass codec" below), so a field added there reaches every monitor
+without an edit here. Adding a command is one COMMANDS entry (see the comment there).
 """
 from __future__ import annotations
 
@@ -66,6 +57,9 @@ class Command(NamedTuple):
     optional: tuple[str, ...] = ()  # args that may be left out (or null): the method's default then
 
 
+# Adding a command is one entry: the name on the wire, the Crawler attribute it calls (a
+# dotted path), and its arguments with their types (those named `optional` may be left out
+# or null, and the method's default applies).
 COMMANDS: dict[str, Command] = {
     "pause": Command("pause"),
     "resume": Command("resume"),
@@ -130,6 +124,14 @@ def check_args(name: str, raw: Any) -> dict[str, Any]:
 
 
 # -- the generic dataclass codec --------------------------------------------------------
+# A dataclass becomes an object of its fields; a tuple of dataclasses becomes columns
+# {"c": [field names], "r": [[values]]}, where a string that shares more than 5 leading
+# characters with the one above it in its column travels as [shared, rest]; floats are
+# rounded to the millisecond. Rings of events (tuples of dataclasses with a `seq` field)
+# are sent incrementally: only events newer than the client's `since[field]`, and the
+# client keeps its own bounded copy. A client may ask for at most `workers` worker rows.
+
+
 @cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)

@@ -1,17 +1,7 @@
-"""Steering a running crawl: live ignores, seeds, per-host pause and delay, and the
-queue view. `Steering` is a component the `Crawler` holds, given what it works on;
-the Crawler's methods of the same names delegate to it, so the TUI, `ctl` and tests
-call one control surface (core/surface.py `Steer`), kept out of core/crawler.py.
+"""Steering a running crawl: live ignores, seeds, per-host pause and delay, and the queue view.
 
-Paused hosts
-------------
-A paused host is simply never due (core/queueing/hosts.py): its URLs wait in its queue and stay
-unfinished for `join()` (the crawl is not over while a host is paused, as with a global
-pause); a stop gives each its Cancelled record (memory) or keeps it queued (--state).
-
-Persistence: with a frontier that has settings (core/queueing/parts.py `Settings`: the
-SQLite store), ignores and added seeds are saved there and restored by the next run
-(`resume`).
+The `Crawler` holds a `Steering` and delegates its methods of the same names to it, so the TUI,
+`ctl` and tests call one surface (core/surface.py `Steer`), kept out of core/crawler.py.
 """
 from __future__ import annotations
 
@@ -67,7 +57,14 @@ class SeedResult:
 class Steering:
     """The crawl's steering: what it acts on is given, not reached for through `self`.
     `admit` queues a URL as the crawler does (scope, --max-pages, ignores); `emit`
-    writes a Record through the crawler's sinks."""
+    writes a Record through the crawler's sinks.
+
+    A paused host is simply never due (core/queueing/hosts.py): its URLs wait in its queue and
+    stay unfinished for `join()` (the crawl is not over while a host is paused, as with a
+    global pause); a stop gives each its Cancelled record (memory) or keeps it queued (--state).
+    With a frontier that has settings (core/queueing/parts.py `Settings`: the SQLite store),
+    ignores and added seeds are saved there and restored by the next run (`resume`).
+    """
 
     def __init__(self, *, frontier: Frontier, sched: Hosts, stats: Stats, scope: Scope, roots: list[str],
                  config: CrawlConfig, admit: Callable[[str, int, int, str | None, str], bool],

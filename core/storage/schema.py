@@ -1,19 +1,7 @@
-"""The crawl state file: its SQLite schema and statements, validation of an existing
+"""The crawl state file's format: its SQLite schema and statements, validation of an existing
 file, the saved config as JSON, and read-only access (export, inspection).
 
-Crash safety
-------------
-WAL mode with synchronous=NORMAL: a committed batch survives kill -9 (the WAL is in
-the OS page cache; only a power cut can lose the last commits).  A kill loses at most
-the batches not yet committed, i.e. the last few hundred milliseconds.  Items popped
-but not finished are stored as in flight; `open` turns them back into queued items,
-so they are fetched again.  Records and the `done` marks of their URLs are in the
-same or consecutive batches, so a URL refetched after a kill duplicates a Record only
-if that Record was committed and its `done` was not: at most one per worker.
-
-Schema version SCHEMA_VERSION.  A file that is not SQLite, is corrupt, is not a
-crawltop state, or has another schema version raises `StateError` and is never
-written to.
+Crash safety is at the PRAGMAs of core/storage/state_file.py; what makes a file unusable: `_read_settings`.
 """
 from __future__ import annotations
 
@@ -124,7 +112,11 @@ def _has_tables(conn: sqlite3.Connection, path: str) -> bool:
 
 
 def _read_settings(conn: sqlite3.Connection, path: str) -> dict[str, Any]:
-    """The settings of an existing file, or StateError. Reads only."""
+    """The settings of an existing file, or StateError. Reads only.
+
+    Schema version SCHEMA_VERSION. A file that is not SQLite, is corrupt, is not a crawltop
+    state, or has another schema version raises `StateError` and is never written to.
+    """
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "settings" not in tables:

@@ -90,6 +90,14 @@ class StateFile:
     def _setup(self, conn: sqlite3.Connection, exists: bool, settings: Mapping[str, Any],
                load: Callable[[sqlite3.Connection], None]) -> None:
         try:
+            # Crash safety. WAL with synchronous=NORMAL: a committed batch survives kill -9 (the
+            # WAL is in the OS page cache; only a power cut can lose the last commits), so a
+            # kill loses at most the batches not yet committed (the last few hundred ms).
+            # Items popped but not finished are stored as in flight; `open` turns them back
+            # into queued items, so they are fetched again. Records and the `done` marks of
+            # their URLs are in the same or consecutive batches, so a URL refetched after a
+            # kill duplicates a Record only if that Record was committed and its `done` was
+            # not: at most one per worker.
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             if not exists:

@@ -1,26 +1,7 @@
-"""Crash-safe crawl state in one SQLite file: frontier, seen set, in-flight URLs,
-records and settings.
+"""Crash-safe crawl state in one SQLite file: frontier, seen set, in-flight URLs, records and settings.
 
-`SqliteStore` implements the `Frontier` protocol of core/queueing/frontier.py, so workers do
-not change, and its `.sink` is a `Sink` that keeps every Record.  `open_state()` is
-the entry point the CLI uses: it creates or resumes a state file.
-
-The store is split by what each part holds, and holds the other parts: this module is
-the frontier and seen set, and when a batch is cut; core/storage/writer.py the batches and
-the writer thread (why a thread, how batches are applied); core/storage/state_file.py an open
-state file (lock, schema, settings, read connection); core/storage/open_state.py `open_state()`;
-core/storage/schema.py the file format and crash safety; core/storage/bloom.py the Bloom filter.
-
-Bounded memory
---------------
-The frontier lives on disk.  Memory holds at most MEM_QUEUE items of the queue head
-(refilled from SQLite by the writer thread, in queue order), a blocked Bloom filter of
-the seen set (16 bits per URL, sized in powers of two: 4 MB for a million URLs), a bounded cache of URLs
-confirmed seen, and the batches not yet committed.  `seen(url)` is exact: a URL the
-Bloom filter has never seen is new (no I/O); otherwise the pending batches, the cache
-and finally one primary-key lookup on a read connection answer.  That lookup is a
-point read of a page that is almost always in the page cache (microseconds) and only
-happens for URLs that were very probably seen before.
+`SqliteStore` is the `Frontier` on disk (bounded memory: its docstring); `open_state()`
+(core/storage/open_state.py) creates or resumes one. The other parts of core/storage/: ARCHITECTURE.md.
 """
 from __future__ import annotations
 
@@ -89,7 +70,19 @@ class RecordSink:
 
 class SqliteStore(DueWaiters):
     """A persistent Frontier and record store. Create it with `open_state()` or
-    `SqliteStore.open()`; all methods are called from the event loop's thread."""
+    `SqliteStore.open()`; all methods are called from the event loop's thread.
+
+    This module is the frontier and seen set, and when a batch is cut; its `.sink` keeps every Record.
+
+    Bounded memory: the frontier lives on disk. Memory holds at most MEM_QUEUE items of the
+    queue head (refilled from SQLite by the writer thread, in queue order), a blocked Bloom
+    filter of the seen set (core/storage/bloom.py; 16 bits per URL, sized in powers of two:
+    4 MB for a million URLs), a bounded cache of URLs confirmed seen, and the batches not yet
+    committed. `seen(url)` is exact: a URL the Bloom filter has never seen is new (no I/O);
+    otherwise the pending batches, the cache and finally one primary-key lookup on a read
+    connection answer (a point read, almost always in the page cache, and only for URLs very
+    probably seen before).
+    """
 
     persistent: bool = True
 

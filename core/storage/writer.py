@@ -1,28 +1,7 @@
 """The writer thread of a SqliteStore: batches handed over from the event loop, applied
 in order in one transaction each, and the JSON-lines output written after each commit.
 
-Why a writer thread
--------------------
-Every write (queue an URL, mark it in flight, mark it done, keep a Record) is recorded
-in an in-memory batch on the event loop, which costs a dict or list store.  The batch is
-handed to one dedicated writer thread every FLUSH_INTERVAL seconds or FLUSH_OPS
-operations, whichever comes first, and the thread applies it in one transaction.
-A dedicated thread rather than `run_in_executor` per batch because:
-- sqlite3 connections are bound to a thread, and SQLite has exactly one writer anyway,
-  so one thread with one connection is the natural shape;
-- batches must be applied in order, which a single FIFO thread gives for free;
-- the commit (and its fsync of the WAL) runs without the GIL, off the loop.
-Batches are cut only at loop-callback boundaries (`call_soon` / `call_later`), so a
-group of operations made in one synchronous stretch (a worker's `write` of a Record and
-its `done`) lands in the same transaction.  A batch holds each touched URL's final state
-(add + pop + done of one URL is one row) and is applied as one upsert over `json_each`,
-plus one insert for its records: the thread takes the GIL for a few calls per batch and
-SQLite does the rows in C with the GIL released (`executemany` re-takes the GIL for every
-row, which a busy event loop turns into a convoy).
-
-With `attach_jsonl()` the JSON-lines output is written by the same thread right after
-each commit, so it never runs ahead of the state; a resume copies over what a kill left
-unwritten, and the file ends up equal to `crawltop export`.
+Why a thread, and how batches are cut and applied: StoreWriter's docstring.
 """
 from __future__ import annotations
 
@@ -52,7 +31,26 @@ Deliver = Callable[[list[QueuedRow]], None]
 class StoreWriter:
     """The current batch, the batches handed over but not yet committed, and the thread
     that commits them.  Everything here but the thread's own methods is called from the
-    event loop's thread; when to cut a batch is the store's call (core/storage/store.py)."""
+    event loop's thread; when to cut a batch is the store's call (core/storage/store.py).
+
+    Every write (queue a URL, mark it in flight, mark it done, keep a Record) is recorded in
+    an in-memory batch on the event loop (a dict or list store), handed to the thread every
+    FLUSH_INTERVAL seconds or FLUSH_OPS operations, and applied in one transaction.
+    A dedicated thread rather than `run_in_executor` per batch because:
+    - sqlite3 connections are bound to a thread, and SQLite has exactly one writer anyway;
+    - batches must be applied in order, which a single FIFO thread gives for free;
+    - the commit (and its fsync of the WAL) runs without the GIL, off the loop.
+    Batches are cut only at loop-callback boundaries (`call_soon` / `call_later`), so what one
+    synchronous stretch does (a worker's `write` of a Record and its `done`) lands in the
+    same transaction. A batch holds each touched URL's final state (add + pop + done is one
+    row), applied as one upsert over `json_each` plus one insert for its records: SQLite does
+    the rows in C with the GIL released (`executemany` re-takes the GIL for every row, which a
+    busy event loop turns into a convoy).
+
+    With `attach_jsonl()` the JSON-lines output is written right after each commit, so it
+    never runs ahead of the state; a resume copies over what a kill left unwritten, and the
+    file ends up equal to `crawltop export`.
+    """
 
     def __init__(self, state: StateFile, apply: Callable[[sqlite3.Connection, Batch], None]) -> None:
         self._state = state

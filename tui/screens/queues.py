@@ -1,16 +1,7 @@
 """The queues view (`H`): every host's queue, full screen, as Heritrix's queues report.
 
-The side panel shows the snapshot's top 20 hosts in 30-50 columns; this screen lists all
-of them from `crawler.host_table(sort, state, limit)` (core/steering/steer.py), with the columns
-that matter first so 80 columns hold state, queued, in flight, done, errors, delay and
-latency. The table is O(hosts log hosts) in the engine, so it is read at 2 Hz, by a timer
-re-armed after each read (reads never overlap), and only as many rows as the cursor can
-reach soon are asked for: a crawl of a million hosts costs the screen a few dozen rows.
-`o` / `O` change the order, `f` / `F` the state shown; `h` and `t` act on the selected
-host, as in the hosts panel.
-
-An attached monitor pulls the same rows over the socket (core/sockets/client.py); a monitor
-without a host table (a crawl shared through Redis) shows the snapshot's top hosts.
+The side panel shows the top 20 hosts; this screen lists all of them, a few dozen rows at a
+time, however many hosts there are (QueuesScreen).
 """
 from __future__ import annotations
 
@@ -75,7 +66,16 @@ class HostsApp(Protocol):
 
 class QueuesScreen(Screen[None]):
     """Every host's queue: state, queued, in flight, done, errors, delay and its source,
-    latency; sorted, filtered by state, steered with h and t."""
+    latency; sorted, filtered by state, steered with h and t.
+
+    Rows come from `crawler.host_table(sort, state, limit)` (core/steering/steer.py), columns
+    that matter first so 80 columns hold them. The table is O(hosts log hosts) in the engine,
+    so it is read at 2 Hz, by a timer re-armed after each read (reads never overlap), and only
+    as many rows as the cursor can reach soon are asked for. `o` / `O` change the order,
+    `f` / `F` the state shown; `h` and `t` act on the selected host, as in the hosts panel.
+    An attached monitor pulls the same rows over the socket (core/sockets/client.py); one
+    without a host table (a crawl shared through Redis) shows the snapshot's top hosts.
+    """
 
     BINDINGS = [
         Binding("escape", "close", "Back", id="queues-back"),

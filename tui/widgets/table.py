@@ -1,24 +1,6 @@
 """A keyed, diffed row table on Textual's Line API: the panels' tables.
 
-Panels hand `sync()` the rows they want, each as (key, cells). Rows are kept by key:
-new keys are appended, missing keys removed, and only a row whose cells changed is
-laid out again. Cell values are (text, style) pairs, so comparing them is cheap and no
-Rich object is built for an unchanged row. Nothing is ever cleared and rebuilt per
-frame.
-
-Why not `textual.widgets.DataTable`? It was the first version, and it is what a
-DataTable should be used for; but measured on the demo crawl it dominated the frame:
-DataTable renders every cell through Rich's Padding/Styled/render_lines and drops its
-whole render cache on any `update_cell`, so the workers table (every row changes every
-frame while crawling) cost ~7.5 ms per frame for 10 rows, against 0.4 ms for laying the
-same rows out as one Text each and caching one Strip per row. With DataTables the TUI
-ran at 0.83x headless; the target is 0.9x. This widget keeps the DataTable behaviours
-the panels use: a header, a row cursor moved with up/down/pgup/pgdn/home/end (or a
-click), scrolling that keeps the cursor in view, and focus styling.
-
-Columns have fixed widths except those with `width=None`, which share what is left
-(by `flex` weight). A column with `min_table` is shown only when the table is at least
-that wide. A width change re-lays every row: on resize only.
+It replaces Textual's DataTable, which dominated the frame (measured: DiffTable's docstring).
 """
 from __future__ import annotations
 
@@ -80,7 +62,24 @@ def _field(line: Text, text: str, style: str, width: int, justify: str) -> None:
 
 
 class DiffTable(ScrollView, can_focus=True):
-    """Keyed rows, diffed per row, one cached Strip per row, with a row cursor."""
+    """Keyed rows, diffed per row, one cached Strip per row, with a row cursor.
+
+    Panels hand `sync()` the rows they want, each as (key, cells). Rows are kept by key: new
+    keys are appended, missing keys removed, and only a row whose cells changed is laid out
+    again. Cell values are (text, style) pairs, so comparing them is cheap and no Rich object
+    is built for an unchanged row.
+
+    Why not `textual.widgets.DataTable`: measured on the demo crawl, it renders every cell
+    through Rich's Padding/Styled/render_lines and drops its whole render cache on any
+    `update_cell`, so the workers table (every row changes every frame) cost ~7.5 ms per
+    frame for 10 rows, against 0.4 ms for one Text per row and one cached Strip per row; the
+    TUI ran at 0.83x headless, the target is 0.9x. Kept from DataTable: a header, a row cursor
+    (up/down/pgup/pgdn/home/end or a click), scrolling that keeps it in view, focus styling.
+
+    Columns have fixed widths except those with `width=None`, which share what is left (by
+    `flex` weight). A column with `min_table` is shown only when the table is at least that
+    wide. A width change re-lays every row: on resize only.
+    """
 
     COLUMNS: Sequence[Col] = ()
     COMPONENT_CLASSES = {"difftable--header", "difftable--cursor"}
