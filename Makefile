@@ -26,7 +26,7 @@ screenshots: $(STAMP)
 PKGTREE := build/pkgtree
 pkgtree:
 	rm -rf $(PKGTREE) && mkdir -p $(PKGTREE)/crawltop
-	cp crawltop/__init__.py $(PKGTREE)/crawltop/
+	cp crawltop/*.py $(PKGTREE)/crawltop/
 	cp -r core tui cli demo $(PKGTREE)/crawltop/
 
 lint: $(STAMP) pkgtree

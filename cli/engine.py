@@ -26,7 +26,7 @@ def engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) -
     member = Member(crawler, frontier, reports=reports)
     args.socket_base, args.name = name, None  # sockets NAME, NAME-2, ...: one per process here
     if args.headless or not sys.stdout.isatty():
-        code = run_crawler(member, args)  # type: ignore[arg-type]  # a Member stands in for its Crawler
+        code = run_crawler(member, args)
     else:  # the TUI shows the whole crawl; the socket (ctl, attach) stays this process's own
         from ..tui.app import run_tui
         from .headless import report
@@ -37,7 +37,7 @@ def engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) -
         code = run_tui(view,
                        exit_on_finish=args.exit_on_finish,
                        hangup=hangup.Hangup(getattr(args, "on_hangup", "detach"), local.control))
-        report(member, sys.stdout)  # type: ignore[arg-type]  # a Member stands in for its Crawler
+        report(member, sys.stdout)
     records = crawler.stats.records
     print(f"  redis: {frontier.round_trips} round trips for {records} records "
           f"({frontier.round_trips / max(1, records):.2f} per record, heartbeats included)", file=sys.stdout)

@@ -6,9 +6,9 @@ import signal
 import sys
 from typing import TextIO
 
-from ..core.crawler import Crawler
 from ..core.monitor.sanitize import clean
 from ..core.monitor.stats import Snapshot
+from ..core.surface import Engine, Monitor
 
 PROGRESS_EVERY = 2.0
 
@@ -33,7 +33,7 @@ def hosts_part(s: Snapshot) -> str:
     return text
 
 
-def report(crawler: Crawler, out: TextIO) -> None:
+def report(crawler: Engine, out: TextIO) -> None:
     s = crawler.stats.snapshot()
     w = out.write
     w(f"crawltop report: {', '.join(clean(r) for r in crawler.roots)}\n")
@@ -61,14 +61,14 @@ def report(crawler: Crawler, out: TextIO) -> None:
             w(f"    {n:>5}  {clean(url, 200)}\n")
 
 
-async def _progress(crawler: Crawler, err: TextIO) -> None:
+async def _progress(crawler: Monitor, err: TextIO) -> None:
     while True:
         await asyncio.sleep(PROGRESS_EVERY)
         err.write(progress_line(crawler.stats.snapshot()) + "\n")
         err.flush()
 
 
-async def run_headless(crawler: Crawler, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+async def run_headless(crawler: Engine, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """Crawl to the end (or to Ctrl-C, which stops cleanly) and print the report."""
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -10,13 +10,17 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from ..core.sockets.rundir import claim, state_dir
 from ..core.sockets.server import Listening
+from ..core.surface import Engine
 from . import hangup
+
+E = TypeVar("E", bound=Engine)
 
 DETACH_FD = "CRAWLTOP_DETACH_FD"
 DETACH_LOG = "CRAWLTOP_DETACH_LOG"
@@ -30,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     hangup.add_argument(p)
 
 
-def listen(crawler: Any, args: argparse.Namespace) -> Listening:
+def listen(crawler: E, args: argparse.Namespace) -> Listening[E]:
     host = getattr(args, "socket_base", None)  # a cluster member: named after its crawl
     if host is None:
         host = "demo" if getattr(args, "command", None) == "demo" else urlsplit(crawler.roots[0]).hostname
@@ -45,7 +49,7 @@ def listen(crawler: Any, args: argparse.Namespace) -> Listening:
     return listening
 
 
-def _detached_child(fd: int, name: str) -> Any:
+def _detached_child(fd: int, name: str) -> Callable[[str], None]:
     tmp = os.environ.pop(DETACH_LOG, None)
     log = state_dir() / "log" / f"{name}.log"
     if tmp and Path(tmp).exists():

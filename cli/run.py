@@ -4,17 +4,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
 
-from ..core.crawler import Crawler
+from ..core.surface import Engine
 from .listen import listen
 
 
-def run_crawler(crawler: Crawler, args: argparse.Namespace) -> int:
+def run_crawler(crawler: Engine, args: argparse.Namespace) -> int:
     """Textual is imported here, and only when a terminal will show it. Either way the
     crawl listens on its control socket (attach, ctl, ls) while it runs."""
-    # a Listening (core/sockets/server.py): the crawler's own attributes pass through, and its control
-    listening: Any = listen(crawler, args)
+    listening = listen(crawler, args)  # the engine, serving its control socket as it crawls
     if args.headless or not sys.stdout.isatty():
         from .headless import run_headless
 

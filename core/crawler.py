@@ -61,7 +61,8 @@ class Crawler:
         store: Frontier = frontier if frontier is not None else MemoryFrontier()
         # Every store schedules by host: core/queueing/hosts.py, or in Redis core/cluster/hosts.py.
         if not isinstance(store, Scheduled):
-            raise TypeError("a frontier must schedule by host: it has no .hosts (core/queueing/hosts.py)")
+            raise TypeError("a frontier must schedule by host: .hosts and next_wake_in() "
+                            "(core/queueing/parts.py Scheduled)")
         self.frontier = store
         self.sinks: list[Sink] = list(sinks)
         if config.output:

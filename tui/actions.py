@@ -18,7 +18,7 @@ from textual.keys import format_key
 
 CONC = Binding.Group("conc", compact=False)  # the concurrency steps, kept together
 
-# "remote": only a monitor of a crawl in another process (core.remote); "cluster": only a
+# "remote": only a monitor of a crawl in another process (core/sockets/client.py); "cluster": only a
 # crawl shared through Redis (core/cluster/view.py).
 When = Literal["always", "remote", "cluster"]
 

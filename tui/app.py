@@ -349,7 +349,7 @@ class CrawlApp(App[int]):
 
     @property
     def can_detach(self) -> bool:
-        """A crawler in another process (core.remote) can be left running: `d`."""
+        """A crawler in another process (core/sockets/client.py) can be left running: `d`."""
         return self.crawler.parts.detach is not None
 
     def action_detach(self) -> None:

@@ -1,7 +1,7 @@
 """Small formatting helpers shared by the widgets.
 
 Everything that came from a server (URLs, hosts, error messages) goes through
-`safe()`: control and escape characters are replaced by `core.sanitize.clean`, and the
+`safe()`: control and escape characters are replaced by `core/monitor/sanitize.py clean`, and the
 result is a `rich.text.Text` built with the plain-text constructor, so square brackets
 are never parsed as markup.
 """

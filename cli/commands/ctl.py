@@ -1,6 +1,6 @@
 """`crawltop ctl NAME ACTION`: one-shot control of a live crawl, for scripts.
 
-A plain blocking socket client (core.remote.Client): no asyncio, no Textual. Exit 0 on
+A plain blocking socket client (core/sockets/client.py Client): no asyncio, no Textual. Exit 0 on
 success and 1 with a one-line reason otherwise (an unknown name too); with `--redis`,
 the whole crawl shared through Redis (or one of its processes).
 """

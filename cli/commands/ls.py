@@ -1,6 +1,6 @@
 """`crawltop ls`: the live crawls of this user, a table or JSON.
 
-A plain blocking socket client (core.remote.Client): no asyncio, no Textual."""
+A plain blocking socket client (core/sockets/client.py Client): no asyncio, no Textual."""
 from __future__ import annotations
 
 import argparse

@@ -81,7 +81,7 @@ class WarcSink:
         self._closed = False
         self.redacted: set[str] = set()  # header names whose values never reach the archive
         if not existing:
-            from .. import __version__ as version  # noqa: PLC0415
+            from .. import __version__ as version  # late: the package imports this module
 
             fields = {"software": f"crawltop/{version}", "format": "WARC File Format 1.1"}
             fields.update(info or {})

@@ -37,7 +37,7 @@ SNAPSHOT_TTL = 0.02  # monitors asking within 20 ms share one Stats.snapshot()
 
 
 class ControlServer:
-    """Serves one crawler on an already bound socket (core.runtime.claim)."""
+    """Serves one crawler on an already bound socket (core/sockets/rundir.py claim)."""
 
     def __init__(self, crawler: Engine, name: str, path: Path, sock: socket.socket) -> None:
         self.crawler = crawler

@@ -4,7 +4,7 @@ turned back into queued ones) and the read connection.
 
 The format itself is core/storage/schema.py; the frontier held in the file is core/storage/store.py,
 which hands `open()` a loader for its own tables, so this module never imports the
-store and imports run one way: resume -> store -> state_file -> state."""
+store and imports run one way: open_state -> store -> state_file -> schema."""
 from __future__ import annotations
 
 import fcntl

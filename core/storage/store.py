@@ -39,7 +39,7 @@ from .schema import (
 from .state_file import StateFile
 from .writer import Batch, QueuedRow, StoreWriter, _resolve
 
-# Re-exported: core.store is where the CLI, export and tests import them from.
+# Re-exported: core/storage/store.py is where the CLI, export and tests import them from.
 __all__ = [
     "SCHEMA_VERSION", "STATUS_FINISHED", "STATUS_RUNNING", "STATUS_STOPPED", "RecordSink", "SqliteStore",
     "iter_records", "read_state",

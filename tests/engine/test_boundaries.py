@@ -21,8 +21,8 @@ class Block:
 sys.meta_path.insert(0, Block())
 import crawltop.core, crawltop.core.crawler
 import pkgutil
-for m in pkgutil.iter_modules(crawltop.core.__path__):
-    __import__('crawltop.core.' + m.name)
+for m in pkgutil.walk_packages(crawltop.core.__path__, 'crawltop.core.'):  # subpackages too
+    __import__(m.name)
 print('ok', sorted(k for k in sys.modules if k.startswith(('textual', 'crawltop.tui', 'crawltop.cli'))))
 """
 
@@ -31,6 +31,10 @@ def test_core_imports_without_textual() -> None:
     proc = subprocess.run([sys.executable, "-c", BLOCK], capture_output=True, text=True, cwd="/")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok []"
+    count = subprocess.run([sys.executable, "-c", BLOCK.replace("print('ok',", "print(len([k for k in sys.modules "
+                            "if k.startswith('crawltop.core.')]),")], capture_output=True, text=True, cwd="/")
+    modules = len(list((ROOT / "core").rglob("*.py"))) - 1  # every module but core/__init__.py
+    assert int(count.stdout.split()[0]) == modules, count.stdout  # every engine module was imported
 
 
 def test_headless_cli_never_imports_textual() -> None:
@@ -76,5 +80,10 @@ def test_wheel_holds_only_the_crawltop_package(tmp_path: Path) -> None:
     for needed in ("crawltop/core/crawler.py", "crawltop/tui/app.py", "crawltop/tui/app.tcss",
                    "crawltop/cli/main.py", "crawltop/demo/site.py", "crawltop/__init__.py"):
         assert needed in names
+    # every module of the tree ships (a subpackage missing from pyproject's list would not)
+    tree = {f"crawltop/{p.relative_to(ROOT / folder).as_posix()}" if folder == "crawltop"
+            else f"crawltop/{folder}/{p.relative_to(ROOT / folder).as_posix()}"
+            for folder in FOLDERS for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts}
+    assert tree - set(names) == set()
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "crawltop = crawltop.cli:console" in zipfile.ZipFile(wheel).read(entry).decode()

@@ -13,6 +13,7 @@ from crawltop.core.config import CrawlConfig
 from crawltop.core.errors import StateError
 from crawltop.core.output.records import Record
 from crawltop.core.queueing.frontier import Item
+from crawltop.core.queueing.hosts import Politeness
 from crawltop.core.storage import store as store_mod
 from crawltop.core.storage.export import CSV_FIELDS, export_csv, export_jsonl
 from crawltop.core.storage.open_state import open_state
@@ -182,6 +183,29 @@ async def test_batches_are_committed_by_the_timer_without_blocking(path):
     assert reader.execute("SELECT count(*) FROM urls").fetchone()[0] == 0  # still batched
     await asyncio.sleep(store_mod.FLUSH_INTERVAL * 3)
     assert reader.execute("SELECT count(*) FROM urls").fetchone()[0] == 1
+    reader.close()
+    st.close()
+
+
+async def test_a_batch_commits_on_time_while_workers_wait_for_a_host(path):
+    """The store's flush timer is its own, not the timer that wakes workers for a due host
+    (they once shared one attribute: a batch then waited for the host's delay, and a flush
+    could cancel the workers' wake-up)."""
+    _, st = open_state(path, CFG)
+    st.hosts.configure(Politeness(delay=1.5))
+    st.add(item(1))
+    st.add(item(2))
+    first = await st.pop()
+    waiter = asyncio.ensure_future(st.pop())  # the host is not due for 1.5 s: its wake timer is armed
+    await asyncio.sleep(0.05)
+    st.add(item(3))  # a batch to commit within FLUSH_INTERVAL, wake timer or not
+    reader = sqlite3.connect(path)
+    await asyncio.sleep(store_mod.FLUSH_INTERVAL * 3)
+    assert reader.execute("SELECT count(*) FROM urls").fetchone()[0] == 3
+    assert not waiter.done()
+    st.done(first)
+    got = await asyncio.wait_for(waiter, 3)  # and the flush did not cancel the worker's wake-up
+    assert got.url == item(2).url
     reader.close()
     st.close()
 

@@ -1,6 +1,6 @@
 """Snapshot tests of the screens, fed with a frozen stand-in for the Crawler.
 
-The stand-in (tui.frozen.FrozenCrawler) returns one fixed Snapshot: fixed clock, fixed
+The stand-in (tests/support/frozen.py FrozenCrawler) returns one fixed Snapshot: fixed clock, fixed
 numbers, nothing blinks. It is used here only; every behaviour test drives a real crawl.
 Regenerate after an intended change with:
     .venv/bin/pytest tests/tui/test_tui_snapshots.py --snapshot-update

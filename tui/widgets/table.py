@@ -19,7 +19,7 @@ from textual.widget import Widget
 
 from ...core.monitor.sanitize import clean
 
-Cell = tuple[str, str]  # (text, Rich style); text is sanitised (core.sanitize.clean) when laid out
+Cell = tuple[str, str]  # (text, Rich style); text is sanitised (core/monitor/sanitize.py clean) when laid out
 GAP = 2  # spaces between fields
 
 
