@@ -14,8 +14,14 @@ import ctypes
 import ctypes.util
 import sys
 
+_M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _THRESHOLD = 256 * 1024
+# Pinning the mmap threshold also pins the trim threshold at its 128 KB default: the heap's
+# top would then go back to the system after almost every burst of frees and be faulted in
+# again at once (hundreds of thousands of page faults a crawl). Large blocks are mmapped
+# anyway, and trim() gives the heap back after a large parse.
+_TRIM_THRESHOLD = 16 * 1024 * 1024
 
 
 def _glibc() -> ctypes.CDLL | None:
@@ -36,6 +42,7 @@ def pin_mmap_threshold() -> None:
     """Blocks of 256 KB and more always come from mmap, so their free gives them back."""
     if _LIBC is not None:
         _LIBC.mallopt(_M_MMAP_THRESHOLD, _THRESHOLD)
+        _LIBC.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
 
 
 def trim() -> None:
