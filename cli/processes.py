@@ -16,8 +16,8 @@ from pathlib import Path
 
 import redis
 
-from ..core.cluster.keys import Keys
-from ..core.cluster.oneshot import start, text
+from ..core.cluster.keys import Keys, text
+from ..core.cluster.oneshot import start
 from ..core.cluster.server import RedisServer, die_with_parent
 from ..core.config import CrawlConfig
 from ..core.monitor.sanitize import clean

@@ -211,8 +211,7 @@ def run_shared(args: argparse.Namespace) -> int:
 
     from ...core.cluster import commands
     from ...core.cluster import connect as cluster
-    from ...core.cluster.keys import Keys
-    from ...core.cluster.oneshot import text
+    from ...core.cluster.keys import Keys, text
     from ...core.cluster.view import ClusterView
     from ...core.sockets.rundir import check_name
 

@@ -20,7 +20,7 @@ from ..output.records import Record
 from ..queueing.frontier import Item
 from . import scripts
 from .hosts import RedisHosts
-from .keys import Keys, decode_item, encode_item, fingerprint, split_member
+from .keys import Keys, decode_item, encode_item, fingerprint, split_member, text
 from .link import OUTAGE, Link
 
 LEASE = 15.0  # seconds a popped URL stays ours without a heartbeat
@@ -41,11 +41,6 @@ def _op_size(op: Op) -> int:
     """An op's script arguments in a DONE call: member, url, record, back, after, err, n,
     then its links."""
     return 7 + len(op[6])
-
-
-def _text(value: bytes | str) -> str:
-    """A reply's string (the client answers bytes)."""
-    return value.decode() if isinstance(value, bytes) else value
 
 
 class _Again(Exception):
@@ -264,7 +259,7 @@ class RedisFrontier:
         cursor = 0
         while True:
             cursor, found = await self.link.call(partial(self.redis.sscan, self.keys.hosts, cursor, count=200))
-            hosts = [_text(h) for h in found]
+            hosts = [text(h) for h in found]
             if hosts:
                 def read(hosts: list[str] = hosts) -> Awaitable[list[Any]]:  # a fresh pipeline per try
                     pipe = self.redis.pipeline(transaction=False)
@@ -274,7 +269,7 @@ class RedisFrontier:
                 queues = await self.link.call(read)
                 match: list[str] = []
                 for h, raws in zip(hosts, queues, strict=True):  # one queue read per host
-                    match += [x for raw in raws if predicate(decode_item(raw).url) for x in (h, _text(raw))]
+                    match += [x for raw in raws if predicate(decode_item(raw).url) for x in (h, text(raw))]
                 if match:
                     args = self.std_args(self.lease_ms, *match)
                     got = await self.link.call(partial(self._remove, self.std_keys(), args))

@@ -104,3 +104,8 @@ def decode_item(raw: str | bytes) -> Item:
 def process_id() -> str:
     """host:pid:random, unique across machines and pid reuse."""
     return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(2).hex()}"
+
+
+def text(value: object) -> str:
+    """A Redis reply as text (the clients here don't decode their replies: bytes)."""
+    return value.decode() if isinstance(value, bytes) else str(value)

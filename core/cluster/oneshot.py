@@ -14,13 +14,8 @@ from ..config import CrawlConfig
 from ..errors import ReportError, UsageError
 from ..sockets.rundir import check_name
 from . import connect as cluster
-from .keys import Keys
+from .keys import Keys, text
 from .records import StreamRecords
-
-
-def text(value: object) -> str:
-    """A Redis reply as text (the clients here don't decode their replies: bytes)."""
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 async def start(url: str, name: str, config: CrawlConfig) -> str:
