@@ -26,6 +26,12 @@ class CrawlConfig:
     # The CLI turns them on unless --no-sitemaps; off here, so an embedded Crawler (and
     # every test of something else) fetches only the URLs it is given and finds.
     sitemaps: bool = False
+    # Whole pages (core/queueing/kinds.py): requisites from any host, navigation links out of
+    # scope checked once, fragment links checked. The CLI turns each on unless --no-requisites,
+    # --no-external, --no-fragments; off here, as sitemaps are, for an embedded Crawler.
+    requisites: bool = False
+    external: bool = False
+    fragments: bool = False
     user_agent: str | None = None
     output: str | None = None
     # Backoff base in seconds: try n waits base * 2**(n-1) * jitter. Tests shrink it.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import aiohttp
@@ -28,9 +28,14 @@ from .monitor.stats import HostView, Stats, WorkerState
 from .output.provenance import hop, utc_iso
 from .output.records import JsonlSink, Record, Redacting, ResponseSink, Sink
 from .parsing import malloc
-from .parsing.urls import LinkExtractor, canonical, netloc_of
+from .parsing.css import css_refs
+from .parsing.defuse import tag_heavy
+from .parsing.page import LinkExtractor, PageRefs
+from .parsing.urls import canonical, href_target, netloc_of
+from .queueing.findings import Fragments, Referrers
 from .queueing.frontier import Frontier, Item, MemoryFrontier
 from .queueing.hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness
+from .queueing.kinds import EXTERNAL, PAGE, WORDS, Kinds, Reference, is_stylesheet
 from .queueing.parts import Failing, Lookup, Scheduled
 from .queueing.scope import Scope
 from .steering.ignores import IgnoreResult, Ignores, IgnoreView
@@ -71,6 +76,9 @@ class Crawler:
         self.scope = Scope(tuple(self.roots), config.scope, config.include, config.exclude)
         self.agent = config.user_agent or f"crawltop/{VERSION} (+https://example.invalid/crawltop)"
         self.links = LinkExtractor()
+        self.kinds = Kinds(self.scope, config, self.agent)
+        self.referrers = Referrers()  # core/queueing/findings.py: a link check across two Records
+        self.fragment_ids = Fragments()
         self.stats = Stats(clock=clock)
         self.stats.queue_size = lambda: self.frontier.size
         self.stats.seen_size = lambda: self.frontier.seen_count
@@ -393,6 +401,14 @@ class Crawler:
 
     def _emit(self, record: Record) -> None:
         self.stats.records += 1
+        if not record.kind:
+            record.kind = self.kinds.kind_of(record.url, record.discovery)
+        broken = record.error_kind not in (None, "cancelled", "ignored") or (record.status or 0) >= 400
+        waiting = self.referrers.recorded(record.url, broken)
+        if waiting is not None and (waiting[0] or waiting[1]):
+            record.referrers, record.referrers_more = waiting
+        if self.kinds.fragments:
+            self.fragment_ids.recorded(record.url)
         if record.error is not None and record.error_kind != "ignored":  # counted in stats.ignored
             self.stats.error(record.url, self._host_key(record.url), record.error, record.tries, record.via)
         for sink in self.sinks:
@@ -419,7 +435,8 @@ class Crawler:
 
     async def _process(self, ws: WorkerState, item: Item, host: Host) -> Record:
         record = _record(item)
-        if self._sitemaps is not None:  # an origin's first URL queues its sitemaps
+        kind = record.kind = self.kinds.kind_of(item.url, item.discovery)
+        if self._sitemaps is not None and kind == PAGE:  # an origin's first URL queues its sitemaps
             await self._sitemaps.visit(item.url)
         if self._robots is not None:
             self.stats.set_phase(ws, "robots")
@@ -432,14 +449,15 @@ class Crawler:
         resp = await self._fetch_scheduled(ws, item, record, host)
         if resp is None:
             return record
-        if self._sitemaps is not None:  # the origin answered: its guessed /sitemap.xml may be probed
+        if self._sitemaps is not None and kind == PAGE:  # the origin answered: its /sitemap.xml may be probed
             await self._probe_after(host, item.url)
         record.status = resp.status
         record.content_type = resp.content_type
         record.size = len(resp.body)
         record.truncated = resp.truncated
         record.digest = resp.digest
-        self.stats.page(ws.host or "", resp.status, record.size, (self.stats.clock() - started) * 1000)
+        kind = record.kind = self.kinds.answered(kind, item.url, resp.status, resp.is_html)
+        self.stats.page(ws.host or "", resp.status, record.size, (self.stats.clock() - started) * 1000, kind)
         if resp.truncated:
             self.stats.truncated += 1
         for sink in self._response_sinks:  # WARC: built only when someone keeps responses
@@ -452,9 +470,12 @@ class Crawler:
         elif self._sitemaps is not None and is_sitemap(item.discovery):
             self.stats.set_phase(ws, "parsing")
             await self._sitemaps.read(item, resp, record)
-        elif resp.is_html:
+        elif resp.is_html and (kind == PAGE or (kind == EXTERNAL and self.kinds.fragments)):
             self.stats.set_phase(ws, "parsing")
             self._parse(item, resp, record)
+        elif self.kinds.requisites and is_stylesheet(resp.mime, item.discovery) and resp.status < 300:
+            self.stats.set_phase(ws, "parsing")
+            self._stylesheet(item, resp, record)
         return record
 
     async def _fetch_scheduled(self, ws: WorkerState, item: Item, record: Record, host: Host) -> Response | None:
@@ -475,14 +496,22 @@ class Crawler:
         record.fetched_at = utc_iso()
         session = self._session
         assert session is not None  # crawl() opened it before any worker started
+        headers_in: list[bool] = []
+
+        def reading() -> None:
+            headers_in.append(True)
+            self.stats.set_phase(ws, "reading")
         try:
-            resp = await fetch_once(session, item.url, self.config.max_bytes,
-                                    lambda: self.stats.set_phase(ws, "reading"),
+            resp = await fetch_once(session, item.url, self.config.max_bytes, reading,
                                     (lambda: sched.started(host, loop.time())) if self._exact_gaps else None)
         except NETWORK_ERRORS as exc:
+            answered = bool(headers_in)  # the headers came: a cut or slow body is this URL's own
             self._free_slot(ws)
             kind = errors.error_kind(exc)
-            reach = kind in HOST_KINDS or type(exc).__name__ == "ConnectionTimeoutError"
+            # No HTTP response at all (refused, reset, dropped, no headers in time): the host's
+            # failure, which backs it off and counts toward retiring it. aiohttp retries a stale
+            # keep-alive connection itself, so a healthy host never gets here for that.
+            reach = not answered or kind in HOST_KINDS
             self._host_failed(host, kind, started, None, block=reach, strike=reach or kind == "timeout")
             if last or host.flags & RETIRED:
                 record.fail(exc, _network_error(exc, self.config.timeout))
@@ -559,7 +588,7 @@ class Crawler:
             self.scope.add_root(target)  # a seed that moved: its new host is a root's (seedsRedirectNewSeeds)
         if item.redirects_left <= 0:
             record.fail(errors.TooManyRedirects(f"more than {self.config.max_redirect} redirects"))
-        elif not self.scope.allows(target):
+        elif not self.kinds.redirect_allowed(self.kinds.kind_of(item.url, item.discovery), target):
             return
         elif seen:
             record.merged = True
@@ -568,21 +597,64 @@ class Crawler:
             self._admit(target, item.redirects_left - 1, item.depth, item.url, hop(item.discovery, "R"))
 
     def _parse(self, item: Item, resp: Response, record: Record) -> None:
+        """One parse: a page's references are queued by kind (core/queueing/kinds.py); an
+        external page is read only for its ids, for the fragment links that point to it."""
+        kinds = self.kinds
+        slimmed = kinds.fragments and tag_heavy(resp.body)  # its ids may be defused: not checked against
         text, record.encoding = decode(resp)
         large, resp.body = len(resp.body) >= LARGE_BODY, b""  # sinks had it: free it before the tree
-        links = [u for u in self.links.links(text, item.url, self.scope.host_ok) if self.scope.allows(u)]
+        refs = self.links.read(text, item.url, self.scope.host_ok, kinds.want)
         del text
         if large:
             malloc.trim()
-        record.num_urls = len(links)
-        max_depth = self.config.max_depth
-        if max_depth is not None and item.depth + 1 > max_depth:
+        record.title, record.canonical = refs.title, refs.canonical
+        robots = kinds.directives(refs.robots, resp.headers.getall("X-Robots-Tag", ()))
+        record.robots = robots or None
+        record.nofollow_links = refs.nofollow_links
+        if kinds.fragments:
+            missing = self.fragment_ids.parsed(item.url, None if slimmed else refs.ids)
+            if record.kind == EXTERNAL:
+                record.missing_fragments = missing or None
+                return
+            missing += self._fragments(item.url, refs)
+            record.missing_fragments = missing or None
+        elif record.kind == EXTERNAL:
             return
-        frames, via, depth, left = self.links.frames, item.url, item.depth + 1, self.config.max_redirect
-        link, embed = hop(item.discovery, "L"), hop(item.discovery, "E")
+        self._follow(item, record, kinds.references(refs, item.discovery, nofollow=kinds.nofollow(robots)))
+
+    def _fragments(self, page: str, refs: PageRefs) -> list[list[str]]:
+        """The page's fragment links that name nothing: on itself or on pages parsed before."""
+        scope, external, book = self.scope, self.kinds.external, self.fragment_ids
+        return [[page, target, frag] for target, frag in refs.fragments
+                if (external or scope.allows(target)) and not book.check(page, target, frag, refs.ids)]
+
+    def _stylesheet(self, item: Item, resp: Response, record: Record) -> None:
+        """A stylesheet's url()s and @imports are its requisites."""
+        text, record.encoding = decode(resp)
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        urls = [u for u in (href_target(self.links, item.url, r, None) for r in css_refs(text)) if u is not None]
+        self._follow(item, record, self.kinds.stylesheet(urls, item.discovery))
+
+    def _follow(self, item: Item, record: Record, refs: Iterable[Reference]) -> None:
+        """Queue what a page or stylesheet refers to; a URL seen before is told to the referrers
+        (findings.py), so a broken one is reported under every page that uses it."""
+        max_depth, via, depth, left = self.config.max_depth, item.url, item.depth + 1, self.config.max_redirect
+        deep = max_depth is not None and depth > max_depth
+        again, broken_links = self.referrers.again, [] if record.broken_links is None else record.broken_links
         self._page_prefix, self._inside = self.queue_stats.prefix1(item.url), 0
-        record.num_new_urls = sum(self._admit(u, left, depth, via, embed if u in frames else link) for u in links)
-        self.queue_stats.fetched(item.url, record.num_new_urls, self._inside)
+        found = new = 0
+        for ref in refs:
+            found += 1
+            if deep and ref.navigation:
+                continue
+            if self._admit(ref.url, left, depth, via, hop(item.discovery, ref.letter)):
+                new += 1
+            else:
+                again(ref.url, via, WORDS.get(ref.letter, "a"), broken_links)
+        record.num_urls, record.num_new_urls = found, new
+        record.broken_links = broken_links or None
+        self.queue_stats.fetched(item.url, new, self._inside)
         self._page_prefix = None
 
 

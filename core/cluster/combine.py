@@ -86,6 +86,7 @@ def merge(snaps: Sequence[Snapshot], *, state: str, queued: int, seen: int, in_f
         history_errors=_sum_history([s.history_errors for s in snaps]),
         resumed_from=0, recent_redirects=rings["recent_redirects"], ignored=total("ignored"),
         notice=notice, sitemap_probes=total("sitemap_probes"), sitemap_found=total("sitemap_found"),
+        requisites=total("requisites"), externals=total("externals"),
         # hosts by state are the whole crawl's in every snapshot (read from Redis): the fullest
         host_counts=max((s.host_counts for s in snaps), key=lambda c: sum(c.values()), default={}),
         next_due=min((s.next_due for s in snaps if s.next_due is not None), default=None),

@@ -171,6 +171,8 @@ class Snapshot:
     hosts_over_budget: int = 0  # URLs refused over --max-pages-per-host, all hosts
     sitemap_probes: int = 0  # guessed /sitemap.xml probes sent (core/fetching/sitemaps.py), found or not
     sitemap_found: int = 0  # of which looked like a sitemap and were queued
+    requisites: int = 0  # responses to requisites, beside `pages` (core/queueing/kinds.py)
+    externals: int = 0  # responses to external links checked once
 
 
 @dataclass
@@ -182,6 +184,8 @@ class Stats:
     target_concurrency: int = 0
     records: int = 0
     pages: int = 0
+    requisites: int = 0  # requisites fetched (images, stylesheets, scripts...)
+    externals: int = 0  # external links checked
     bytes: int = 0
     errors: int = 0
     retries: int = 0
@@ -231,11 +235,18 @@ class Stats:
         ws.phase = phase
         ws.since = self.clock()
 
-    def page(self, host: str, status: int | None, size: int, ms: float) -> None:
+    def page(self, host: str, status: int | None, size: int, ms: float, kind: str = "page") -> None:
+        """A response. "pages" are pages (core/queueing/kinds.py); requisites and external
+        checks are counted beside them, so the rate says what the crawl is for."""
         self._roll()
-        self.pages += 1
+        if kind == "page":
+            self.pages += 1
+            self._sec_pages += 1
+        elif kind == "requisite":
+            self.requisites += 1
+        else:
+            self.externals += 1
         self.bytes += size
-        self._sec_pages += 1
         if status is not None:
             self.statuses[status] += 1
         hs = self.host(host)
@@ -340,6 +351,8 @@ class Stats:
             hosts_over_budget=self.over_budget(),
             sitemap_probes=self.sitemap_probes,
             sitemap_found=self.sitemap_found,
+            requisites=self.requisites,
+            externals=self.externals,
         )
 
 

@@ -18,7 +18,8 @@ class Record:
     `via` the page whose link first queued it or the URL that redirected to it (None for
     roots), `discovery` its hop path (core/output/provenance.py), `fetched_at` when its last
     request went out (UTC ISO 8601, ms), `digest` the payload's WARC-Payload-Digest,
-    `error_kind` a code from core.errors.KINDS beside the human `error`."""
+    `error_kind` a code from core.errors.KINDS beside the human `error`; `kind` and the fields
+    after it: issue 26 (README "What is fetched")."""
 
     url: str
     status: int | None = None
@@ -39,6 +40,17 @@ class Record:
     fetched_at: str | None = None
     digest: str | None = None
     error_kind: str | None = None
+    # issue 26, whole pages (core/queueing/kinds.py, core/queueing/findings.py): what the URL
+    # was reached as, what an HTML page says of itself, and what a link check found.
+    kind: str = ""  # page | requisite | external (set by the crawler when the Record is written)
+    title: str | None = None
+    canonical: str | None = None
+    robots: str | None = None  # meta robots and X-Robots-Tag directives, e.g. "noindex,nofollow"
+    nofollow_links: int = 0  # its links with rel=nofollow (followed all the same)
+    referrers: list[list[str]] | None = None  # a broken URL's other referrers: [page, tag]
+    referrers_more: int = 0  # and how many more pages referred to it
+    broken_links: list[list[str]] | None = None  # a page's links to URLs already recorded broken: [url, tag]
+    missing_fragments: list[list[str]] | None = None  # [page, target, fragment] found when this was written
 
     def fail(self, exc: BaseException, message: str | None = None) -> None:
         """Set the human error and its stable kind together."""

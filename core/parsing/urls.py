@@ -10,8 +10,6 @@ import re
 from collections.abc import Callable
 from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
-from selectolax.lexbor import LexborHTMLParser
-
 _DEFAULT_PORT = {"http": 80, "https": 443}
 _SAFE = "!#$%&'()*+,/:;=?@[]~-._"  # reserved + unreserved: never re-escaped
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -90,12 +88,11 @@ def host_of(url: str) -> str:
     return netloc.rsplit(":", 1)[0] if ":" in netloc else netloc
 
 
-class LinkExtractor:
-    """Parses a page once and returns its distinct canonical http(s) links."""
+class Joiner:
+    """Joins hrefs to canonical URLs, with a cache (core/parsing/page.py's LinkExtractor reads pages)."""
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, str], str | None] = {}
-        self.frames: set[str] = set()  # of the last links() call: URLs a frame/iframe embeds
 
     def join(self, base: str, href: str) -> str | None:
         """urljoin + canonical, cached on the part of the base the result depends on."""
@@ -130,45 +127,25 @@ class LinkExtractor:
         self._cache[key] = url
         return url
 
-    def links(self, html: str | bytes, page_url: str, host_ok: Callable[[str], bool] = lambda h: True) -> set[str]:
-        """Distinct canonical links; absolute ones whose host fails host_ok are never joined.
-        Those embedded by a frame or iframe are also in `self.frames` afterwards (hop `E`)."""
-        tree = LexborHTMLParser(html)
-        base = page_url
-        node = tree.css_first("base[href]")
-        if node is not None:
-            base = self.join(page_url, (node.attrs.get("href") or "").strip() or page_url) or page_url
-        raw: dict[str, bool] = {}  # href -> written as a frame/iframe src somewhere
-        for node in tree.css("a[href], area[href], frame[src], iframe[src]"):
-            if node.tag in ("iframe", "frame"):
-                raw[node.attrs.get("src") or ""] = True
-            else:
-                raw.setdefault(node.attrs.get("href") or "", False)
-        out: set[str] = set()
-        frames: set[str] = set()
-        self.frames = frames
-        for href, framed in raw.items():
-            href = href.strip()
-            if not href or href[0] == "#":
-                continue
-            if "#" in href:  # the fragment never reaches the URL: join (and cache) without it
-                head = href[: href.index("#")]
-                if not head[-1].isspace():  # "a #b": canonical() would strip that space
-                    href = head
-            m = _SCHEME.match(href)
-            if m is not None:
-                if m.group(1).lower() not in _DEFAULT_PORT:
-                    continue
-                if not host_ok(_raw_host(href[m.end():])):
-                    continue
-            elif href.startswith("//") and not host_ok(_raw_host(href)):
-                continue
-            url = self.join(base, href)
-            if url is not None:
-                out.add(url)
-                if framed:
-                    frames.add(url)
-        return out
+
+def href_target(ex: Joiner, base: str, href: str, host_ok: Callable[[str], bool] | None) -> str | None:
+    """The canonical http(s) URL a stripped, non-empty href points to, fragment dropped;
+    None for other schemes, or an absolute href whose host fails `host_ok` (never joined)."""
+    if href[0] == "#":
+        return None
+    if "#" in href:  # the fragment never reaches the URL: join (and cache) without it
+        head = href[: href.index("#")]
+        if not head[-1].isspace():  # "a #b": canonical() would strip that space
+            href = head
+    m = _SCHEME.match(href)
+    if m is not None:
+        if m.group(1).lower() not in _DEFAULT_PORT:
+            return None
+        if host_ok is not None and not host_ok(_raw_host(href[m.end():])):
+            return None
+    elif host_ok is not None and href.startswith("//") and not host_ok(_raw_host(href)):
+        return None
+    return ex.join(base, href)
 
 
 def _plain_join(base: str, href: str) -> str | None:

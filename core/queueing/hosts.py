@@ -342,9 +342,11 @@ class Hosts:
         if h.flags & RETIRED:
             return 0.0
         cap = self.policy.per_host
+        x = h.x
+        if x is not None and x.strikes:
+            cap = 1  # a host that stopped answering gets one request at a time until one succeeds
         if cap is not None and h.in_flight >= cap:
             return None
-        x = h.x
         return h.next_at if x is None or h.next_at > x.backoff_until else x.backoff_until
 
     def _schedule(self, h: Host) -> None:

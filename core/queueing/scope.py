@@ -91,6 +91,11 @@ class Scope:
             ok = self._by_host[host] = self._host_ok(host)
         return ok
 
+    def excluded(self, url: str) -> bool:
+        """--exclude matches: no URL of any kind is fetched (--include and the hosts are the
+        scope of pages only: a page's images and its external links are outside it)."""
+        return bool(self._exclude) and bool(self._exclude.search(url))
+
     def allows(self, url: str) -> bool:
         netloc = netloc_of(url)
         ok = self._by_netloc.get(netloc)

@@ -13,7 +13,7 @@ from support.crawl import crawl
 from crawltop.core.fetching.fetch import Response, decode
 from crawltop.core.parsing import defuse as slim_mod
 from crawltop.core.parsing.defuse import KEEP, TAG_HEAVY, slim, tag_heavy
-from crawltop.core.parsing.urls import LinkExtractor
+from crawltop.core.parsing.page import LinkExtractor
 
 BASE = "http://h.example/d/page.html"
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from crawltop.core.parsing.urls import LinkExtractor, canonical
+from crawltop.core.parsing.page import LinkExtractor
+from crawltop.core.parsing.urls import canonical
 from crawltop.core.queueing.scope import Scope
 
 

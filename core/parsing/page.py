@@ -1,0 +1,219 @@
+"""One parse of a page: every reference it holds, sorted by kind, and what it says of itself.
+
+A browser loads far more than a page's `<a>` links to show it, and a link checker must see
+all of it: images (`src`, `srcset`), stylesheets and what they `url()`, scripts, media,
+embeds, frames, the meta refresh. `read_page` walks the tree once per kind of node asked
+for (`Want`), so a crawl that follows links only pays what it paid before. What is done
+with each kind is decided in core/queueing/kinds.py, beside the scope.
+
+Hop letters (core/output/provenance.py `hop`) name the element that referred to a URL, so a
+queued URL carries its kind and its referrer's tag in the one interned string it had.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import IntFlag
+from urllib.parse import unquote
+
+from selectolax.lexbor import LexborHTMLParser
+
+from .css import css_refs, srcset_urls
+from .urls import Joiner, href_target
+
+# Requisite hop letters: what referred to the URL (the report's words: core/queueing/kinds.py).
+IMG, SRCSET, LINK, SCRIPT, MEDIA, OBJECT, CSS = "I", "Y", "K", "J", "V", "O", "U"
+# <link rel=...> values whose target a page loads to show itself (anything else is metadata).
+_LOADED_RELS = frozenset(("stylesheet", "icon", "shortcut", "apple-touch-icon", "apple-touch-icon-precomposed",
+                          "manifest", "preload", "modulepreload", "mask-icon"))
+_NAV = "a[href], area[href], frame[src], iframe[src]"
+_META = "meta[name], meta[http-equiv], link[rel], title"
+_EMBEDS = ("img, source, link[href], script[src], video, audio, track[src], embed[src], object[data],"
+           " input[src], style")
+MAX_FRAGMENTS = 2_000  # fragment links read from one page; a hostile page cannot grow the check past it
+
+
+class Want(IntFlag):
+    """What to read besides navigation links (each is a walk of the tree in C)."""
+
+    LINKS = 0
+    REQUISITES = 1
+    FRAGMENTS = 2  # fragment links and the page's own ids
+    ALL_HOSTS = 4  # links to every host (external checks), not only those the scope allows
+
+
+@dataclass(slots=True)
+class PageRefs:
+    links: set[str] = field(default_factory=set)  # a, area: canonical, fragment dropped
+    frames: set[str] = field(default_factory=set)  # frame, iframe (hop E)
+    requisites: dict[str, str] = field(default_factory=dict)  # url -> the hop letter of its first referrer
+    refresh: str | None = None  # <meta http-equiv=refresh>'s URL
+    fragments: list[tuple[str, str]] = field(default_factory=list)  # (target, fragment) of navigation links
+    ids: set[str] | None = None  # element ids and <a name>s, when FRAGMENTS was asked for
+    title: str | None = None
+    canonical: str | None = None
+    robots: str = ""  # <meta name=robots> content, lower-case
+    nofollow_links: int = 0  # links with rel=nofollow: recorded, still followed (Heritrix's default)
+
+
+class LinkExtractor(Joiner):
+    """Parses a page once: `read` for every reference, `links` for navigation and frames."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frames: set[str] = set()  # of the last links() call: URLs a frame/iframe embeds
+
+    def read(self, html: str | bytes, page_url: str, host_ok: Callable[[str], bool],
+             want: Want = Want.LINKS) -> PageRefs:
+        return read_page(self, html, page_url, host_ok, want)
+
+    def links(self, html: str | bytes, page_url: str, host_ok: Callable[[str], bool] = lambda h: True) -> set[str]:
+        """Distinct canonical navigation links and frames; absolute ones whose host fails
+        host_ok are never joined. Frames are also in `self.frames` afterwards (hop `E`)."""
+        refs = read_page(self, html, page_url, host_ok)
+        self.frames = refs.frames
+        return refs.links | refs.frames
+
+
+def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[str], bool],
+              want: Want = Want.LINKS) -> PageRefs:
+    """Every reference of one page (see the module docstring); `host_ok` pre-filters absolute
+    navigation links by host unless ALL_HOSTS (requisites come from any host)."""
+    tree = LexborHTMLParser(html)
+    refs = PageRefs()
+    base = page_url
+    node = tree.css_first("base[href]")
+    if node is not None:
+        base = ex.join(page_url, (node.attrs.get("href") or "").strip() or page_url) or page_url
+    keep = (lambda h: True) if want & Want.ALL_HOSTS else host_ok
+    frags = want & Want.FRAGMENTS
+    raw: dict[str, bool] = {}  # href -> written as a frame/iframe src somewhere
+    for node in tree.css(_NAV):
+        if node.tag in ("iframe", "frame"):
+            raw[node.attrs.get("src") or ""] = True
+        else:
+            attrs = node.attrs
+            href = attrs.get("href") or ""
+            raw.setdefault(href, False)
+            rel = attrs.get("rel")
+            if rel and "nofollow" in rel.lower():
+                refs.nofollow_links += 1
+    for href, framed in raw.items():
+        href = href.strip()
+        if not href:
+            continue
+        if frags and "#" in href and len(refs.fragments) < MAX_FRAGMENTS:
+            _fragment(ex, base, href, refs)
+        url = href_target(ex, base, href, keep)
+        if url is not None:
+            (refs.frames if framed else refs.links).add(url)
+    _meta(ex, tree, base, refs)
+    if want & Want.REQUISITES:
+        _requisites(ex, tree, base, refs)
+    if frags:
+        ids = refs.ids = set()
+        for node in tree.css("[id], a[name]"):
+            attrs = node.attrs
+            for name in ("id", "name"):
+                value = attrs.get(name)
+                if value:
+                    ids.add(value)
+    return refs
+
+
+def _fragment(ex: Joiner, base: str, href: str, refs: PageRefs) -> None:
+    """A navigation link's fragment worth checking: not `#`, `#top`, a text fragment
+    (`#:~:text=`) or a client-side route (`#/...`, `#!...`)."""
+    head, _, frag = href.partition("#")
+    frag = unquote(frag)
+    if not frag or frag == "top" or frag.startswith((":~:", "/", "!")):
+        return
+    target = ex.join(base, head) if head else ex.join(base, "#")
+    if target is not None:
+        refs.fragments.append((target, frag))
+
+
+def _meta(ex: Joiner, tree: LexborHTMLParser, base: str, refs: PageRefs) -> None:
+    """Title, canonical link, meta robots, meta refresh: one small walk of the head's nodes."""
+    for node in tree.css(_META):
+        tag = node.tag
+        if tag == "title":
+            if refs.title is None:
+                refs.title = " ".join(node.text().split())[:300]
+            continue
+        attrs = node.attrs
+        if tag == "link":
+            rel = (attrs.get("rel") or "").lower().split()
+            if "canonical" in rel and refs.canonical is None:
+                refs.canonical = ex.join(base, (attrs.get("href") or "").strip() or "#")
+            continue
+        name = (attrs.get("name") or "").lower()
+        if name == "robots":
+            content = (attrs.get("content") or "").lower()
+            refs.robots = ",".join(filter(None, (refs.robots, *(d.strip() for d in content.split(",")))))
+        elif (attrs.get("http-equiv") or "").lower() == "refresh" and refs.refresh is None:
+            refs.refresh = _refresh_url(ex, base, attrs.get("content") or "")
+
+
+def _refresh_url(ex: Joiner, base: str, content: str) -> str | None:
+    """`5; url=/next` -> the joined URL; None for a plain reload (`5`)."""
+    _, sep, rest = content.partition(";")
+    if not sep:
+        _, sep, rest = content.partition(",")
+    rest = rest.strip()
+    if rest[:4].lower() == "url=":
+        rest = rest[4:].strip()
+    rest = rest.strip("'\"").strip()
+    return ex.join(base, rest) if rest and not rest.startswith("#") else None
+
+
+def _requisites(ex: Joiner, tree: LexborHTMLParser, base: str, refs: PageRefs) -> None:
+    req = refs.requisites
+
+    def add(href: str | None, letter: str) -> None:
+        if href:
+            href = href.strip()
+            if href and href[0] != "#":
+                url = href_target(ex, base, href, None)
+                if url is not None:
+                    req.setdefault(url, letter)
+
+    for node in tree.css(_EMBEDS):
+        tag, attrs = node.tag, node.attrs
+        if tag == "img":
+            add(attrs.get("src"), IMG)
+            _srcset(attrs.get("srcset"), add)
+        elif tag == "source":
+            add(attrs.get("src"), MEDIA)
+            _srcset(attrs.get("srcset"), add)
+        elif tag == "link":
+            rels = set((attrs.get("rel") or "").lower().split())
+            if rels & _LOADED_RELS:
+                add(attrs.get("href"), LINK)
+        elif tag == "script":
+            add(attrs.get("src"), SCRIPT)
+        elif tag in ("video", "audio", "track"):
+            add(attrs.get("src"), MEDIA)
+            add(attrs.get("poster"), IMG)
+        elif tag == "embed":
+            add(attrs.get("src"), OBJECT)
+        elif tag == "object":
+            add(attrs.get("data"), OBJECT)
+        elif tag == "input":
+            if (attrs.get("type") or "").lower() == "image":
+                add(attrs.get("src"), IMG)
+        elif tag == "style":
+            _css(node.text(), add)
+    for node in tree.css("[style]"):
+        _css(node.attrs.get("style") or "", add)
+
+
+def _srcset(value: str | None, add: Callable[[str | None, str], None]) -> None:
+    if value:
+        for u in srcset_urls(value):
+            add(u, SRCSET)
+
+
+def _css(text: str, add: Callable[[str | None, str], None]) -> None:
+    for ref in css_refs(text):
+        add(ref, CSS)

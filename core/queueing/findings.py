@@ -1,0 +1,113 @@
+"""What a link check finds across two Records: broken targets' referrers, missing fragments.
+
+Each fact is written once, in the first Record written after both its ends are known, so no
+Record is ever rewritten:
+- a reference to a URL whose Record is not written yet waits in `Referrers` and goes into that
+  Record (`referrers`, `referrers_more`) if it is broken; a reference to a URL already recorded
+  broken goes into the referring page's Record (`broken_links`);
+- a fragment link to a page already parsed is checked at once and a miss goes into the
+  referring page's Record; one to a page not parsed yet waits in `Fragments` and a miss goes
+  into the target's Record. Either way `missing_fragments` holds `[page, target, fragment]`,
+  and `crawltop report` lists it under the page.
+
+Memory is bounded: a few referrers per URL and a count, and ids kept as sorted 32-bit hashes
+(4 bytes an id, about 100 bytes a page besides). Both live in this process only: a resumed
+crawl checks what it parses after the resume.
+"""
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+
+KEEP_REFERRERS = 5  # pages named per broken URL; the rest are counted
+MAX_TRACKED = 200_000  # URLs with waiting referrers or fragment links; past it new ones are not tracked
+MAX_PER_RECORD = 100  # broken links or missing fragments named in one Record
+_MASK = 0xFFFFFFFF
+
+
+class _Waiting:
+    __slots__ = ("refs", "more")
+
+    def __init__(self) -> None:
+        self.refs: list[list[str]] = []
+        self.more = 0
+
+
+class Referrers:
+    """Pages that refer to a URL already seen, kept until its Record says whether it broke."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, _Waiting] = {}
+        self._broken: set[str] = set()
+
+    def again(self, url: str, page: str, tag: str, broken_links: list[list[str]]) -> None:
+        """`page` refers (as `tag`) to `url`, which was already queued: if it is known broken,
+        the page's Record names it (`broken_links`); else it waits for the URL's Record."""
+        if url in self._broken:
+            if len(broken_links) < MAX_PER_RECORD:
+                broken_links.append([url, tag])
+            return
+        w = self._waiting.get(url)
+        if w is None:
+            if len(self._waiting) >= MAX_TRACKED:
+                return
+            w = self._waiting[url] = _Waiting()
+        if len(w.refs) < KEEP_REFERRERS:
+            w.refs.append([page, tag])
+        else:
+            w.more += 1
+
+    def recorded(self, url: str, broken: bool) -> tuple[list[list[str]], int] | None:
+        """The URL's Record is being written: its waiting referrers if it is broken."""
+        w = self._waiting.pop(url, None)
+        if not broken:
+            return None
+        if len(self._broken) < MAX_TRACKED:
+            self._broken.add(url)
+        return (w.refs, w.more) if w is not None else None
+
+
+class Fragments:
+    """Which fragment links name no element (`id`, `<a name>`) of the page they point to."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, array | None] = {}  # parsed page -> its ids' hashes (None: unknown)
+        self._waiting: dict[str, list[tuple[str, str]]] = {}  # target -> (page, fragment)
+
+    def parsed(self, url: str, ids: set[str] | None) -> list[list[str]]:
+        """A page's ids are known (None: not reliably, e.g. a defused page): the fragment
+        links that waited for it and name nothing on it, as `[page, target, fragment]`."""
+        hashes = array("I", sorted({hash(i) & _MASK for i in ids})) if ids is not None else None
+        if len(self._ids) < MAX_TRACKED:
+            self._ids[url] = hashes
+        waiting = self._waiting.pop(url, ())
+        if hashes is None:
+            return []
+        return [[page, url, frag] for page, frag in waiting if not _has(hashes, frag)][:MAX_PER_RECORD]
+
+    def recorded(self, url: str) -> None:
+        """The target's Record is written: what still waits can't be checked (not HTML, failed)."""
+        self._waiting.pop(url, None)
+
+    def check(self, page: str, target: str, frag: str, own: set[str] | None) -> bool:
+        """False when the fragment is known to be missing now; a link to a page not yet
+        parsed waits (True). `own` is the referring page's ids, for links to itself."""
+        if target == page:
+            return own is None or frag in own
+        if target in self._ids:
+            hashes = self._ids[target]
+            return hashes is None or _has(hashes, frag)
+        waiting = self._waiting.get(target)
+        if waiting is None:
+            if len(self._waiting) >= MAX_TRACKED:
+                return True
+            waiting = self._waiting[target] = []
+        if len(waiting) < MAX_PER_RECORD and (page, frag) not in waiting:
+            waiting.append((page, frag))
+        return True
+
+
+def _has(hashes: array, frag: str) -> bool:
+    h = hash(frag) & _MASK
+    i = bisect_left(hashes, h)
+    return i < len(hashes) and hashes[i] == h

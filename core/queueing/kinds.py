@@ -1,0 +1,168 @@
+"""What is done with each kind of reference a page yields, decided beside the scope.
+
+- page: `a`, `area`, meta refresh, in-scope frames, sitemaps, roots, within `--scope`:
+  fetched, parsed, followed;
+- requisite: `img`, `srcset`, `link`, `script`, media, embeds, CSS `url()`, off-site frames,
+  from any host, at most MAX_REQUISITE_HOPS deep: fetched; a stylesheet is read for its own
+  `url()`s;
+- external: navigation links out of scope, any host: checked once; an HTML answer is read
+  for its ids only.
+
+A queued URL carries its kind in its hop path (core/output/provenance.py): the letter of
+what referred to it. The kind is final only with the answer: an in-scope HTML page that
+answered 2xx is a page however it was reached, so the one-Record-per-URL rule never costs a
+page its links when a requisite or an external link saw it first.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from ..config import CrawlConfig
+from ..parsing.page import PageRefs, Want
+from .scope import Scope
+
+PAGE, REQUISITE, EXTERNAL = "page", "requisite", "external"
+KINDS = (PAGE, REQUISITE, EXTERNAL)
+REQUISITE_LETTERS = frozenset("IYKJVOU")
+MAX_REQUISITE_HOPS = 5  # page -> stylesheet -> @import -> image ... (wpull's requisite depth)
+# What referred to a URL, in the report's words, by the last hop letter that is not a redirect.
+WORDS = {"L": "a", "E": "frame", "I": "img", "Y": "srcset", "K": "link", "J": "script", "V": "media",
+         "O": "object", "U": "css url()", "R": "redirect", "M": "sitemap", "S": "sitemap", "": "root"}
+NOFOLLOW = frozenset(("nofollow", "none"))
+
+
+def referrer_letter(discovery: str) -> str:
+    """The hop letter of what referred to the URL: its path's last letter that is not a
+    redirect (a redirect's target keeps the kind of what led to it); `R` for a chain of
+    redirects alone, `` for a root."""
+    stripped = discovery.rstrip("R")
+    if stripped and stripped[-1] not in "+0123456789":
+        return stripped[-1]
+    return "R" if discovery.endswith("R") else ""
+
+
+def word(discovery: str) -> str:
+    return WORDS.get(referrer_letter(discovery), "a")
+
+
+def requisite_hops(discovery: str) -> int:
+    """How many requisite hops end the path (redirects between them not counted)."""
+    n = 0
+    for ch in reversed(discovery):
+        if ch == "R":
+            continue
+        if ch not in REQUISITE_LETTERS and ch != "E":
+            break
+        n += 1
+    return n
+
+
+def directives(meta: str, headers: Sequence[str], agent: str) -> str:
+    """The robots directives of a page, lower-case, comma-joined: its `<meta name=robots>`
+    and its `X-Robots-Tag` headers (a `bot: nofollow` one for another user agent left out)."""
+    parts = [d for d in (p.strip() for p in meta.split(",")) if d]
+    for header in headers:
+        for value in header.lower().split(","):
+            d = value.strip()
+            if ":" in d and d.split(":", 1)[0].strip() != "unavailable_after":
+                bot, _, d = d.partition(":")
+                if bot.strip() not in (agent, "*"):
+                    continue
+                d = d.strip()
+            if d:
+                parts.append(d)
+    return ",".join(dict.fromkeys(parts))
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    url: str
+    letter: str  # hop letter: L, E, R (meta refresh) or a requisite's
+    navigation: bool  # obeys --max-depth and nofollow
+
+
+class Kinds:
+    """The per-kind policy of one crawl: which references of a page are queued, and as what."""
+
+    def __init__(self, scope: Scope, config: CrawlConfig, agent: str) -> None:
+        self.scope = scope
+        self.requisites = config.requisites
+        self.external = config.external
+        self.fragments = config.fragments
+        self.obey = config.robots  # --no-robots ignores meta robots and X-Robots-Tag too
+        self.agent = agent.split("/", 1)[0].lower()
+        want = Want.LINKS
+        if config.requisites:
+            want |= Want.REQUISITES
+        if config.fragments:
+            want |= Want.FRAGMENTS
+        if config.external:
+            want |= Want.ALL_HOSTS
+        self.want = want
+
+    def kind_of(self, url: str, discovery: str) -> str:
+        """The kind a queued URL was reached as (the answer may still make it a page)."""
+        letter = referrer_letter(discovery)
+        if letter in REQUISITE_LETTERS:
+            return REQUISITE
+        if self.scope.allows(url):
+            return PAGE
+        return REQUISITE if letter == "E" else EXTERNAL
+
+    def answered(self, kind: str, url: str, status: int, html: bool) -> str:
+        """A requisite that is an in-scope HTML page (2xx) is a page."""
+        if kind == REQUISITE and html and 200 <= status < 300 and self.scope.allows(url):
+            return PAGE
+        return kind
+
+    def directives(self, meta: str, headers: Sequence[str]) -> str:
+        return directives(meta, headers, self.agent)
+
+    def nofollow(self, robots: str) -> bool:
+        return self.obey and any(d in NOFOLLOW for d in robots.split(","))
+
+    def references(self, refs: PageRefs, discovery: str, *, nofollow: bool) -> Iterator[Reference]:
+        """What of a parsed page may be queued, navigation first. Navigation in scope is
+        followed; out of scope it is checked once (external); requisites come from any
+        host, at most MAX_REQUISITE_HOPS deep. --exclude applies to every kind, --include
+        to pages only (a page's images are part of the page)."""
+        scope = self.scope
+        if not nofollow:
+            for url in refs.links:
+                if scope.allows(url) or (self.external and not scope.excluded(url)):
+                    yield Reference(url, "L", True)
+            if refs.refresh is not None and (scope.allows(refs.refresh) or self.external):
+                yield Reference(refs.refresh, "R", True)
+        for url in refs.frames:  # part of the page: fetched whatever its nofollow says
+            if scope.allows(url):
+                yield Reference(url, "E", True)
+            elif self.requisites and not scope.excluded(url):
+                yield Reference(url, "E", False)
+        if self.requisites and refs.requisites and requisite_hops(discovery) < MAX_REQUISITE_HOPS:
+            for url, letter in refs.requisites.items():
+                if not scope.excluded(url):
+                    yield Reference(url, letter, False)
+
+    def stylesheet(self, urls: list[str], discovery: str) -> Iterator[Reference]:
+        """A stylesheet's own url()s and @imports: requisites of it."""
+        if not self.requisites or requisite_hops(discovery) >= MAX_REQUISITE_HOPS:
+            return
+        for url in urls:
+            if not self.scope.excluded(url):
+                yield Reference(url, "U", False)
+
+    def redirect_allowed(self, kind: str, target: str) -> bool:
+        """Where a redirect may lead: a page's within scope (else it is checked as an
+        external link), a requisite's or an external link's anywhere."""
+        if self.scope.allows(target):
+            return True
+        if self.scope.excluded(target):
+            return False
+        return kind == REQUISITE or self.external
+
+
+def is_stylesheet(mime: str, discovery: str) -> bool:
+    """A CSS answer, or an untyped one to a `<link>` or `@import` (misconfigured servers)."""
+    return mime == "text/css" or (mime in ("", "application/octet-stream") and referrer_letter(discovery) in "KU")
+
