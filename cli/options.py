@@ -80,6 +80,21 @@ politeness, per host (or per registered domain with --queue-by domain):
   and a success resets the count. A 500 or a read timeout waits as that URL's own.
   After --host-max-failures failures in a row to reach the host (unreachable or timing
   out) it is retired: each URL still queued for it gets a record (error_kind host-retired).
+  A host that gives no HTTP response at all (refused, reset, dropped, no headers in
+  time) backs off, gets one request at a time, and counts toward retiring it.
+
+what is fetched (README "What is fetched"):
+  pages: links (a, area, meta refresh) and frames within --scope, --include and
+    --exclude, up to --max-depth; parsed and followed unless the page says nofollow
+    (<meta name=robots>, X-Robots-Tag; --no-robots ignores them; rel=nofollow on one
+    link is recorded, not obeyed).
+  requisites: what a page loads to show itself, from any host, 5 hops deep at most
+    (page -> stylesheet -> image); never followed. They ignore --max-depth and
+    --include; --exclude, robots.txt, politeness and --max-pages-per-host apply.
+    Video and audio are fetched like images, capped by --max-bytes.
+  external links: navigation out of scope, checked with one request (redirects
+    followed), never followed; an HTML answer is read for its ids (#fragments).
+  --max-pages counts URLs of every kind.
 """
 
 
@@ -127,6 +142,13 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.
         help="ignore robots.txt (default: obey it, Crawl-delay included)")
     add("--no-sitemaps", action="store_true",
         help="don't read sitemaps (default: read robots.txt's Sitemap: lines, else /sitemap.xml)")
+    add("--no-requisites", action="store_true",
+        help="don't fetch page requisites: images, srcset, stylesheets and their url()s, scripts, media, "
+             "embeds, off-site frames, from any host (default: fetch them, 5 hops deep at most)")
+    add("--no-external", action="store_true",
+        help="don't check links out of scope (default: one request each, never followed)")
+    add("--no-fragments", action="store_true",
+        help="don't check that a link's #fragment names an element of its page (default: check)")
     add("--user-agent", default=None, metavar="UA",
         help="User-Agent header (default crawltop/VERSION)")
     add("--output", "-o", default=None, metavar="FILE.jsonl",
@@ -181,6 +203,7 @@ def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
         exclude=tuple(args.exclude), max_depth=args.max_depth, max_pages=args.max_pages,
         timeout=args.timeout, max_bytes=args.max_bytes, per_host=args.per_host,
         delay=args.delay, robots=not args.no_robots, sitemaps=not args.no_sitemaps, user_agent=args.user_agent,
+        requisites=not args.no_requisites, external=not args.no_external, fragments=not args.no_fragments,
         output=args.output,
         queue_by=args.queue_by, max_crawl_delay=args.max_crawl_delay, delay_factor=args.delay_factor,
         host_max_failures=args.host_max_failures, max_pages_per_host=args.max_pages_per_host,

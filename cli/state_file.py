@@ -24,7 +24,8 @@ from .options import Parser, add_crawl_options, add_warc, config_from
 from .run import run_crawler
 
 # argparse dest -> CrawlConfig field, for options that a resume may override
-_FIELD = {"no_robots": "robots", "no_sitemaps": "sitemaps",
+_FIELD = {"no_robots": "robots", "no_sitemaps": "sitemaps", "no_requisites": "requisites",
+          "no_external": "external", "no_fragments": "fragments",
           "header": "headers", "header_host": "header_hosts", "no_proxy": "env_proxy"}
 _NOT_CONFIG = {"headless", "exit_on_finish", "warc", "state", "fast", "command", "roots", "_pos"}
 

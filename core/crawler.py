@@ -31,7 +31,7 @@ from .parsing import malloc
 from .parsing.css import css_refs
 from .parsing.defuse import tag_heavy
 from .parsing.page import LinkExtractor, PageRefs
-from .parsing.urls import canonical, href_target, netloc_of
+from .parsing.urls import canonical, host_origin, href_target, netloc_of
 from .queueing.findings import Fragments, Referrers
 from .queueing.frontier import Frontier, Item, MemoryFrontier
 from .queueing.hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness
@@ -346,6 +346,10 @@ class Crawler:
                 self.stats.set_phase(ws, "robots")
                 if self._robots is not None:
                     crawl_delay = (await self._robots.check(item.url))[1]
+                    if self._robots.unanswered and host_origin(item.url) in self._robots.unanswered:
+                        # no response at all: the host's first strike, so it gets one request
+                        # at a time from now on (a dead host costs a few connections, not -c)
+                        self._host_failed(host, "connect", started, None, block=True, strike=True)
             elif host.flags & NEEDS_PROBE:
                 host.flags &= ~NEEDS_PROBE
                 self.stats.set_phase(ws, "connecting")

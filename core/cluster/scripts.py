@@ -42,13 +42,19 @@ local function delay_of(h)
   return DELAY
 end
 -- (Re)place the host in `ready` from its state, or take it out (core/queueing/hosts.py _schedule).
+-- A host that stopped answering (strikes) gets one request at a time until one succeeds.
+local function cap_of(strikes)
+  if num(strikes) > 0 then return 1 end
+  return CAP
+end
 local function schedule(h)
-  local s = redis.call('HMGET', hk(h), 'n', 'u', 'f', 'p', 'r')
+  local s = redis.call('HMGET', hk(h), 'n', 'u', 'f', 'p', 'r', 'k')
+  local cap = cap_of(s[6])
   if s[4] == '1' or redis.call('LLEN', qk(h)) == 0 then
     redis.call('ZREM', READY, h)
   elseif s[5] == '1' then
     redis.call('ZADD', READY, 0, h)
-  elseif CAP > 0 and num(s[3]) >= CAP then
+  elseif cap > 0 and num(s[3]) >= cap then
     redis.call('ZREM', READY, h)
   else
     redis.call('ZADD', READY, math.max(num(s[1]), num(s[2])), h)
@@ -202,12 +208,13 @@ local room = n
 if reserved > 0 then  -- what the due hosts can give now: one URL from a host with a delay, more without
   local can = 0
   for _, h in ipairs(redis.call('ZRANGEBYSCORE', READY, '-inf', now, 'LIMIT', 0, n + reserved)) do
-    local s = redis.call('HMGET', hk(h), 'd', 'f', 'r')
+    local s = redis.call('HMGET', hk(h), 'd', 'f', 'r', 'k')
+    local cap = cap_of(s[4])
     if s[3] ~= '1' and (tonumber(s[1]) or DELAY) > 0 then
       can = can + 1
     else
       local k = redis.call('LLEN', qk(h))
-      if s[3] ~= '1' and CAP > 0 then k = math.min(k, CAP - num(s[2])) end
+      if s[3] ~= '1' and cap > 0 then k = math.min(k, cap - num(s[2])) end
       can = can + k
     end
     if can >= n + reserved then break end
@@ -222,12 +229,13 @@ if redis.call('HGET', META, 'status') == 'running' then
     if #due == 0 then break end
     local share = math.ceil((n - #out) / #due)
     for _, h in ipairs(due) do
-      local s = redis.call('HMGET', hk(h), 'r', 'f', 'd')
+      local s = redis.call('HMGET', hk(h), 'r', 'f', 'd', 'k')
       local retired = s[1] == '1'
       local d = tonumber(s[3]) or DELAY
+      local cap = cap_of(s[4])
       local k = 1
       if retired or d <= 0 then k = share end
-      if not retired and CAP > 0 then k = math.min(k, CAP - num(s[2])) end
+      if not retired and cap > 0 then k = math.min(k, cap - num(s[2])) end
       k = math.min(k, n - #out)
       local took = 0
       while took < k do

@@ -21,6 +21,7 @@ class Robots:
         self._agent = agent
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._rules: dict[str, asyncio.Future[Protego | None]] = {}
+        self.unanswered: set[str] = set()  # origins whose robots.txt got no HTTP response at all
 
     async def _fetch(self, origin: str) -> Protego | None:
         try:
@@ -31,7 +32,10 @@ class Robots:
                     return None
                 body, _ = await read_capped(resp, ROBOTS_MAX_BYTES)
                 return Protego.parse(body.decode("utf-8", errors="replace"))
-        except (aiohttp.ClientError, TimeoutError, ValueError, UnicodeError):
+        except (aiohttp.ClientResponseError, ValueError, UnicodeError):
+            return None
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            self.unanswered.add(origin)  # the host's failure (core/crawler.py _prerequisite)
             return None
 
     async def rules(self, origin: str) -> Protego | None:

@@ -81,6 +81,11 @@ def netloc_of(url: str) -> str:
     return url.split("/", 3)[2]
 
 
+def host_origin(url: str) -> str:
+    """`scheme://host[:port]` of a canonical URL."""
+    return url[: url.find("/", url.find("//") + 2)]
+
+
 def host_of(url: str) -> str:
     netloc = netloc_of(url)
     if netloc.startswith("["):

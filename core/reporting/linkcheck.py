@@ -10,14 +10,17 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import ReportError, StateError
+from ..queueing.kinds import word
 from ..storage.schema import SQLITE_MAGIC, iter_records, read_state
 
 SLOWEST = 10
 NOT_BROKEN_KINDS = frozenset({"cancelled", "ignored"})
+KEEP_PAGES = 10  # pages listed per broken URL; the rest are counted (`more_pages`)
+FRAGMENT = "#fragment"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +38,14 @@ class Broken:
     error_kind: str | None
     error: str | None
     discovery: str
+    tag: str = "a"  # what on the page refers to it: a, img, srcset, css url(), script, ... or #fragment
+    kind: str = "page"  # the broken URL's kind: page, requisite, external
 
     @property
     def reason(self) -> str:
         """What went wrong in a word: the status, else the error kind."""
+        if self.tag == FRAGMENT:
+            return FRAGMENT
         if self.status is not None and self.error_kind is None:
             return str(self.status)
         return self.error_kind or "error"
@@ -75,6 +82,9 @@ class Report:
     chains: list[Chain] = field(default_factory=list)
     slowest: list[tuple[float, str, int | None]] = field(default_factory=list)  # (ms, url, status)
     retired_hosts: set[str] = field(default_factory=set)  # hosts retired after failures in a row
+    more_pages: dict[str, int] = field(default_factory=dict)  # broken URL -> referring pages not listed
+    unresolved: int = 0  # external links and requisites set aside: no external host resolved (offline)
+    _listed: dict[str, int] = field(default_factory=dict)  # broken URL -> pages listed so far
 
     @property
     def broken_count(self) -> int:
@@ -101,11 +111,23 @@ class Report:
             "by_status": {str(k): v for k, v in sorted(self.by_status.items(), key=lambda kv: str(kv[0]))},
             "by_error_kind": dict(sorted(self.by_error_kind.items())),
             "retired_hosts": sorted(self.retired_hosts),
+            "more_pages": dict(sorted(self.more_pages.items())),
+            "unresolved": self.unresolved,
         }
+
+    def refer(self, b: Broken) -> None:
+        """One page referring to a broken thing: listed for the first KEEP_PAGES pages, then counted."""
+        n = self._listed.get(b.url, 0)
+        if n >= KEEP_PAGES:
+            self.more_pages[b.url] = self.more_pages.get(b.url, 0) + 1
+            return
+        self._listed[b.url] = n + 1
+        self.broken.setdefault(b.via, []).append(b)
 
 
 def _broken_dict(b: Broken) -> dict[str, Any]:
-    return {"url": b.url, "status": b.status, "error_kind": b.error_kind, "error": b.error, "discovery": b.discovery}
+    return {"url": b.url, "status": b.status, "error_kind": b.error_kind, "error": b.error, "discovery": b.discovery,
+            "tag": b.tag, "kind": b.kind}
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -184,12 +206,21 @@ def analyse(records: Iterable[dict[str, Any]], options: Options = Options(), sou
     redirects: dict[str, dict[str, Any]] = {}
     outcome: dict[str, tuple[int | None, str | None]] = {}  # status and error of redirect targets
     slow: list[tuple[float, str, int | None]] = []
+    broken: dict[str, Broken] = {}  # broken URL -> its finding, for the pages that refer to it later
+    offline = _Offline()
     for rec in records:
         report.records += 1
         try:
             _add(report, rec, options, redirects, outcome, slow)
+            _refs(report, rec, options, broken, offline)
         except (TypeError, ValueError, AttributeError) as exc:  # a record with fields of the wrong type
             raise ReportError(f"{source}: record {report.records} is not a crawltop record ({exc})") from None
+    if offline.is_offline:
+        report.unresolved = offline.unresolved
+        for via, links in list(report.broken.items()):
+            report.broken[via] = [b for b in links if not _unresolved(b)]
+            if not report.broken[via]:
+                del report.broken[via]
     report.slowest = sorted(slow, reverse=True)
     report.chains = _chains(redirects, outcome)
     report.broken = dict(sorted(report.broken.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
@@ -213,9 +244,6 @@ def _add(report: Report, rec: dict[str, Any], options: Options, redirects: dict[
         if rec["error_kind"] == "host-retired":
             parts = str(url).split("/", 3)  # a record's URL is canonical; a foreign one must not crash
             report.retired_hosts.add(parts[2] if len(parts) > 2 else str(url))
-    if is_broken(rec, options):
-        b = Broken(url, rec.get("via"), status, rec.get("error_kind"), rec.get("error"), rec.get("discovery") or "")
-        report.broken.setdefault(b.via, []).append(b)
     if rec.get("next_url"):
         redirects[url] = {"next": rec["next_url"], "status": status, "merged": bool(rec.get("merged")),
                           "discovery": rec.get("discovery") or "", "error": rec.get("error")}
@@ -226,6 +254,55 @@ def _add(report: Report, rec: dict[str, Any], options: Options, redirects: dict[
         elif item > slow[0]:
             heapq.heapreplace(slow, item)
     outcome[url] = (status, rec.get("error"))
+
+
+class _Offline:
+    """No external host resolved at all (a machine without a network, like CI): its DNS
+    failures say nothing of the links, so they are set aside and counted, not reported."""
+
+    def __init__(self) -> None:
+        self.unresolved = 0
+        self.answered = 0
+
+    def saw(self, rec: dict[str, Any]) -> None:
+        if rec.get("kind") == "external":
+            if rec.get("status") is not None:
+                self.answered += 1
+        if rec.get("kind") in ("external", "requisite") and rec.get("error_kind") == "dns":
+            self.unresolved += 1
+
+    @property
+    def is_offline(self) -> bool:
+        return self.unresolved > 0 and self.answered == 0
+
+
+def _unresolved(b: Broken) -> bool:
+    return b.kind in ("external", "requisite") and b.error_kind == "dns"
+
+
+def _refs(report: Report, rec: dict[str, Any], options: Options, broken: dict[str, Broken],
+          offline: _Offline) -> None:
+    """What the record says of broken things (core/queueing/findings.py): itself, under its
+    `via` and its other referrers; the broken URLs its page refers to; missing fragments."""
+    url = rec["url"]
+    offline.saw(rec)
+    if is_broken(rec, options):
+        discovery = rec.get("discovery") or ""
+        b = Broken(url, rec.get("via"), rec.get("status"), rec.get("error_kind"), rec.get("error"), discovery,
+                   word(discovery), rec.get("kind") or "page")
+        broken[url] = b
+        report.refer(b)
+        for page, tag in rec.get("referrers") or ():
+            report.refer(replace(b, via=str(page), tag=str(tag)))
+        if rec.get("referrers_more"):
+            report.more_pages[url] = report.more_pages.get(url, 0) + int(rec["referrers_more"])
+    for target, tag in rec.get("broken_links") or ():
+        found = broken.get(str(target))
+        if found is not None:
+            report.refer(replace(found, via=url, tag=str(tag)))
+    for page, target, frag in rec.get("missing_fragments") or ():
+        report.refer(Broken(f"{target}#{frag}", str(page), None, None, f"no element with id {frag!r}",
+                            "", FRAGMENT, "page"))
 
 
 def _chains(redirects: dict[str, dict[str, Any]], outcome: dict[str, tuple[int | None, str | None]]) -> list[Chain]:
