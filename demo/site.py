@@ -30,7 +30,18 @@ STALL_SECONDS = 45.0  # longer than the crawler's default 30 s timeout, on purpo
 SLOW = ("/slow/1/", "/slow/2/")
 STALL = "/stall/"
 BROKEN = ("/broken/", "/api/status")  # always 500, however often retried
-EXTERNAL = ("http://example.invalid/", "//cdn.example.invalid/lib/", "https://example.invalid/a?x=1&amp;y=2")
+# A second host the demo serves on 127.0.0.2 (no DNS query, ever): external links are checked
+# once and never followed; one fragment names nothing there. Its /partner/more/ must never be
+# fetched.
+EXT_ADDRESS = "127.0.0.2"
+EXTERNAL = ("{ext}/partner/", "{ext}/partner/#top-stories", "{ext}/gone/", "{ext}/partner/#no-such-section")
+# Requisites: every HTML page loads the stylesheet and the logo; an article its section's
+# photo in a srcset. The stylesheet loads a background and a font that is missing; the arts
+# section's 2x photo is missing: one broken thing on 190 pages (`crawltop report`).
+STYLESHEET, LOGO = "/static/site.css", "/static/logo.png"
+CSS_REFS = ("/static/img/paper.png", "/static/fonts/demo.woff")
+MISSING_STATIC = ("/static/fonts/demo.woff", "/static/photos/arts@2x.jpg")
+_PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
 ROBOTS = "User-agent: *\nDisallow: /private/\n"
 # Sitemaps (named by robots.txt): an index, a gzipped urlset and a plain-text one. The
 # archive pages are linked from nowhere: only the sitemap finds them; /archive/2019/ is
@@ -99,19 +110,32 @@ class Reply:
     charset: str | None = "utf-8"  # None: declared only by <meta charset>
     meta_charset: str | None = None
     body: bytes | None = None  # non-HTML payload
+    photo: str | None = None  # an article's section: its photo, with a 2x in srcset
+
+
+def requisites(r: Reply) -> tuple[str, ...]:
+    """What an HTML reply loads to show itself (render() writes them), root-relative."""
+    if r.body is not None or r.location is not None:
+        return ()
+    photos = (f"/static/photos/{r.photo}.jpg", f"/static/photos/{r.photo}@2x.jpg") if r.photo else ()
+    return (STYLESHEET, LOGO, *photos)
 
 
 @dataclass(frozen=True, slots=True)
 class Expected:
     """What a full default crawl from / records (host scope, robots obeyed, max-redirect 10).
 
-    urls == pages + files + redirects + not_found + server_errors + robots_blocked + sitemaps.
+    urls == pages + requisites + externals + files + redirects + not_found + server_errors
+            + robots_blocked + sitemaps.
     `pages` includes the stall page, which only completes when stall_seconds is shorter
     than the crawler's timeout (fast mode); otherwise it ends as a timeout error.
     """
 
     urls: int
     pages: int
+    requisites: int  # requisite URLs that answered 200 (404s are in not_found)
+    externals: int  # external links that answered 200 (404s are in not_found)
+    missing_fragments: int  # (page, link#fragment) pairs whose fragment names nothing
     files: int
     redirects: int
     merges: int
@@ -131,7 +155,7 @@ def _nav() -> list[tuple[str, str]]:
     return [("/", "Home"), *((f"/{s}/", s.title()) for s in SECTIONS)]
 
 
-def _article(s: int, n: int, origin: str) -> Reply:
+def _article(s: int, n: int, origin: str, ext: str) -> Reply:
     sec = SECTIONS[s]
     rng = random.Random(f"42:{sec}:{n}")
     based = n % 10 == 3  # these pages carry <base href> pointing at their section
@@ -152,9 +176,9 @@ def _article(s: int, n: int, origin: str) -> Reply:
     if n % 11 == 0:
         links.append(("/index.html", "Front page"))
     if n % 4 == 0:
-        links.append((EXTERNAL[n // 4 % len(EXTERNAL)], "Elsewhere"))
+        links.append((EXTERNAL[n // 4 % len(EXTERNAL)].format(ext=ext), "Elsewhere"))
     words = " ".join(rng.choice(("crawl", "queue", "asyncio", "worker", "redirect", "robots")) for _ in range(40))
-    return Reply(200, f"{sec.title()} article {n}", tuple(links), base, words)
+    return Reply(200, f"{sec.title()} article {n}", tuple(links), base, words, photo=sec)
 
 
 def _index(s: int, page: int) -> Reply:
@@ -182,7 +206,7 @@ def _calendar(month: str) -> Reply | None:
     return Reply(200, f"Events, {month}", tuple(links), text="No events this month.")
 
 
-def _page(path: str, query: Mapping[str, str], origin: str) -> Reply | None:
+def _page(path: str, query: Mapping[str, str], origin: str, ext: str = "") -> Reply | None:
     """The 200 HTML page at path, or None."""
     simple = [*_nav(), ("/about/", "About")]
     if path == "/":
@@ -211,12 +235,13 @@ def _page(path: str, query: Mapping[str, str], origin: str) -> Reply | None:
             page = 1 if not query else 0
         return _index(SECTIONS.index(sec), page) if 1 <= page <= INDEX_PAGES else None
     if (m := _ARTICLE.fullmatch(path)) and m[1] in SECTIONS and int(m[2]) < ARTICLES:
-        return _article(SECTIONS.index(m[1]), int(m[2]), origin)
+        return _article(SECTIONS.index(m[1]), int(m[2]), origin, ext)
     return None
 
 
-def route(path: str, query: Mapping[str, str], origin: str) -> Reply:
-    """Pure: the reply for a request, used by both the server and the EXPECTED walk."""
+def route(path: str, query: Mapping[str, str], origin: str, ext: str = "") -> Reply:
+    """Pure: the reply for a request, used by both the server and the EXPECTED walk.
+    `ext` is the origin of the second host (external links)."""
     if path in REDIRECTS:
         code, loc = REDIRECTS[path]
         return Reply(code, location=loc.format(origin=origin))
@@ -227,13 +252,39 @@ def route(path: str, query: Mapping[str, str], origin: str) -> Reply:
     if path in FILES:
         ctype, body = FILES[path]
         return Reply(200, body=body, content_type=ctype, charset=None)
+    if static := _static(path):
+        return static
     if path in BROKEN:
         return Reply(500, "500 Internal Server Error")
-    if page := _page(path, query, origin):
+    if page := _page(path, query, origin, ext):
         return page
-    if not path.endswith("/") and _page(path + "/", {}, origin):
+    if not path.endswith("/") and _page(path + "/", {}, origin, ext):
         return Reply(301, location=path + "/")  # trailing-slash redirect
     return Reply(404, "404 Not Found")
+
+
+def _static(path: str) -> Reply | None:
+    """The requisites: a stylesheet, images, a font (some missing, on purpose)."""
+    if path == STYLESHEET:
+        css = (f"body {{ background: url(img/paper.png) }}\n"
+               f"@font-face {{ font-family: demo; src: url(\"{CSS_REFS[1]}\") }}\n")
+        return Reply(200, body=css.encode(), content_type="text/css", charset=None)
+    if path in MISSING_STATIC or not path.startswith("/static/"):
+        return None
+    if path in (LOGO, CSS_REFS[0]) or (path.startswith("/static/photos/") and path.removeprefix(
+            "/static/photos/").removesuffix(".jpg").removesuffix("@2x") in SECTIONS and path.endswith(".jpg")):
+        return Reply(200, body=_PNG, content_type="image/png" if path.endswith(".png") else "image/jpeg",
+                     charset=None)
+    return None
+
+
+def ext_route(path: str) -> Reply:
+    """The second host: a partner page with one section id, and a page that is gone."""
+    if path == "/partner/":
+        return Reply(200, "Partner", (("/partner/more/", "More"),), text="Top stories",
+                     body=b'<!DOCTYPE html><html><head><title>Partner</title></head><body>'
+                          b'<h2 id="top-stories">Top stories</h2><a href="/partner/more/">More</a></body></html>')
+    return Reply(404, "404 Not Found", body=b"<html><body>gone</body></html>")
 
 
 def _sitemap(path: str, origin: str) -> Reply:
@@ -260,16 +311,22 @@ def render(r: Reply) -> bytes:
         return r.body
     head = f'<meta charset="{r.meta_charset}">' if r.meta_charset else ""
     head += f'<base href="{r.base}">' if r.base else ""
+    head += f'<link rel="stylesheet" href="{STYLESHEET}">'
     items = "\n".join(f'<li><a href="{href}">{text}</a></li>' for href, text in r.links)
+    photo = (f'<img src="/static/photos/{r.photo}.jpg" srcset="/static/photos/{r.photo}.jpg 1x, '
+             f'/static/photos/{r.photo}@2x.jpg 2x" alt="">\n' if r.photo else "")
+    comments = '<section id="comments"><h2>Comments</h2></section>\n' if r.photo else ""
     doc = (f"<!DOCTYPE html>\n<html><head>{head}<title>{r.title}</title></head>\n<body id=\"top\">"
-           f"<h1>{r.title}</h1>\n<p>{r.text}</p>\n<ul>\n{items}\n</ul>\n</body></html>\n")
+           f'<img src="{LOGO}" alt="crawltop demo"><h1>{r.title}</h1>\n{photo}<p>{r.text}</p>\n'
+           f"<ul>\n{items}\n</ul>\n{comments}</body></html>\n")
     return doc.encode(r.charset or r.meta_charset or "utf-8")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Settings:
     fast: bool
     stall_seconds: float
+    ext: str = ""  # the second host's origin, once it listens
 
 
 _SETTINGS = web.AppKey("demo_settings", _Settings)
@@ -278,7 +335,7 @@ _SETTINGS = web.AppKey("demo_settings", _Settings)
 async def _handle(request: web.Request) -> web.StreamResponse:
     cfg = request.app[_SETTINGS]
     path = request.path
-    r = route(path, request.query, f"{request.scheme}://{request.host}")
+    r = route(path, request.query, f"{request.scheme}://{request.host}", cfg.ext)
     if not cfg.fast:
         await asyncio.sleep(latency(path) + (SLOW_SECONDS if path in SLOW else 0.0))
     body = render(r)
@@ -305,13 +362,21 @@ def make_app(*, fast: bool = False, stall_seconds: float | None = None) -> web.A
     return app
 
 
+async def _handle_ext(request: web.Request) -> web.StreamResponse:
+    r = ext_route(request.path)
+    return web.Response(status=r.status, body=render(r), content_type="text/html")
+
+
 class DemoSite:
-    """The demo site on 127.0.0.1 at a free port, inside the caller's event loop."""
+    """The demo site on 127.0.0.1 at a free port, and its second host (external links) on
+    127.0.0.2, inside the caller's event loop."""
 
     def __init__(self, *, fast: bool = False, stall_seconds: float | None = None) -> None:
         self.app = make_app(fast=fast, stall_seconds=stall_seconds)
         self.port = 0
+        self.ext = ""
         self._runner: web.AppRunner | None = None
+        self._ext_runner: web.AppRunner | None = None
 
     @property
     def url(self) -> str:
@@ -320,15 +385,23 @@ class DemoSite:
     async def start(self) -> None:
         # No access log (it would scribble over the TUI); cancel handlers whose client
         # left, and don't wait long on shutdown, so a stalled request can't hold us.
+        ext = web.Application()
+        ext.router.add_get("/{tail:.*}", _handle_ext)
+        self._ext_runner = web.AppRunner(ext, access_log=None, shutdown_timeout=0.5)
+        await self._ext_runner.setup()
+        await web.TCPSite(self._ext_runner, EXT_ADDRESS, 0).start()
+        self.ext = f"http://{EXT_ADDRESS}:{self._ext_runner.addresses[0][1]}"
+        self.app[_SETTINGS].ext = self.ext
         self._runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
         self.port = self._runner.addresses[0][1]
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        for runner in (self._runner, self._ext_runner):
+            if runner is not None:
+                await runner.cleanup()
+        self._runner = self._ext_runner = None
 
     async def __aenter__(self) -> DemoSite:
         await self.start()
@@ -339,27 +412,50 @@ class DemoSite:
 
 
 def _canon(url: str, host: str) -> str | None:
-    """A crawler's canonical form: no fragment, lower-case host; None if out of scope."""
+    """A crawler's canonical form: no fragment, lower-case host; None if not on `host`."""
     parts = urlsplit(urldefrag(url)[0])
     if parts.scheme not in ("http", "https") or parts.netloc.lower() != host:
         return None
     return urlunsplit((parts.scheme, parts.netloc.lower(), parts.path or "/", parts.query, ""))
 
 
+def _ids(url: str, origin: str, ext: str) -> set[str] | None:
+    """The element ids of a 200 HTML page of the model; None if the URL is no such page."""
+    parts = urlsplit(url)
+    if url.startswith(ext):
+        return {"top-stories"} if parts.path == "/partner/" else None
+    r = route(parts.path, dict(parse_qsl(parts.query)), origin, ext)
+    if r.status != 200 or r.body is not None or parts.path.startswith("/private/"):
+        return None
+    return {"top", "comments"} if r.photo else {"top"}
+
+
 def _walk(order: random.Random | None = None, edges: dict[str, set[str]] | None = None) -> Expected:
     """Crawl the model in BFS order, or any random order: the counts must not change.
-    With `edges`, every URL found is mapped to all the URLs that link, redirect or list it."""
-    origin = "http://127.0.0.1:8080"
+    A whole crawl (the CLI's default): requisites, external links checked, fragments.
+    With `edges`, every URL found is mapped to all the URLs that link, redirect, list or load it."""
+    origin, ext = "http://127.0.0.1:8080", "http://127.0.0.2:8081"
     start = [origin + "/", origin + SITEMAP_INDEX]  # the root, and the sitemap its robots.txt names
     seen, todo, n = set(start), list(start), Counter[str]()
+    requisite: set[str] = set()
+    missing: set[tuple[str, str]] = set()
     while todo:
         url = todo.pop(order.randrange(len(todo)) if order else 0)
         parts = urlsplit(url)
+        if url.startswith(ext):  # external: one request, never followed
+            n["externals" if ext_route(parts.path).status == 200 else "not_found"] += 1
+            continue
         if parts.path.startswith("/private/"):
             n["robots_blocked"] += 1
             continue
-        r = route(parts.path, dict(parse_qsl(parts.query)), origin)
-        if parts.path in SITEMAPS:
+        r = route(parts.path, dict(parse_qsl(parts.query)), origin, ext)
+        loads: list[str] = []
+        if url in requisite:
+            n["requisites" if r.status == 200 else "not_found"] += 1
+            hrefs, base = [], url
+            if parts.path == STYLESHEET:
+                loads = [urljoin(url, u) for u in CSS_REFS]
+        elif parts.path in SITEMAPS:
             n["sitemaps"] += 1
             hrefs, base = sitemap_entries(parts.path, origin), url
         elif r.location is not None:
@@ -369,10 +465,21 @@ def _walk(order: random.Random | None = None, edges: dict[str, set[str]] | None 
             kind = {404: "not_found", 500: "server_errors"}.get(r.status, "files" if r.body else "pages")
             n[kind] += 1
             hrefs, base = [html.unescape(h) for h, _ in r.links], urljoin(url, r.base or "")
+            if r.status != 500:
+                loads = [urljoin(url, u) for u in requisites(r)]
         for href in hrefs:
-            target = _canon(urljoin(base, href), "127.0.0.1:8080")
+            absolute = urljoin(base, href)
+            target = _canon(absolute, "127.0.0.1:8080")
+            outside = target is None and _canon(absolute, "127.0.0.2:8081")
+            frag = urldefrag(absolute)[1]
+            if frag and frag != "top" and r.location is None and (target or outside):
+                ids = _ids(target or outside or "", origin, ext)
+                if ids is not None and frag not in ids:
+                    missing.add((url, absolute))
             if target is None:
-                continue
+                if not outside or r.location is not None:
+                    continue
+                target = outside
             if edges is not None:
                 edges.setdefault(target, set()).add(url)
             if target in seen:
@@ -380,8 +487,16 @@ def _walk(order: random.Random | None = None, edges: dict[str, set[str]] | None 
             else:
                 seen.add(target)
                 todo.append(target)
-    fields = ("pages", "files", "redirects", "merges", "not_found", "server_errors", "robots_blocked", "sitemaps")
-    return Expected(urls=len(seen), **{f: n[f] for f in fields})
+        for target in loads:
+            if edges is not None:
+                edges.setdefault(target, set()).add(url)
+            if target not in seen:
+                seen.add(target)
+                requisite.add(target)
+                todo.append(target)
+    fields = ("pages", "requisites", "externals", "files", "redirects", "merges", "not_found", "server_errors",
+              "robots_blocked", "sitemaps")
+    return Expected(urls=len(seen), missing_fragments=len(missing), **{f: n[f] for f in fields})
 
 
 def referrers(origin: str) -> dict[str, set[str]]:
@@ -390,7 +505,8 @@ def referrers(origin: str) -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {}
     _walk(edges=edges)
     model = "http://127.0.0.1:8080"
-    return {t.replace(model, origin, 1): {s.replace(model, origin, 1) for s in src} for t, src in edges.items()}
+    return {t.replace(model, origin, 1): {s.replace(model, origin, 1) for s in src} for t, src in edges.items()
+            if t.startswith(model)}
 
 
 EXPECTED: Expected  # computed on first access (~1 s), not at import: the CLI imports this

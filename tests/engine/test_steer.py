@@ -281,7 +281,8 @@ async def test_demo_calendar_is_flagged_while_the_demo_crawl_still_ends() -> Non
 
     async with DemoSite(fast=True) as site:
         sink = ListSink()
-        crawler = Crawler(CrawlConfig(roots=(site.url,), concurrency=10, timeout=5.0, sitemaps=True), sinks=[sink])
+        crawler = Crawler(CrawlConfig(roots=(site.url,), concurrency=10, timeout=5.0, sitemaps=True,
+                                      requisites=True, external=True), sinks=[sink])
         task = start(crawler)
         flagged: set[tuple[str, str]] = set()
         while not task.done():

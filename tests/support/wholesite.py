@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from aiohttp import web
+
 from support.sites import Handler, Site
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
