@@ -430,7 +430,14 @@ def _ids(url: str, origin: str, ext: str) -> set[str] | None:
     return {"top", "comments"} if r.photo else {"top"}
 
 
-def _walk(order: random.Random | None = None, edges: dict[str, set[str]] | None = None) -> Expected:
+def _walk_missing() -> set[tuple[str, str]]:
+    missing: set[tuple[str, str]] = set()
+    _walk(missing=missing)
+    return missing
+
+
+def _walk(order: random.Random | None = None, edges: dict[str, set[str]] | None = None,
+          missing: set[tuple[str, str]] | None = None) -> Expected:
     """Crawl the model in BFS order, or any random order: the counts must not change.
     A whole crawl (the CLI's default): requisites, external links checked, fragments.
     With `edges`, every URL found is mapped to all the URLs that link, redirect, list or load it."""
@@ -438,7 +445,7 @@ def _walk(order: random.Random | None = None, edges: dict[str, set[str]] | None 
     start = [origin + "/", origin + SITEMAP_INDEX]  # the root, and the sitemap its robots.txt names
     seen, todo, n = set(start), list(start), Counter[str]()
     requisite: set[str] = set()
-    missing: set[tuple[str, str]] = set()
+    missing = set() if missing is None else missing
     while todo:
         url = todo.pop(order.randrange(len(todo)) if order else 0)
         parts = urlsplit(url)
@@ -499,14 +506,26 @@ def _walk(order: random.Random | None = None, edges: dict[str, set[str]] | None 
     return Expected(urls=len(seen), missing_fragments=len(missing), **{f: n[f] for f in fields})
 
 
-def referrers(origin: str) -> dict[str, set[str]]:
-    """Every URL of a full crawl -> the pages, redirects and sitemaps that point to it
-    (robots-blocked pages are never fetched, so they point nowhere)."""
+def referrers(origin: str, ext: str) -> dict[str, set[str]]:
+    """Every URL of a full crawl -> the pages, redirects and sitemaps that point to it or
+    load it (robots-blocked pages are never fetched, so they point nowhere); fragment links
+    keep their fragment as a URL of their own (`page#frag`) beside the page's."""
     edges: dict[str, set[str]] = {}
     _walk(edges=edges)
-    model = "http://127.0.0.1:8080"
-    return {t.replace(model, origin, 1): {s.replace(model, origin, 1) for s in src} for t, src in edges.items()
-            if t.startswith(model)}
+    model, model_ext = "http://127.0.0.1:8080", "http://127.0.0.2:8081"
+
+    def real(u: str) -> str:
+        return u.replace(model, origin, 1).replace(model_ext, ext, 1)
+    return {real(t): {real(s) for s in src} for t, src in edges.items()}
+
+
+def missing_fragments(origin: str, ext: str) -> dict[str, set[str]]:
+    """`target#fragment` -> the pages whose link names an element the target lacks."""
+    out: dict[str, set[str]] = {}
+    for page, link in _walk_missing():
+        out.setdefault(link.replace("http://127.0.0.2:8081", ext, 1), set()).add(
+            page.replace("http://127.0.0.1:8080", origin, 1))
+    return out
 
 
 EXPECTED: Expected  # computed on first access (~1 s), not at import: the CLI imports this

@@ -47,12 +47,19 @@ def text(r: Report) -> str:
                + ", ".join(sorted(r.retired_hosts)), WIDTH))
     if r.broken:
         w("")
-        w("Broken links, by the page they are on")
+        w("Broken links, by the page they are on (and what refers: a, img, css url()...)")
         for via, links in r.broken.items():
             w("  " + _fit(_page(via), WIDTH - 2))
             for b in links:
-                reason = b.reason[:18]
-                w(f"    {reason:<18} " + _fit(b.url, WIDTH - 23))
+                w(f"    {b.reason[:10]:<10} {b.tag[:9]:<9} " + _fit(b.url, WIDTH - 25))
+    if r.more_pages:
+        w("")
+        w("More pages refer to these (not listed above)")
+        for url, n in sorted(r.more_pages.items(), key=lambda kv: (-kv[1], kv[0])):
+            w(f"  {n:>+7,}  " + _fit(url, WIDTH - 11))
+    if r.unresolved:
+        w("")
+        w(f"{r.unresolved:,} external links and requisites unchecked: no external host resolved")
     if r.options.broken_only:
         return "\n".join(out) + "\n"
     if r.chains:
@@ -89,7 +96,7 @@ def as_json(r: Report) -> str:
     return json.dumps(d, ensure_ascii=False, indent=2) + "\n"
 
 
-CSV_FIELDS = ("page", "url", "status", "error_kind", "error", "discovery")
+CSV_FIELDS = ("page", "url", "status", "error_kind", "error", "discovery", "tag", "kind")
 
 
 def as_csv(r: Report) -> str:
@@ -100,7 +107,7 @@ def as_csv(r: Report) -> str:
     for via, links in r.broken.items():
         for b in links:
             writer.writerow([via or "", b.url, "" if b.status is None else b.status, b.error_kind or "",
-                             b.error or "", b.discovery])
+                             b.error or "", b.discovery, b.tag, b.kind])
     return buf.getvalue()
 
 
@@ -121,10 +128,13 @@ def markdown(r: Report) -> str:
         for via, links in r.broken.items():
             w(f"### {_md(_page(via))}")
             w("")
-            w("| status / kind | URL | error |")
-            w("|---|---|---|")
+            w("| status / kind | refers as | URL | error |")
+            w("|---|---|---|---|")
             for b in links:
-                w(f"| {_md(b.reason)} | {_md(b.url)} | {_md(b.error or '')} |")
+                w(f"| {_md(b.reason)} | {_md(b.tag)} | {_md(b.url)} | {_md(b.error or '')} |")
+            w("")
+        if r.more_pages:
+            w("More pages refer to these: " + ", ".join(f"{_md(u)} (+{n:,})" for u, n in sorted(r.more_pages.items())))
             w("")
     if r.options.broken_only:
         return "\n".join(out)
@@ -180,7 +190,7 @@ def junit(r: Report) -> str:
                               failures=str(len(links)))
         for b in links:
             case = ET.SubElement(suite, "testcase", classname=_xml(_page(via)), name=_xml(b.url))
-            fail = ET.SubElement(case, "failure", message=_xml(f"{b.reason}: {b.url}"),
+            fail = ET.SubElement(case, "failure", message=_xml(f"{b.reason} ({b.tag}): {b.url}"),
                                  type=_xml(b.error_kind or "http-status"))
             fail.text = _xml(b.error or f"HTTP {b.status}")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

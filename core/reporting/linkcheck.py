@@ -45,7 +45,7 @@ class Broken:
     def reason(self) -> str:
         """What went wrong in a word: the status, else the error kind."""
         if self.tag == FRAGMENT:
-            return FRAGMENT
+            return "no id"
         if self.status is not None and self.error_kind is None:
             return str(self.status)
         return self.error_kind or "error"

@@ -20,8 +20,8 @@ from support.crawl import crawl
 from support.sites import page
 
 from crawltop.core.reporting.formats import WIDTH
-from crawltop.core.reporting.linkcheck import Options, analyse, load
-from crawltop.demo.site import EXPECTED, referrers, route
+from crawltop.core.reporting.linkcheck import KEEP_PAGES, Options, analyse, load
+from crawltop.demo.site import EXPECTED, ext_route, missing_fragments, referrers, route
 
 CLI = [sys.executable, "-m", "crawltop.cli"]
 
@@ -31,61 +31,89 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """(records file, origin) of one full demo crawl."""
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """(records file, origin, the second host's origin) of one full demo crawl."""
     out = tmp_path_factory.mktemp("demo") / "demo.jsonl"
     proc = run("demo", "--fast", "--headless", "-o", str(out), "-c", "20", "--timeout", "5")
     assert proc.returncode == 0, proc.stderr
-    first = json.loads(out.read_text().splitlines()[0])["url"]
-    return out, first[: first.index("/", 8)]
+    urls = [json.loads(line)["url"] for line in out.read_text().splitlines()]
+    origin = urls[0][: urls[0].index("/", 8)]
+    ext = next(u for u in urls if u.startswith("http://127.0.0.2"))
+    return out, origin, ext[: ext.index("/", 8)]
 
 
-def model_broken(origin: str, min_status: int = 400) -> dict[str, set[str]]:
-    """Broken URL -> every page (or redirect, or sitemap) of the model that points to it."""
+def model_broken(origin: str, ext: str, min_status: int = 400) -> dict[str, set[str]]:
+    """Broken URL (or `page#fragment`) -> every page (or redirect, or sitemap) of the model
+    that points to it or loads it."""
     out = {}
-    for url, sources in referrers(origin).items():
+    for url, sources in referrers(origin, ext).items():
         parts = urlsplit(url)
         if parts.path.startswith("/private/"):
             continue  # robots-blocked: not broken unless asked
-        if route(parts.path, dict(parse_qsl(parts.query)), origin).status >= min_status:
+        reply = ext_route(parts.path) if url.startswith(ext) else route(parts.path, dict(parse_qsl(parts.query)),
+                                                                         origin, ext)
+        if reply.status >= min_status:
             out[url] = sources
-    return out
+    return out | (missing_fragments(origin, ext) if min_status <= 400 else {})
+
+
+def listed(pairs: set[tuple[str, str]], more: dict[str, int], expected: dict[str, set[str]]) -> None:
+    """Every broken thing is listed under pages that really refer to it, KEEP_PAGES at most,
+    and with the count of the rest, every page that refers to it is accounted for."""
+    by_url: dict[str, set[str]] = {}
+    for url, page in pairs:
+        assert page in expected[url], (url, page)
+        by_url.setdefault(url, set()).add(page)
+    assert set(by_url) == set(expected)
+    for url, pages in by_url.items():
+        assert len(pages) == min(KEEP_PAGES, len(expected[url])), url
+        assert len(pages) + more.get(url, 0) == len(expected[url]), url
 
 
 def test_text_report_matches_the_model_and_exits_1(demo) -> None:
-    path, origin = demo
+    path, origin, ext = demo
     proc = run("report", str(path))
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
     assert all(len(line) <= WIDTH for line in lines)
     assert f"{EXPECTED.urls:,} records" in lines[1]
-    expected = model_broken(origin)
-    assert len(expected) == EXPECTED.not_found + EXPECTED.server_errors
-    # every broken URL appears, right under a page that really links to it
+    expected = model_broken(origin, ext)
+    assert len(expected) == EXPECTED.not_found + EXPECTED.server_errors + 1  # one missing fragment
+    # every broken URL appears, right under pages that really refer to it, with what refers to it
     page_now = None
-    found = {}
-    for line in lines[lines.index("Broken links, by the page they are on") + 1:]:
+    found: set[tuple[str, str]] = set()
+    tags: dict[str, set[str]] = {}
+    for line in lines[next(i for i, x in enumerate(lines) if x.startswith("Broken links, by the page")) + 1:]:
         if not line:
             break
+        if line.startswith("      "):
+            continue  # "... and N more pages"
         if line.startswith("    "):
-            found[line.split()[-1]] = page_now
+            found.add((line.split()[-1], page_now))
+            tags.setdefault(line.split()[-1], set()).add(line[15:24].strip())  # the columns of formats.text
         else:
             page_now = line.strip()
-    assert set(found) == set(expected)
-    for url, via in found.items():
+    assert {u for u, _ in found} == set(expected)
+    for url, via in found:
         assert via in expected[url], (url, via)
+    assert tags[origin + "/static/photos/arts@2x.jpg"] == {"srcset"}
+    assert tags[origin + "/static/fonts/demo.woff"] == {"css url()"}
+    assert tags[ext + "/partner/#no-such-section"] == {"#fragment"}
     assert "Redirect chains (21;" in proc.stdout and "Totals by error kind" in proc.stdout
 
 
 def test_json_csv_markdown_junit_agree(demo) -> None:
-    path, origin = demo
-    expected = model_broken(origin)
+    path, origin, ext = demo
+    expected = model_broken(origin, ext)
     j = run("report", str(path), "--format", "json")
     assert j.returncode == 1
     data = json.loads(j.stdout)
     pairs = {(link["url"], group["page"]) for group in data["broken"] for link in group["links"]}
-    assert {u for u, _ in pairs} == set(expected) and all(v in expected[u] for u, v in pairs)
-    assert data["broken_count"] == len(expected) and data["records"] == EXPECTED.urls
+    listed(pairs, data["more_pages"], expected)
+    assert data["broken_count"] == len(pairs) and data["records"] == EXPECTED.urls
+    kinds = {link["url"]: (link["kind"], link["tag"]) for group in data["broken"] for link in group["links"]}
+    assert kinds[ext + "/gone/"] == ("external", "a") and kinds[origin + "/static/fonts/demo.woff"] == (
+        "requisite", "css url()")
     assert data["by_status"]["404"] == EXPECTED.not_found and data["by_error_kind"] == {
         "robots": EXPECTED.robots_blocked, "http-status": EXPECTED.server_errors}
     chains = {c["start"]: c for c in data["redirect_chains"]}
@@ -100,8 +128,9 @@ def test_json_csv_markdown_junit_agree(demo) -> None:
     c = run("report", str(path), "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(c.stdout)))
     assert c.returncode == 1 and {(r["url"], r["page"]) for r in rows} == pairs
-    assert {r["status"] for r in rows} == {"404", "500"}
+    assert {r["status"] for r in rows} == {"404", "500", ""}  # "": the missing fragment
     assert {r["error_kind"] for r in rows if r["status"] == "500"} == {"http-status"}
+    assert {r["tag"] for r in rows} == {"a", "srcset", "css url()", "#fragment", "sitemap"}
 
     m = run("report", str(path), "--format", "markdown")
     assert m.returncode == 1 and m.stdout.startswith("# crawltop report")
@@ -112,19 +141,22 @@ def test_json_csv_markdown_junit_agree(demo) -> None:
     assert x.returncode == 1
     root = ElementTree.fromstring(x.stdout)
     cases = root.findall(".//testcase")
-    assert int(root.get("failures")) == len(cases) == len(expected)
+    assert int(root.get("failures")) == len(cases) == len(pairs)
     assert {(tc.get("name"), tc.get("classname")) for tc in cases} == pairs
     assert all(tc.find("failure") is not None for tc in cases)
 
 
 def test_filters(demo) -> None:
-    path, origin = demo
+    path, origin, ext = demo
     recs = list(load(str(path)))
     base = analyse(recs)
-    assert base.broken_count == EXPECTED.not_found + EXPECTED.server_errors
-    assert analyse(recs, Options(include_robots=True)).broken_count == base.broken_count + EXPECTED.robots_blocked
+    assert {b.url for links in base.broken.values() for b in links} == set(model_broken(origin, ext))
+    robots = analyse(recs, Options(include_robots=True))
+    urls = {b.url for links in robots.broken.values() for b in links}
+    assert len(urls) == len({b.url for links in base.broken.values() for b in links}) + EXPECTED.robots_blocked
     only_500 = analyse(recs, Options(min_status=500))
-    assert {b.url for links in only_500.broken.values() for b in links} == set(model_broken(origin, 500))
+    assert {b.url for links in only_500.broken.values() for b in links} == set(model_broken(origin, ext, 500)) | {
+        ext + "/partner/#no-such-section"}  # a missing fragment is no status: any --min-status lists it
     proc = run("report", str(path), "--broken-only")
     assert proc.returncode == 1 and "Redirect chains" not in proc.stdout and "Broken links" in proc.stdout
     proc = run("report", str(path), "--min-status", "600", "--format", "junit")
