@@ -61,9 +61,9 @@ def listed(pairs: set[tuple[str, str]], more: dict[str, int], expected: dict[str
     """Every broken thing is listed under pages that really refer to it, KEEP_PAGES at most,
     and with the count of the rest, every page that refers to it is accounted for."""
     by_url: dict[str, set[str]] = {}
-    for url, page in pairs:
-        assert page in expected[url], (url, page)
-        by_url.setdefault(url, set()).add(page)
+    for url, referrer in pairs:
+        assert referrer in expected[url], (url, referrer)
+        by_url.setdefault(url, set()).add(referrer)
     assert set(by_url) == set(expected)
     for url, pages in by_url.items():
         assert len(pages) == min(KEEP_PAGES, len(expected[url])), url

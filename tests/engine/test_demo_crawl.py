@@ -16,7 +16,8 @@ async def test_demo_site_crawl_matches_expected() -> None:
     s = crawler.stats
     assert len(recs) == len({r.url for r in recs}) == EXPECTED.urls == crawler.frontier.seen_count
     statuses = Counter(r.status for r in recs)
-    assert statuses[200] == EXPECTED.pages + EXPECTED.files + EXPECTED.sitemaps + EXPECTED.requisites + EXPECTED.externals
+    ok = EXPECTED.pages + EXPECTED.files + EXPECTED.sitemaps + EXPECTED.requisites + EXPECTED.externals
+    assert statuses[200] == ok
     kinds = Counter(r.kind for r in recs)
     assert kinds["external"] == 2 and all(site.ext in r.url for r in recs if r.kind == "external")
     assert kinds["requisite"] == s.requisites == sum(1 for r in recs if "/static/" in r.url)
