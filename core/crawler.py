@@ -444,7 +444,13 @@ class Crawler:
             await self._sitemaps.visit(item.url)
         if self._robots is not None:
             self.stats.set_phase(ws, "robots")
+            waited, asked = self._robots.pending(item.url), asyncio.get_running_loop().time()
             allowed = (await self._robots.check(item.url))[0]
+            if waited and host_origin(item.url) in self._robots.unanswered:
+                # (Redis: robots.txt is fetched here, not as the host's first turn.) It got no
+                # answer: the host's strike, and the URLs that waited for it go back untried.
+                self._host_failed(host, "connect", asked, None, block=True, strike=True)
+                raise _Retry(item.tries, 0.0)
             if not allowed:
                 self.stats.robots_blocked += 1
                 record.fail(errors.BlockedByRobots("disallowed by robots.txt"))

@@ -45,6 +45,11 @@ class Robots:
         # shield: a cancelled worker must not cancel the fetch others are waiting on
         return await asyncio.shield(fut)
 
+    def pending(self, url: str) -> bool:
+        """True while the origin's robots.txt is not known yet: a check now waits for it."""
+        fut = self._rules.get(url[: url.find("/", url.find("//") + 2)])
+        return fut is None or not fut.done()
+
     async def check(self, url: str) -> tuple[bool, float]:
         """(allowed, crawl-delay seconds) for this URL."""
         origin = url[: url.find("/", url.find("//") + 2)]

@@ -275,3 +275,30 @@ def test_last_survivor_writes_the_report_when_a_killed_process_held_nothing(redi
     assert r.hget(k.meta, "reporter").decode().split(":")[-2] == str(a.pid)
     # B's last beat was at most a second before the kill; A may claim only 3 s after it
     assert waited >= 1.5, waited
+
+
+# -- issue 26: a host that answers nothing, seen by two processes ---------------------------------
+
+async def test_a_host_that_drops_every_connection_is_left_alone_by_two_processes(serve, redis_url, rundir):
+    """Its robots.txt is its first strike in Redis: both processes then send one request at
+    a time to it, and five strikes retire it for both; every URL still gets its record."""
+    import asyncio
+
+    from support.sites import page
+    from support.wholesite import Dropper
+
+    drop = Dropper()
+    await drop.start("127.0.0.4")
+    try:
+        site = await serve({"/": page(*[f"{drop.url}/u{i}" for i in range(30)])})
+        proc = await asyncio.create_subprocess_exec(
+            *CLI, "crawl", site.url + "/", "--processes", "2", "--redis", redis_url, "--headless", "-c", "10",
+            "--name", "dead", "--no-sitemaps", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 120)
+    finally:
+        await drop.stop()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert "crawl 'dead' finished: 31 records from 2 processes" in out.decode()
+    print("connections", drop.connections)
+    assert drop.connections <= 20, drop.connections
