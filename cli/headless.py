@@ -14,9 +14,11 @@ PROGRESS_EVERY = 2.0
 
 
 def progress_line(s: Snapshot) -> str:
+    beside = f" requisites {s.requisites}" if s.requisites else ""
+    beside += f" external {s.externals}" if s.externals else ""
     return (
         f"[{s.elapsed:7.1f}s] {s.state.lower():8} pages {s.pages} ({s.rate_now:.0f}/s now, "
-        f"{s.rate_avg:.0f}/s avg) queue {s.queued} seen {s.seen} busy {s.busy}/{s.concurrency} "
+        f"{s.rate_avg:.0f}/s avg){beside} queue {s.queued} seen {s.seen} busy {s.busy}/{s.concurrency} "
         f"errors {s.errors} merges {s.merges}" + hosts_part(s) + (f"  [{s.notice}]" if s.notice else "")
     )
 
@@ -39,8 +41,8 @@ def report(crawler: Engine, out: TextIO) -> None:
     w(f"crawltop report: {', '.join(clean(r) for r in crawler.roots)}\n")
     if s.resumed_from:
         w(f"  resumed: {s.resumed_from} records carried over\n")
-    w(f"  records {s.records}  pages {s.pages}  bytes {s.bytes}  elapsed {s.elapsed:.1f}s  "
-      f"pages/s {s.rate_avg:.1f}\n")
+    w(f"  records {s.records}  pages {s.pages}  requisites {s.requisites}  external {s.externals}  "
+      f"bytes {s.bytes}  elapsed {s.elapsed:.1f}s  pages/s {s.rate_avg:.1f}\n")
     w(f"  redirects {s.redirects}  merges {s.merges}  retries {s.retries}  "
       f"robots-blocked {s.robots_blocked}  truncated {s.truncated}\n")
     if s.sitemap_probes:  # guessed /sitemap.xml: no record unless found (core/fetching/sitemaps.py)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -28,14 +28,12 @@ from .monitor.stats import HostView, Stats, WorkerState
 from .output.provenance import hop, utc_iso
 from .output.records import JsonlSink, Record, Redacting, ResponseSink, Sink
 from .parsing import malloc
-from .parsing.css import css_refs
 from .parsing.defuse import tag_heavy
-from .parsing.page import LinkExtractor, PageRefs
-from .parsing.urls import canonical, host_origin, href_target, netloc_of
-from .queueing.findings import Fragments, Referrers
+from .parsing.urls import canonical, host_origin, netloc_of
+from .queueing.follow import Follow
 from .queueing.frontier import Frontier, Item, MemoryFrontier
 from .queueing.hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness
-from .queueing.kinds import EXTERNAL, PAGE, WORDS, Kinds, Reference, is_stylesheet
+from .queueing.kinds import EXTERNAL, PAGE, is_stylesheet
 from .queueing.parts import Failing, Lookup, Scheduled
 from .queueing.scope import Scope
 from .steering.ignores import IgnoreResult, Ignores, IgnoreView
@@ -45,6 +43,7 @@ from .surface import Parts
 VERSION = __version__
 NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
 HOST_KINDS = frozenset(("dns", "connect", "tls"))  # the host could not be reached: it backs off
+OFFLINE_AFTER = 3  # DNS failures of other hosts, none answering: say the machine looks offline
 LARGE_BODY = 1 << 20  # after parsing a body this large, give its memory back (core/parsing/malloc.py)
 
 
@@ -75,10 +74,6 @@ class Crawler:
         self._response_sinks: list[ResponseSink] = []
         self.scope = Scope(tuple(self.roots), config.scope, config.include, config.exclude)
         self.agent = config.user_agent or f"crawltop/{VERSION} (+https://example.invalid/crawltop)"
-        self.links = LinkExtractor()
-        self.kinds = Kinds(self.scope, config, self.agent)
-        self.referrers = Referrers()  # core/queueing/findings.py: a link check across two Records
-        self.fragment_ids = Fragments()
         self.stats = Stats(clock=clock)
         self.stats.queue_size = lambda: self.frontier.size
         self.stats.seen_size = lambda: self.frontier.seen_count
@@ -103,10 +98,11 @@ class Crawler:
             self._unpaused.set()
         else:
             self.stats.state = "PAUSED"
-        self._page_prefix: str | None = None  # set while a page's links are admitted
-        self._inside = 0
         self.steering = Steering(frontier=store, sched=sched, stats=self.stats, scope=self.scope, roots=self.roots,
                                  config=config, admit=self._admit, emit=self._emit)
+        # what a page adds to the crawl, by kind (core/queueing/follow.py)
+        self.follow = Follow(config, self.scope, self.agent, self._queue, self.queue_stats, self.stats)
+        self.kinds, self.links = self.follow.kinds, self.follow.links
 
     def _share_hosts(self, sched: Hosts) -> None:
         c = self.config
@@ -405,14 +401,7 @@ class Crawler:
 
     def _emit(self, record: Record) -> None:
         self.stats.records += 1
-        if not record.kind:
-            record.kind = self.kinds.kind_of(record.url, record.discovery)
-        broken = record.error_kind not in (None, "cancelled", "ignored") or (record.status or 0) >= 400
-        waiting = self.referrers.recorded(record.url, broken)
-        if waiting is not None and (waiting[0] or waiting[1]):
-            record.referrers, record.referrers_more = waiting
-        if self.kinds.fragments:
-            self.fragment_ids.recorded(record.url)
+        self.follow.recorded(record)
         if record.error is not None and record.error_kind != "ignored":  # counted in stats.ignored
             self.stats.error(record.url, self._host_key(record.url), record.error, record.tries, record.via)
         for sink in self.sinks:
@@ -427,15 +416,17 @@ class Crawler:
 
     def _admit(self, url: str, redirects_left: int, depth: int, via: str | None = None, discovery: str = "") -> bool:
         """Queue a URL never seen before, within --max-pages and not ignored."""
+        return self._queue(url, redirects_left, depth, via, discovery) is not None
+
+    def _queue(self, url: str, redirects_left: int, depth: int, via: str | None, discovery: str) -> str | None:
+        """_admit, returning the URL's queue-view prefix (None: not queued)."""
         if self.config.max_pages is not None and self.frontier.seen_count >= self.config.max_pages:
-            return False
+            return None
         if self.ignore_rules and self.steering.stopped(url):
-            return False
+            return None
         if not self.frontier.add(Item(url, redirects_left, depth, 0, via, discovery)):
-            return False
-        if self.queue_stats.added(url) == self._page_prefix:
-            self._inside += 1
-        return True
+            return None
+        return self.queue_stats.added(url)
 
     async def _process(self, ws: WorkerState, item: Item, host: Host) -> Record:
         record = _record(item)
@@ -485,7 +476,7 @@ class Crawler:
             self._parse(item, resp, record)
         elif self.kinds.requisites and is_stylesheet(resp.mime, item.discovery) and resp.status < 300:
             self.stats.set_phase(ws, "parsing")
-            self._stylesheet(item, resp, record)
+            self._parse(item, resp, record, css=True)
         return record
 
     async def _fetch_scheduled(self, ws: WorkerState, item: Item, record: Record, host: Host) -> Response | None:
@@ -606,66 +597,18 @@ class Crawler:
         else:
             self._admit(target, item.redirects_left - 1, item.depth, item.url, hop(item.discovery, "R"))
 
-    def _parse(self, item: Item, resp: Response, record: Record) -> None:
-        """One parse: a page's references are queued by kind (core/queueing/kinds.py); an
-        external page is read only for its ids, for the fragment links that point to it."""
-        kinds = self.kinds
-        slimmed = kinds.fragments and tag_heavy(resp.body)  # its ids may be defused: not checked against
+    def _parse(self, item: Item, resp: Response, record: Record, *, css: bool = False) -> None:
+        """Decode and hand the text to core/queueing/follow.py; the body's memory goes first."""
+        slimmed = not css and self.follow.kinds.fragments and tag_heavy(resp.body)  # ids may be defused
         text, record.encoding = decode(resp)
         large, resp.body = len(resp.body) >= LARGE_BODY, b""  # sinks had it: free it before the tree
-        refs = self.links.read(text, item.url, self.scope.host_ok, kinds.want)
+        if css:
+            self.follow.stylesheet(item, record, text if isinstance(text, str) else text.decode("utf-8", "replace"))
+        else:
+            self.follow.page(item, record, text, resp.headers.getall("X-Robots-Tag", ()), slimmed)
         del text
         if large:
             malloc.trim()
-        record.title, record.canonical = refs.title, refs.canonical
-        robots = kinds.directives(refs.robots, resp.headers.getall("X-Robots-Tag", ()))
-        record.robots = robots or None
-        record.nofollow_links = refs.nofollow_links
-        if kinds.fragments:
-            missing = self.fragment_ids.parsed(item.url, None if slimmed else refs.ids)
-            if record.kind == EXTERNAL:
-                record.missing_fragments = missing or None
-                return
-            missing += self._fragments(item.url, refs)
-            record.missing_fragments = missing or None
-        elif record.kind == EXTERNAL:
-            return
-        self._follow(item, record, kinds.references(refs, item.discovery, nofollow=kinds.nofollow(robots)))
-
-    def _fragments(self, page: str, refs: PageRefs) -> list[list[str]]:
-        """The page's fragment links that name nothing: on itself or on pages parsed before."""
-        scope, external, book = self.scope, self.kinds.external, self.fragment_ids
-        return [[page, target, frag] for target, frag in refs.fragments
-                if (external or scope.allows(target)) and not book.check(page, target, frag, refs.ids)]
-
-    def _stylesheet(self, item: Item, resp: Response, record: Record) -> None:
-        """A stylesheet's url()s and @imports are its requisites."""
-        text, record.encoding = decode(resp)
-        if isinstance(text, bytes):
-            text = text.decode("utf-8", "replace")
-        urls = [u for u in (href_target(self.links, item.url, r, None) for r in css_refs(text)) if u is not None]
-        self._follow(item, record, self.kinds.stylesheet(urls, item.discovery))
-
-    def _follow(self, item: Item, record: Record, refs: Iterable[Reference]) -> None:
-        """Queue what a page or stylesheet refers to; a URL seen before is told to the referrers
-        (findings.py), so a broken one is reported under every page that uses it."""
-        max_depth, via, depth, left = self.config.max_depth, item.url, item.depth + 1, self.config.max_redirect
-        deep = max_depth is not None and depth > max_depth
-        again, broken_links = self.referrers.again, [] if record.broken_links is None else record.broken_links
-        self._page_prefix, self._inside = self.queue_stats.prefix1(item.url), 0
-        found = new = 0
-        for ref in refs:
-            found += 1
-            if deep and ref.navigation:
-                continue
-            if self._admit(ref.url, left, depth, via, hop(item.discovery, ref.letter)):
-                new += 1
-            else:
-                again(ref.url, via, WORDS.get(ref.letter, "a"), broken_links)
-        record.num_urls, record.num_new_urls = found, new
-        record.broken_links = broken_links or None
-        self.queue_stats.fetched(item.url, new, self._inside)
-        self._page_prefix = None
 
 
 class _Retry(Exception):

@@ -236,7 +236,8 @@ def run_shared(args: argparse.Namespace) -> int:
             await view.read()
             snap = view.stats.snap
             print(json.dumps({"name": name, "status": view.status, "state": snap.state, "records": view.records,
-                              "pages": snap.pages, "queued": snap.queued, "seen": snap.seen,
+                              "pages": snap.pages, "requisites": snap.requisites, "externals": snap.externals,
+                              "queued": snap.queued, "seen": snap.seen,
                               "in_flight": snap.in_flight, "processes": [
                                   {"proc": p.proc, **dataclasses.asdict(p.info), "lost": p.lost, "leases": p.leases,
                                    "heartbeat_age": round(p.beat_age, 1)} for p in view.processes()]}))

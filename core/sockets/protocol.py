@@ -81,8 +81,8 @@ COMMANDS: dict[str, Command] = {
                      optional=("sort", "state", "limit")),
 }
 
-HEADLINE = ("state", "paused", "pages", "records", "queued", "seen", "errors", "rate_now", "rate_avg",
-            "concurrency", "busy", "elapsed", "sitemap_probes", "sitemap_found")
+HEADLINE = ("state", "paused", "pages", "requisites", "externals", "records", "queued", "seen", "errors", "rate_now",
+            "rate_avg", "concurrency", "busy", "elapsed", "sitemap_probes", "sitemap_found")
 
 
 # -- framing -------------------------------------------------------------------------

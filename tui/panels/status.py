@@ -32,6 +32,7 @@ def status_parts(snap: Snapshot) -> tuple:
         line1 += ["  ", (f" {snap.notice} ", "bold reverse $error")]
     line1 += [
         ("  pages ", label), (fmt.count(snap.pages), "bold"),
+        *_beside(snap, label),
         ("  queued ", label), (fmt.count(snap.queued), "bold"),
         ("  seen ", label), (fmt.count(snap.seen), "bold"),
         ("  ", label), (fmt.human_bytes(snap.bytes), "bold"),
@@ -49,6 +50,17 @@ def status_parts(snap: Snapshot) -> tuple:
     if snap.resumed_from:
         line2 += [("  resumed: ", label), (f"{fmt.count(snap.resumed_from)} carried over", "bold $accent")]
     return (*line1, "\n", *line2)
+
+
+def _beside(snap: Snapshot, label: str) -> list:
+    """Requisites fetched and external links checked, beside the pages, once there are any:
+    what the crawl spends its requests on, at a glance."""
+    parts: list = []
+    if snap.requisites:
+        parts += [(" req ", label), (fmt.count(snap.requisites), "bold")]
+    if snap.externals:
+        parts += [(" ext ", label), (fmt.count(snap.externals), "bold")]
+    return parts
 
 
 def hosts_parts(snap: Snapshot, width: int = 200) -> list:

@@ -42,6 +42,9 @@ def summary_content(snap: Snapshot, top_errors: Sequence[tuple[str, int]], *, fa
         ("robots.txt blocked", fmt.count(snap.robots_blocked)),
         ("carried over (resumed)", fmt.count(snap.resumed_from)) if snap.resumed_from else ("", ""),
     ]
+    if snap.requisites or snap.externals:  # beside the pages: what else the crawl spent requests on
+        left.append(("requisites", fmt.count(snap.requisites)))
+        right.append(("external checked", fmt.count(snap.externals)))
     if snap.sitemap_probes:  # guessed /sitemap.xml probes leave no record: this is their trace
         left.append(("sitemap probes", fmt.count(snap.sitemap_probes)))
         right.append(("found by probes", fmt.count(snap.sitemap_found)))

@@ -1,0 +1,113 @@
+"""What a fetched page or stylesheet adds to the crawl: its references queued by kind, and
+what a link check learns on the way (broken links' referrers, missing fragments).
+
+The worker loop (core/crawler.py) fetches and decodes; this reads the text once
+(core/parsing/page.py), asks core/queueing/kinds.py what each reference is, and queues it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from ..config import CrawlConfig
+from ..monitor.queueview import QueueStats
+from ..monitor.stats import Stats
+from ..output.provenance import hop
+from ..output.records import Record
+from ..parsing.css import css_refs
+from ..parsing.page import LinkExtractor, PageRefs
+from ..parsing.urls import href_target
+from .findings import Fragments, Referrers
+from .item import Item
+from .kinds import EXTERNAL, PAGE, WORDS, Kinds, Reference
+from .scope import Scope
+
+OFFLINE_AFTER = 3  # DNS failures of other hosts, none answering: say the machine looks offline
+# Queue a URL (url, redirects_left, depth, via, discovery): its queue-view prefix, None if not queued.
+Queue = Callable[[str, int, int, str | None, str], str | None]
+
+
+class Follow:
+    def __init__(self, config: CrawlConfig, scope: Scope, agent: str, queue: Queue, queue_stats: QueueStats,
+                 stats: Stats) -> None:
+        self.config, self.scope, self.queue, self.queue_stats, self.stats = config, scope, queue, queue_stats, stats
+        self.kinds = Kinds(scope, config, agent)
+        self.links = LinkExtractor()
+        self.referrers = Referrers()  # core/queueing/findings.py: a link check across two Records
+        self.fragments = Fragments()
+        self._unresolved = self._answered = 0  # other hosts' DNS failures and answers (_offline)
+
+    def page(self, item: Item, record: Record, text: str | bytes, robots_headers: Sequence[str],
+             slimmed: bool) -> None:
+        """One parse: a page's references are queued by kind; an external page is read only
+        for its ids, for the fragment links that point to it. `slimmed`: tags were defused
+        (core/parsing/defuse.py), so its ids are not known for sure."""
+        kinds = self.kinds
+        refs = self.links.read(text, item.url, self.scope.host_ok, kinds.want)
+        record.title, record.canonical = refs.title, refs.canonical
+        robots = kinds.directives(refs.robots, robots_headers)
+        record.robots = robots or None
+        record.nofollow_links = refs.nofollow_links
+        if kinds.fragments:
+            missing = self.fragments.parsed(item.url, None if slimmed else refs.ids)
+            if record.kind != EXTERNAL:
+                missing += self._fragments(item.url, refs)
+            record.missing_fragments = missing or None
+        if record.kind != EXTERNAL:
+            self._queue_all(item, record, kinds.references(refs, item.discovery, nofollow=kinds.nofollow(robots)))
+
+    def stylesheet(self, item: Item, record: Record, text: str) -> None:
+        """A stylesheet's url()s and @imports are its requisites."""
+        urls = [u for u in (href_target(self.links, item.url, r, None) for r in css_refs(text)) if u is not None]
+        self._queue_all(item, record, self.kinds.stylesheet(urls, item.discovery))
+
+    def recorded(self, record: Record) -> None:
+        """A Record is being written: its kind, its waiting referrers if it broke, its
+        waiting fragment links dropped (not HTML), and whether the machine looks offline."""
+        if not record.kind:
+            record.kind = self.kinds.kind_of(record.url, record.discovery)
+        broken = record.error_kind not in (None, "cancelled", "ignored") or (record.status or 0) >= 400
+        waiting = self.referrers.recorded(record.url, broken)
+        if waiting is not None and (waiting[0] or waiting[1]):
+            record.referrers, record.referrers_more = waiting
+        if self.kinds.fragments:
+            self.fragments.recorded(record.url)
+        if record.kind != PAGE and not self.stats.notice:
+            self._offline(record)
+
+    def _fragments(self, page: str, refs: PageRefs) -> list[list[str]]:
+        """The page's fragment links that name nothing: on itself or on pages parsed before."""
+        scope, external, book = self.scope, self.kinds.external, self.fragments
+        return [[page, target, frag] for target, frag in refs.fragments
+                if (external or scope.allows(target)) and not book.check(page, target, frag, refs.ids)]
+
+    def _queue_all(self, item: Item, record: Record, refs: Iterable[Reference]) -> None:
+        """Queue what a page or stylesheet refers to; a URL seen before is told to the
+        referrers, so a broken one is reported under every page that uses it."""
+        max_depth, via, depth, left = self.config.max_depth, item.url, item.depth + 1, self.config.max_redirect
+        deep = max_depth is not None and depth > max_depth
+        again, broken_links = self.referrers.again, [] if record.broken_links is None else record.broken_links
+        prefix, queue = self.queue_stats.prefix1(item.url), self.queue
+        found = new = inside = 0
+        for ref in refs:
+            found += 1
+            if deep and ref.navigation:
+                continue
+            added = queue(ref.url, left, depth, via, hop(item.discovery, ref.letter))
+            if added is not None:
+                new += 1
+                inside += added == prefix
+            else:
+                again(ref.url, via, WORDS.get(ref.letter, "a"), broken_links)
+        record.num_urls, record.num_new_urls = found, new
+        record.broken_links = broken_links or None
+        self.queue_stats.fetched(item.url, new, inside)
+
+    def _offline(self, record: Record) -> None:
+        """Say once when no other host resolves at all (a machine without a network): the
+        DNS failures are then no news about the links (`report` sets them aside)."""
+        if record.status is not None:
+            self._answered += 1
+        elif record.error_kind == "dns":
+            self._unresolved += 1
+            if self._unresolved >= OFFLINE_AFTER and not self._answered:
+                self.stats.notice = "no external host resolves: offline? (report sets them aside)"
