@@ -242,7 +242,8 @@ async def test_paused_state_and_concurrency_survive_quit(tmp_path):
     """What the TUI does at quit (the CLI saves crawler.paused and crawler.concurrency)."""
     db = str(tmp_path / "state.db")
     async with DemoSite(fast=True) as site:
-        config, store = open_state(db, CrawlConfig(roots=(site.url,), concurrency=4, backoff=0.01, sitemaps=True))
+        config, store = open_state(db, CrawlConfig(roots=(site.url,), concurrency=4, backoff=0.01, sitemaps=True,
+                                                                  requisites=True, external=True))
         crawler = Crawler(config, frontier=store, sinks=[store.sink])
         task = asyncio.ensure_future(crawler.crawl())
         while crawler.stats.records < 100:
