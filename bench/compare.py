@@ -43,7 +43,8 @@ from common import (  # noqa: E402 (bench/ put on sys.path just above)
 from nginx_site import DEFAULT_PORT, generate, serve, site_dir  # noqa: E402 (bench/ put on sys.path just above)
 
 TOOLS = ("crawltop", "scrapy", "wget", "bare")
-# BENCH_CRAWLTOP_BEFORE=/path/to/an/older/crawltop adds it as the tool "before", side by side
+# BENCH_CRAWLTOP_BEFORE=/path/to/an/older/crawltop adds it as the tool "before", side by side;
+# --before-args gives it its own flags (an older build may not know the newer ones)
 BEFORE = os.environ.get("BENCH_CRAWLTOP_BEFORE")
 TARGETS = {  # issue 5
     "crawltop/scrapy": 8.0,
@@ -51,6 +52,7 @@ TARGETS = {  # issue 5
     "crawltop/bare": 0.9,
 }
 RSS_TARGET_MB = 150.0
+BEFORE_ARGS: list[str] = []
 
 
 def warm_cache(site: Path) -> None:
@@ -70,7 +72,7 @@ def run_tool(tool: str, root: str, conc: int, out: Path, tag: str, extra_args: l
             jsonl = out / f"{tag}.jsonl"
             binary = BEFORE if tool == "before" else str(CRAWLTOP)
             argv = [binary, "crawl", root, "--headless", "-c", str(conc), "--no-robots",
-                    "--output", str(jsonl), *extra_args]
+                    "--output", str(jsonl), *(BEFORE_ARGS if tool == "before" else extra_args)]
             wall, cpu, rss, rc = run_child(argv, stdout=log, stderr=subprocess.STDOUT)
             html, n, info = read_crawltop_jsonl(jsonl)
             return RunResult(tool, wall, cpu, rss, rc, html, n, info)
@@ -112,10 +114,12 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=DEFAULT_PORT)
     ap.add_argument("-c", "--concurrency", type=int, default=20)
     ap.add_argument("--crawltop-args", default="", help="extra crawltop flags, space separated")
+    ap.add_argument("--before-args", default="", help="the flags of the 'before' build (default: none)")
     ap.add_argument("--quiet-wait", type=float, default=60.0,
                     help="before each run, wait up to this long for other load on the machine to settle")
     ap.add_argument("--json", default=None, help="write all figures here (default bench/_work/compare/results.json)")
     a = ap.parse_args()
+    BEFORE_ARGS[:] = a.before_args.split()
 
     tools = [t for t in a.tools.split(",") if t]
     if "crawltop" in tools and not crawltop_works():

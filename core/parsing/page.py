@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import IntFlag
 from urllib.parse import unquote
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from .css import css_refs, srcset_urls
 from .urls import Joiner, href_target
@@ -92,50 +92,54 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
         if node.tag in ("iframe", "frame"):
             raw[node.attrs.get("src") or ""] = True
         else:
-            attrs = node.attrs
-            href = attrs.get("href") or ""
-            raw.setdefault(href, False)
-            rel = attrs.get("rel")
-            if rel and "nofollow" in rel.lower():
-                refs.nofollow_links += 1
+            raw.setdefault(node.attrs.get("href") or "", False)
+    fragments = refs.fragments
     for href, framed in raw.items():
         href = href.strip()
         if not href:
             continue
-        if frags and "#" in href and len(refs.fragments) < MAX_FRAGMENTS:
-            _fragment(ex, base, href, refs)
+        if href[0] == "#":  # the base itself (canonical already): nothing to join
+            if frags and len(fragments) < MAX_FRAGMENTS:
+                _fragment(base, href[1:], fragments)
+            continue
         url = href_target(ex, base, href, keep)
         if url is not None:
             (refs.frames if framed else refs.links).add(url)
-    _meta(ex, tree, base, refs)
+            if frags and "#" in href and len(fragments) < MAX_FRAGMENTS:
+                _fragment(url, href.partition("#")[2], fragments)
+    head = tree.head
+    if head is not None:
+        _meta(ex, head, base, refs)
+    if (b"nofollow" in html) if isinstance(html, bytes) else ("nofollow" in html):  # rare: a walk only then
+        refs.nofollow_links = sum(1 for n in tree.css("a[href][rel], area[href][rel]")
+                                  if "nofollow" in (n.attrs.get("rel") or "").lower().split())
     if want & Want.REQUISITES:
-        _requisites(ex, tree, base, refs)
+        _requisites(ex, tree, html, base, refs)
     if frags:
         ids = refs.ids = set()
         for node in tree.css("[id], a[name]"):
-            attrs = node.attrs
-            for name in ("id", "name"):
-                value = attrs.get(name)
+            value = node.id
+            if value:
+                ids.add(value)
+            if node.tag == "a":
+                value = node.attrs.get("name")
                 if value:
                     ids.add(value)
     return refs
 
 
-def _fragment(ex: Joiner, base: str, href: str, refs: PageRefs) -> None:
+def _fragment(target: str, frag: str, out: list[tuple[str, str]]) -> None:
     """A navigation link's fragment worth checking: not `#`, `#top`, a text fragment
     (`#:~:text=`) or a client-side route (`#/...`, `#!...`)."""
-    head, _, frag = href.partition("#")
-    frag = unquote(frag)
-    if not frag or frag == "top" or frag.startswith((":~:", "/", "!")):
+    if not frag or frag == "top" or frag[0] in ":/!":
         return
-    target = ex.join(base, head) if head else ex.join(base, "#")
-    if target is not None:
-        refs.fragments.append((target, frag))
+    out.append((target, unquote(frag) if "%" in frag else frag))
 
 
-def _meta(ex: Joiner, tree: LexborHTMLParser, base: str, refs: PageRefs) -> None:
-    """Title, canonical link, meta robots, meta refresh: one small walk of the head's nodes."""
-    for node in tree.css(_META):
+def _meta(ex: Joiner, head: LexborNode, base: str, refs: PageRefs) -> None:
+    """Title, canonical link, meta robots, meta refresh: one small walk of the head's nodes
+    (where HTML puts them; the parser moves a stray one from the body into the head)."""
+    for node in head.css(_META):
         tag = node.tag
         if tag == "title":
             if refs.title is None:
@@ -167,8 +171,9 @@ def _refresh_url(ex: Joiner, base: str, content: str) -> str | None:
     return ex.join(base, rest) if rest and not rest.startswith("#") else None
 
 
-def _requisites(ex: Joiner, tree: LexborHTMLParser, base: str, refs: PageRefs) -> None:
+def _requisites(ex: Joiner, tree: LexborHTMLParser, html: str | bytes, base: str, refs: PageRefs) -> None:
     req = refs.requisites
+    styled = _has_css_refs(html)  # no url( or @import anywhere: no style can load anything
 
     def add(href: str | None, letter: str) -> None:
         if href:
@@ -203,9 +208,17 @@ def _requisites(ex: Joiner, tree: LexborHTMLParser, base: str, refs: PageRefs) -
             if (attrs.get("type") or "").lower() == "image":
                 add(attrs.get("src"), IMG)
         elif tag == "style":
-            _css(node.text(), add)
-    for node in tree.css("[style]"):
-        _css(node.attrs.get("style") or "", add)
+            if styled:
+                _css(node.text(), add)
+    if styled:
+        for node in tree.css("[style]"):
+            _css(node.attrs.get("style") or "", add)
+
+
+def _has_css_refs(html: str | bytes) -> bool:
+    if isinstance(html, bytes):
+        return b"url(" in html or b"URL(" in html or b"@import" in html
+    return "url(" in html or "URL(" in html or "@import" in html
 
 
 def _srcset(value: str | None, add: Callable[[str | None, str], None]) -> None:
