@@ -25,7 +25,7 @@ from .urls import Joiner, href_target
 IMG, SRCSET, LINK, SCRIPT, MEDIA, OBJECT, CSS = "I", "Y", "K", "J", "V", "O", "U"
 # <link rel=...> values whose target a page loads to show itself (anything else is metadata).
 _LOADED_RELS = frozenset(("stylesheet", "icon", "shortcut", "apple-touch-icon", "apple-touch-icon-precomposed",
-                          "manifest", "preload", "modulepreload", "mask-icon"))
+                          "manifest", "preload", "modulepreload", "mask-icon", "search"))
 _NAV = "a[href], area[href], frame[src], iframe[src]"
 _META = "meta[name], meta[http-equiv], link[rel], title"
 _EMBEDS = ("img, source, link[href], script[src], video, audio, track[src], embed[src], object[data],"
@@ -114,7 +114,7 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
         refs.nofollow_links = sum(1 for n in tree.css("a[href][rel], area[href][rel]")
                                   if "nofollow" in (n.attrs.get("rel") or "").lower().split())
     if want & Want.REQUISITES:
-        _requisites(ex, tree, html, base, refs)
+        _requisites(ex, tree, base, refs)
     if frags:
         ids = refs.ids = set()
         for node in tree.css("[id], a[name]"):
@@ -171,9 +171,8 @@ def _refresh_url(ex: Joiner, base: str, content: str) -> str | None:
     return ex.join(base, rest) if rest and not rest.startswith("#") else None
 
 
-def _requisites(ex: Joiner, tree: LexborHTMLParser, html: str | bytes, base: str, refs: PageRefs) -> None:
+def _requisites(ex: Joiner, tree: LexborHTMLParser, base: str, refs: PageRefs) -> None:
     req = refs.requisites
-    styled = _has_css_refs(html)  # no url( or @import anywhere: no style can load anything
 
     def add(href: str | None, letter: str) -> None:
         if href:
@@ -208,17 +207,9 @@ def _requisites(ex: Joiner, tree: LexborHTMLParser, html: str | bytes, base: str
             if (attrs.get("type") or "").lower() == "image":
                 add(attrs.get("src"), IMG)
         elif tag == "style":
-            if styled:
-                _css(node.text(), add)
-    if styled:
-        for node in tree.css("[style]"):
-            _css(node.attrs.get("style") or "", add)
-
-
-def _has_css_refs(html: str | bytes) -> bool:
-    if isinstance(html, bytes):
-        return b"url(" in html or b"URL(" in html or b"@import" in html
-    return "url(" in html or "URL(" in html or "@import" in html
+            _css(node.text(), add)
+    for node in tree.css("[style]"):  # a walk in C: cheaper than searching the whole text for url(
+        _css(node.attrs.get("style") or "", add)
 
 
 def _srcset(value: str | None, add: Callable[[str | None, str], None]) -> None:
