@@ -58,13 +58,21 @@ class Record:
         self.error_kind = error_kind(exc)
 
     def to_dict(self) -> dict[str, object]:
-        return {name: getattr(self, name) for name in FIELDS}
+        """Every field; the findings of issue 26 only when there are any (most records have
+        none, and a line per URL should not carry a row of nulls)."""
+        d = {name: getattr(self, name) for name in FIELDS}
+        for name in SPARSE:
+            if not d[name]:
+                del d[name]
+        return d
 
     def to_json(self) -> str:
         return _ENCODER.encode(self.to_dict())
 
 
 FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Record))
+SPARSE = ("title", "canonical", "robots", "nofollow_links", "referrers", "referrers_more", "broken_links",
+          "missing_fragments")
 # one encoder for every record: json.dumps with options builds a new one per call
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 

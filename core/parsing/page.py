@@ -12,7 +12,6 @@ queued URL carries its kind and its referrer's tag in the one interned string it
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import IntFlag
 from urllib.parse import unquote
 
@@ -27,7 +26,7 @@ IMG, SRCSET, LINK, SCRIPT, MEDIA, OBJECT, CSS = "I", "Y", "K", "J", "V", "O", "U
 _LOADED_RELS = frozenset(("stylesheet", "icon", "shortcut", "apple-touch-icon", "apple-touch-icon-precomposed",
                           "manifest", "preload", "modulepreload", "mask-icon", "search"))
 _NAV = "a[href], area[href], frame[src], iframe[src]"
-_META = "meta[name], meta[http-equiv], link[rel], title"
+_HEAD_TAGS = frozenset(("meta", "link", "title"))
 _EMBEDS = ("img, source, link[href], script[src], video, audio, track[src], embed[src], object[data],"
            " input[src], style")
 MAX_FRAGMENTS = 2_000  # fragment links read from one page; a hostile page cannot grow the check past it
@@ -42,18 +41,23 @@ class Want(IntFlag):
     ALL_HOSTS = 4  # links to every host (external checks), not only those the scope allows
 
 
-@dataclass(slots=True)
 class PageRefs:
-    links: set[str] = field(default_factory=set)  # a, area: canonical, fragment dropped
-    frames: set[str] = field(default_factory=set)  # frame, iframe (hop E)
-    requisites: dict[str, str] = field(default_factory=dict)  # url -> the hop letter of its first referrer
-    refresh: str | None = None  # <meta http-equiv=refresh>'s URL
-    fragments: list[tuple[str, str]] = field(default_factory=list)  # (target, fragment) of navigation links
-    ids: set[str] | None = None  # element ids and <a name>s, when FRAGMENTS was asked for
-    title: str | None = None
-    canonical: str | None = None
-    robots: str = ""  # <meta name=robots> content, lower-case
-    nofollow_links: int = 0  # links with rel=nofollow: recorded, still followed (Heritrix's default)
+    """What one page holds (a plain class: one is made per page, on the hot path)."""
+
+    __slots__ = ("links", "frames", "requisites", "refresh", "fragments", "ids", "title", "canonical", "robots",
+                 "nofollow_links")
+
+    def __init__(self) -> None:
+        self.links: set[str] = set()  # a, area: canonical, fragment dropped
+        self.frames: set[str] = set()  # frame, iframe (hop E)
+        self.requisites: dict[str, str] = {}  # url -> the hop letter of its first referrer
+        self.refresh: str | None = None  # <meta http-equiv=refresh>'s URL
+        self.fragments: list[tuple[str, str]] = []  # (target, fragment) of navigation links
+        self.ids: set[str] | None = None  # element ids and <a name>s, when FRAGMENTS was asked for
+        self.title: str | None = None
+        self.canonical: str | None = None
+        self.robots = ""  # <meta name=robots> content, lower-case
+        self.nofollow_links = 0  # links with rel=nofollow: recorded, still followed (Heritrix's default)
 
 
 class LinkExtractor(Joiner):
@@ -92,7 +96,11 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
         if node.tag in ("iframe", "frame"):
             raw[node.attrs.get("src") or ""] = True
         else:
-            raw.setdefault(node.attrs.get("href") or "", False)
+            attrs = node.attrs
+            raw.setdefault(attrs.get("href") or "", False)
+            rel = attrs.get("rel")
+            if rel is not None and "nofollow" in rel.lower():
+                refs.nofollow_links += 1
     fragments = refs.fragments
     for href, framed in raw.items():
         href = href.strip()
@@ -110,9 +118,6 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     head = tree.head
     if head is not None:
         _meta(ex, head, base, refs)
-    if (b"nofollow" in html) if isinstance(html, bytes) else ("nofollow" in html):  # rare: a walk only then
-        refs.nofollow_links = sum(1 for n in tree.css("a[href][rel], area[href][rel]")
-                                  if "nofollow" in (n.attrs.get("rel") or "").lower().split())
     if want & Want.REQUISITES:
         _requisites(ex, tree, base, refs)
     if frags:
@@ -139,8 +144,10 @@ def _fragment(target: str, frag: str, out: list[tuple[str, str]]) -> None:
 def _meta(ex: Joiner, head: LexborNode, base: str, refs: PageRefs) -> None:
     """Title, canonical link, meta robots, meta refresh: one small walk of the head's nodes
     (where HTML puts them; the parser moves a stray one from the body into the head)."""
-    for node in head.css(_META):
+    for node in head.iter():  # its children: no selector to compile, no walk of the body
         tag = node.tag
+        if tag not in _HEAD_TAGS:
+            continue
         if tag == "title":
             if refs.title is None:
                 refs.title = " ".join(node.text().split())[:300]

@@ -18,7 +18,7 @@ from ..parsing.page import LinkExtractor, PageRefs
 from ..parsing.urls import href_target
 from .findings import Fragments, Referrers
 from .item import Item
-from .kinds import EXTERNAL, PAGE, WORDS, Kinds, Reference
+from .kinds import EXTERNAL, PAGE, Kinds, References
 from .scope import Scope
 
 OFFLINE_AFTER = 3  # DNS failures of other hosts, none answering: say the machine looks offline
@@ -80,24 +80,26 @@ class Follow:
         return [[page, target, frag] for target, frag in refs.fragments
                 if (external or scope.allows(target)) and not book.check(page, target, frag, refs.ids)]
 
-    def _queue_all(self, item: Item, record: Record, refs: Iterable[Reference]) -> None:
+    def _queue_all(self, item: Item, record: Record, refs: Iterable[References]) -> None:
         """Queue what a page or stylesheet refers to; a URL seen before is told to the
         referrers, so a broken one is reported under every page that uses it."""
         max_depth, via, depth, left = self.config.max_depth, item.url, item.depth + 1, self.config.max_redirect
         deep = max_depth is not None and depth > max_depth
         again, broken_links = self.referrers.again, [] if record.broken_links is None else record.broken_links
-        prefix, queue = self.queue_stats.prefix1(item.url), self.queue
+        prefix, queue, discovery = self.queue_stats.prefix1(item.url), self.queue, item.discovery
         found = new = inside = 0
-        for ref in refs:
-            found += 1
-            if deep and ref.navigation:
+        for letter, navigation, urls in refs:
+            found += len(urls)
+            if deep and navigation:
                 continue
-            added = queue(ref.url, left, depth, via, hop(item.discovery, ref.letter))
-            if added is not None:
-                new += 1
-                inside += added == prefix
-            else:
-                again(ref.url, via, WORDS.get(ref.letter, "a"), broken_links)
+            path = hop(discovery, letter)
+            for url in urls:
+                added = queue(url, left, depth, via, path)
+                if added is not None:
+                    new += 1
+                    inside += added == prefix
+                else:
+                    again(url, via, letter, broken_links)
         record.num_urls, record.num_new_urls = found, new
         record.broken_links = broken_links or None
         self.queue_stats.fetched(item.url, new, inside)

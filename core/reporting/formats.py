@@ -51,7 +51,7 @@ def text(r: Report) -> str:
         for via, links in r.broken.items():
             w("  " + _fit(_page(via), WIDTH - 2))
             for b in links:
-                w(f"    {b.reason[:10]:<10} {b.tag[:9]:<9} " + _fit(b.url, WIDTH - 25))
+                w(f"    {b.reason[:11]:<11} {b.tag[:9]:<9} " + _fit(b.url, WIDTH - 26))
     if r.more_pages:
         w("")
         w("More pages refer to these (not listed above)")

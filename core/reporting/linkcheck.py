@@ -288,8 +288,9 @@ def _refs(report: Report, rec: dict[str, Any], options: Options, broken: dict[st
     offline.saw(rec)
     if is_broken(rec, options):
         discovery = rec.get("discovery") or ""
+        tag = "redirect" if discovery.endswith("R") else word(discovery)  # its via is the redirect (or refresh)
         b = Broken(url, rec.get("via"), rec.get("status"), rec.get("error_kind"), rec.get("error"), discovery,
-                   word(discovery), rec.get("kind") or "page")
+                   tag, rec.get("kind") or "page")
         broken[url] = b
         report.refer(b)
         for page, tag in rec.get("referrers") or ():

@@ -90,7 +90,7 @@ def test_text_report_matches_the_model_and_exits_1(demo) -> None:
             continue  # "... and N more pages"
         if line.startswith("    "):
             found.add((line.split()[-1], page_now))
-            tags.setdefault(line.split()[-1], set()).add(line[15:24].strip())  # the columns of formats.text
+            tags.setdefault(line.split()[-1], set()).add(line[16:25].strip())  # the columns of formats.text
         else:
             page_now = line.strip()
     assert {u for u, _ in found} == set(expected)
@@ -130,7 +130,7 @@ def test_json_csv_markdown_junit_agree(demo) -> None:
     assert c.returncode == 1 and {(r["url"], r["page"]) for r in rows} == pairs
     assert {r["status"] for r in rows} == {"404", "500", ""}  # "": the missing fragment
     assert {r["error_kind"] for r in rows if r["status"] == "500"} == {"http-status"}
-    assert {r["tag"] for r in rows} == {"a", "srcset", "css url()", "#fragment", "sitemap"}
+    assert {r["tag"] for r in rows} == {"a", "srcset", "css url()", "#fragment", "sitemap", "redirect"}
 
     m = run("report", str(path), "--format", "markdown")
     assert m.returncode == 1 and m.stdout.startswith("# crawltop report")
