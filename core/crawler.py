@@ -28,7 +28,6 @@ from .monitor.stats import HostView, Stats, WorkerState
 from .output.provenance import hop, utc_iso
 from .output.records import JsonlSink, Record, Redacting, ResponseSink, Sink
 from .parsing import malloc
-from .parsing.defuse import tag_heavy
 from .parsing.urls import canonical, host_origin, netloc_of
 from .queueing.follow import Follow
 from .queueing.frontier import Frontier, Item, MemoryFrontier
@@ -599,8 +598,7 @@ class Crawler:
 
     def _parse(self, item: Item, resp: Response, record: Record, *, css: bool = False) -> None:
         """Decode and hand the text to core/queueing/follow.py; the body's memory goes first."""
-        slimmed = not css and self.follow.kinds.fragments and tag_heavy(resp.body)  # ids may be defused
-        text, record.encoding = decode(resp)
+        text, record.encoding, slimmed = decode(resp)  # slimmed: defused tags, so ids not all known
         large, resp.body = len(resp.body) >= LARGE_BODY, b""  # sinks had it: free it before the tree
         if css:
             self.follow.stylesheet(item, record, text if isinstance(text, str) else text.decode("utf-8", "replace"))

@@ -136,19 +136,21 @@ def retry_after(value: str | None, cap: float) -> float | None:
     return min(cap, max(0.0, (when - datetime.now(UTC)).total_seconds()))
 
 
-def decode(resp: Response) -> tuple[str | bytes, str]:
-    """(text to parse, encoding): header charset, then <meta charset>, then utf-8.
+def decode(resp: Response) -> tuple[str | bytes, str, bool]:
+    """(text to parse, encoding, slimmed): header charset, then <meta charset>, then utf-8.
 
     UTF-8 (or plain ASCII) bodies stay bytes: that is what Lexbor parses, so a str copy
     (up to 4 bytes a character) and its re-encoding are saved; invalid sequences become
     U+FFFD either way. A tag-heavy body is first slimmed (core/parsing/defuse.py), which keeps its
-    links and drops most of its parse tree."""
-    body, encoding = resp.body, _encoding(resp)
+    links and drops most of its parse tree (`slimmed`: its ids are then not all known)."""
+    body, encoding, slimmed = resp.body, _encoding(resp), False
     if tag_heavy(body) and _ascii_compatible(encoding):
-        body = slim(body) or body
+        slimmer = slim(body)
+        if slimmer is not None:
+            body, slimmed = slimmer, True
     if _codec(encoding) == "utf-8" or (body.isascii() and _ascii_compatible(encoding)):
-        return body, encoding
-    return body.decode(encoding, errors="replace"), encoding
+        return body, encoding, slimmed
+    return body.decode(encoding, errors="replace"), encoding, slimmed
 
 
 def _encoding(resp: Response) -> str:

@@ -123,26 +123,26 @@ def response(body: bytes, charset: str | None) -> Response:
 
 def test_decode_hands_lexbor_bytes_only_when_they_read_the_same() -> None:
     ascii_page = b"<a href=/x>x</a>"
-    assert decode(response(ascii_page, None)) == (ascii_page, "utf-8")
-    assert decode(response("<a href=/é>".encode(), "UTF-8")) == ("<a href=/é>".encode(), "utf-8")
-    assert decode(response("<a href=/é>".encode("latin-1"), "ISO-8859-1")) == ("<a href=/é>", "iso-8859-1")
+    assert decode(response(ascii_page, None)) == (ascii_page, "utf-8", False)
+    assert decode(response("<a href=/é>".encode(), "UTF-8")) == ("<a href=/é>".encode(), "utf-8", False)
+    assert decode(response("<a href=/é>".encode("latin-1"), "ISO-8859-1")) == ("<a href=/é>", "iso-8859-1", False)
     # ASCII bytes that mean something else in the declared encoding are decoded, as before
-    text, enc = decode(response(ascii_page, "utf-16"))
+    text, enc, _ = decode(response(ascii_page, "utf-16"))
     assert enc == "utf-16" and isinstance(text, str) and "<a" not in text
-    text, enc = decode(response(b"\x1b$B<a\x1b(B", "iso-2022-jp"))
+    text, enc, _ = decode(response(b"\x1b$B<a\x1b(B", "iso-2022-jp"))
     assert enc == "iso-2022-jp" and text == b"\x1b$B<a\x1b(B".decode("iso-2022-jp")
-    assert decode(response(ascii_page, "rot13")) == (ascii_page, "utf-8")  # not a text encoding
+    assert decode(response(ascii_page, "rot13")) == (ascii_page, "utf-8", False)  # not a text encoding
 
 
 def test_decode_slims_tag_heavy_bodies_in_ascii_compatible_encodings_only() -> None:
     body = tag_heavy_page()
-    text, _ = decode(response(body, "utf-8"))
-    assert len(text) > len(body) and b"&lt;span" in text
-    latin, enc = decode(response(body.replace(b"<body>", b"<body>\xe9"), "windows-1252"))
+    text, _, slimmed = decode(response(body, "utf-8"))
+    assert len(text) > len(body) and b"&lt;span" in text and slimmed  # its ids are then not all known
+    latin, enc, _ = decode(response(body.replace(b"<body>", b"<body>\xe9"), "windows-1252"))
     assert enc == "windows-1252" and "&lt;span" in latin and "é" in latin
     wide = body.decode().encode("utf-16")
-    text, enc = decode(response(wide, "utf-16"))
-    assert enc == "utf-16" and "<span" in text and "&lt;span" not in text
+    text, enc, slimmed = decode(response(wide, "utf-16"))
+    assert enc == "utf-16" and "<span" in text and "&lt;span" not in text and not slimmed
 
 
 def test_fragments_are_dropped_before_joining_without_changing_a_link() -> None:
