@@ -18,7 +18,7 @@ from urllib.parse import unquote
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from .css import css_refs, srcset_urls
-from .urls import Joiner, href_target
+from .urls import _DEFAULT_PORT, _SCHEME, Joiner, _raw_host, href_target
 
 # Requisite hop letters: what referred to the URL (the report's words: core/queueing/kinds.py).
 IMG, SRCSET, LINK, SCRIPT, MEDIA, OBJECT, CSS = "I", "Y", "K", "J", "V", "O", "U"
@@ -39,6 +39,10 @@ class Want(IntFlag):
     REQUISITES = 1
     FRAGMENTS = 2  # fragment links and the page's own ids
     ALL_HOSTS = 4  # links to every host (external checks), not only those the scope allows
+
+
+LINKS, REQUISITES, FRAGMENTS, ALL_HOSTS = (int(w) for w in (Want.LINKS, Want.REQUISITES, Want.FRAGMENTS,
+                                                        Want.ALL_HOSTS))
 
 
 class PageRefs:
@@ -89,8 +93,9 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     node = tree.css_first("base[href]")
     if node is not None:
         base = ex.join(page_url, (node.attrs.get("href") or "").strip() or page_url) or page_url
-    keep = (lambda h: True) if want & Want.ALL_HOSTS else host_ok
-    frags = want & Want.FRAGMENTS
+    flags = int(want)  # an IntFlag's & is a Python call: test plain ints on the hot path
+    keep = None if flags & ALL_HOSTS else host_ok
+    frags = flags & FRAGMENTS
     raw: dict[str, bool] = {}  # href -> written as a frame/iframe src somewhere
     for node in tree.css(_NAV):
         if node.tag in ("iframe", "frame"):
@@ -101,7 +106,7 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
             rel = attrs.get("rel")
             if rel is not None and "nofollow" in rel.lower():
                 refs.nofollow_links += 1
-    fragments = refs.fragments
+    fragments, join = refs.fragments, ex.join
     for href, framed in raw.items():
         href = href.strip()
         if not href:
@@ -110,7 +115,24 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
             if frags and len(fragments) < MAX_FRAGMENTS:
                 _fragment(base, href[1:], fragments)
             continue
-        url = href_target(ex, base, href, keep)
+        # href_target (core/parsing/urls.py), inlined: this loop runs once per link
+        if "#" in href:  # the fragment never reaches the URL: join (and cache) without it
+            head_ = href[: href.index("#")]
+            if not head_[-1].isspace():  # "a #b": canonical() would strip that space
+                href_ = head_
+            else:
+                href_ = href
+        else:
+            href_ = href
+        m = _SCHEME.match(href_)
+        if m is not None:
+            if m.group(1).lower() not in _DEFAULT_PORT:
+                continue
+            if keep is not None and not keep(_raw_host(href_[m.end():])):
+                continue
+        elif keep is not None and href_.startswith("//") and not keep(_raw_host(href_)):
+            continue
+        url = join(base, href_)
         if url is not None:
             (refs.frames if framed else refs.links).add(url)
             if frags and "#" in href and len(fragments) < MAX_FRAGMENTS:
@@ -118,7 +140,7 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     head = tree.head
     if head is not None:
         _meta(ex, head, base, refs)
-    if want & Want.REQUISITES:
+    if flags & REQUISITES:
         _requisites(ex, tree, base, refs)
     if frags:
         ids = refs.ids = set()
