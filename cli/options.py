@@ -163,10 +163,30 @@ def add_session_options(p: argparse.ArgumentParser, *, join: bool = False) -> No
                  "(default: the roots' hosts)")
 
 
-def add_warc(p: argparse.ArgumentParser) -> None:
-    """`--warc`, for crawl, demo and resume (cli/state_file.py writes it)."""
+def add_warc(p: argparse.ArgumentParser, *, wacz: bool = True) -> None:
+    """`--warc` and its companions, for crawl, demo, resume and join (cli/archive.py builds the sink)."""
     p.add_argument("--warc", metavar="FILE.warc.gz", default=None,
-                   help="write a WARC 1.1 archive of every response (default: none)")
+                   help="write WARC 1.1 archives FILE-00000.warc.gz, FILE-00001.warc.gz ... and their CDXJ "
+                        "index FILE.cdxj beside them (default: none)")
+    p.add_argument("--warc-max-size", metavar="SIZE", default=None, type=_size,
+                   help="start the next WARC file once one passes SIZE: 500M, 1G, ... (default: 1G)")
+    p.add_argument("--no-dedup", action="store_true",
+                   help="write every payload in full; by default a payload already archived is a revisit record")
+    p.add_argument("--dedup-from", metavar="FILE", action="append", default=[],
+                   help="also deduplicate against an earlier crawl: its .cdxj index or its --state file; "
+                        "repeatable (default: this crawl's own archive only)")
+    if wacz:
+        p.add_argument("--wacz", metavar="FILE.wacz", default=None,
+                       help="when the crawl ends, pack the WARCs, index and page list into this WACZ (default: none)")
+
+
+def _size(text: str) -> int:
+    from ..core.output.warc import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -377,6 +377,10 @@ class Crawler:
             self.frontier.requeue(item._replace(tries=retry.tries), retry.after)
             self.queue_stats.added(item.url)
             return
+        except _KeptOnCancel as kept:  # fetched and archived: it ends here, with its Record
+            kept.record.elapsed_ms = round((self.stats.clock() - started) * 1000, 1)
+            self._emit(kept.record)
+            raise
         except asyncio.CancelledError:
             # Cancelled (cancel_worker or stop): the URL goes back, with the try it was on spent.
             self.frontier.requeue(item._replace(tries=ws.tries))
@@ -442,9 +446,10 @@ class Crawler:
         self.stats.page(ws.host or "", resp.status, record.size, (self.stats.clock() - started) * 1000)
         if resp.truncated:
             self.stats.truncated += 1
-        for sink in self._response_sinks:  # WARC: built only when someone keeps responses
-            sink.response(item.url, resp.status, resp.reason, list(resp.headers.items()),
-                          resp.body, list(resp.request_headers.items()), truncated=resp.truncated)
+        written = [w for sink in self._response_sinks  # WARC: built only when someone keeps responses
+                   if (w := sink.response(item.url, resp.status, resp.reason, list(resp.headers.items()),
+                                          resp.body, list(resp.request_headers.items()),
+                                          truncated=resp.truncated, digest=resp.digest)) is not None]
         if resp.status in REDIRECTS:
             await self._redirect(item, resp, record)
         elif retryable(resp.status):
@@ -455,7 +460,24 @@ class Crawler:
         elif resp.is_html:
             self.stats.set_phase(ws, "parsing")
             self._parse(item, resp, record)
+        if written:  # the URL counts as done only once its records are in the file (issue 28)
+            await self._written(written, record)
         return record
+
+    async def _written(self, futures: list[Awaitable[None]], record: Record) -> None:
+        """Wait for the archive to hold this response. Cancelled meanwhile (a stop), the wait
+        finishes blocking (the records are already queued: a moment) and the Record is kept
+        (`_KeptOnCancel`), so the URL is not fetched, and archived, twice."""
+        try:
+            for w in futures:
+                await w
+        except asyncio.CancelledError:
+            for sink in self._response_sinks:
+                sink.flush()
+            raise _KeptOnCancel(record) from None
+        except OSError as exc:  # the archive's disk: the crawl stops and says so
+            self._fail(exc)
+            raise
 
     async def _fetch_scheduled(self, ws: WorkerState, item: Item, record: Record, host: Host) -> Response | None:
         """One attempt; the host was due, so it goes out at once. A failure with tries
@@ -584,6 +606,15 @@ class Crawler:
         record.num_new_urls = sum(self._admit(u, left, depth, via, embed if u in frames else link) for u in links)
         self.queue_stats.fetched(item.url, record.num_new_urls, self._inside)
         self._page_prefix = None
+
+
+class _KeptOnCancel(asyncio.CancelledError):
+    """A cancel that arrived once the URL's response was fetched and archived: its Record
+    is emitted and the URL counts as done, then the worker stops as cancelled."""
+
+    def __init__(self, record: Record) -> None:
+        super().__init__()
+        self.record = record
 
 
 class _Retry(Exception):

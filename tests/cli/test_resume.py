@@ -183,19 +183,24 @@ def test_sigint_clean_stop_resume_warc_jsonl_and_export(site_url, tmp_path):
     lines = [json.loads(x)["url"] for x in jsonl.read_text(encoding="utf-8").splitlines()]
     assert Counter(lines) == urls
 
-    # WARC: one response (and one request) per fetched URL, read back with warcio.
+    # WARC: one response or revisit (and one request) per fetched URL, read back with warcio;
+    # the resume wrote the series' next file, never into the first run's (issue 28).
     fetched = {r["url"] for r in records if r["status"] is not None}
     responses: Counter[str] = Counter()
     requests: Counter[str] = Counter()
-    with open(warc, "rb") as fh:
-        for rec in ArchiveIterator(fh):
-            assert rec.rec_headers.protocol == "WARC/1.1"
-            uri = rec.rec_headers.get_header("WARC-Target-URI")
-            if rec.rec_type == "response":
-                responses[uri] += 1
-                rec.content_stream().read()
-            elif rec.rec_type == "request":
-                requests[uri] += 1
+    files = sorted(tmp_path.glob("crawl-*.warc.gz"))
+    assert [f.name for f in files] == ["crawl-00000.warc.gz", "crawl-00001.warc.gz"]
+    assert not list(tmp_path.glob("*.open"))
+    for path in files:
+        with open(path, "rb") as fh:
+            for rec in ArchiveIterator(fh):
+                assert rec.rec_headers.protocol == "WARC/1.1"
+                uri = rec.rec_headers.get_header("WARC-Target-URI")
+                if rec.rec_type in ("response", "revisit"):
+                    responses[uri] += 1
+                    rec.content_stream().read()
+                elif rec.rec_type == "request":
+                    requests[uri] += 1
     assert set(responses) == fetched and set(responses.values()) == {1}
     assert requests == responses
 
