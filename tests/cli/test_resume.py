@@ -154,6 +154,51 @@ def test_sigkill_at_random_points_then_resume_until_done(site_url, tmp_path):
     assert len(exported(db, tmp_path)) == len(records)
 
 
+def test_sigkill_with_warc_every_fetched_url_is_in_the_archive(site_url, tmp_path):
+    """Issue 28: a URL is done only once its records are written to the file. Killed with
+    SIGKILL three times, resumed to the end: every URL with a status has its response or
+    revisit in the WARCs, and every file (a killed run's cut back to its last record) is
+    whole for `warcio check`."""
+    db, log, warc = tmp_path / "state.db", tmp_path / "log.txt", tmp_path / "arch.warc.gz"
+    rng = random.Random(int(os.environ.get("CRAWLTOP_KILL_SEED", random.randrange(1 << 30))))
+    kills = 0
+    for i, point in enumerate(sorted(rng.sample(range(200, EXPECTED.urls - 300), 3))):
+        args = ("crawl", site_url, "--state", str(db), "--warc", str(warc), "--warc-max-size", "256K") \
+            if i == 0 else ("resume", str(db))
+        proc = start(*args, *OPTS, out=log)
+        if wait_for(proc, lambda point=point: committed(db) >= point):
+            proc.kill()
+            proc.wait()
+            kills += 1
+    assert kills >= 2, log.read_text()
+    assert list(tmp_path.glob("*.open"))  # the last kill left its file open
+    for _ in range(3):
+        if setting(db, "status") == "finished":
+            break
+        res = run("resume", str(db), *OPTS)
+        assert res.returncode == 0, res.stdout + res.stderr
+    assert setting(db, "status") == "finished", log.read_text()
+
+    records = exported(db, tmp_path)
+    fetched = {r["url"] for r in records if r["status"] is not None}
+    assert not list(tmp_path.glob("*.open"))
+    files = sorted(tmp_path.glob("arch-*.warc.gz"))
+    assert len(files) > kills + 1  # rotated, and each run wrote its own next files
+    archived: Counter[str] = Counter()
+    for path in files:
+        check = subprocess.run([str(Path(sys.executable).parent / "warcio"), "check", str(path)],
+                               capture_output=True, text=True)
+        assert check.returncode == 0, (path.name, check.stdout, check.stderr)
+        with open(path, "rb") as fh:
+            for rec in ArchiveIterator(fh):
+                if rec.rec_type in ("response", "revisit"):
+                    archived[rec.rec_headers.get_header("WARC-Target-URI")] += 1
+    missing = fetched - set(archived)
+    assert not missing, f"{len(missing)} fetched URLs have no record in the WARCs: {sorted(missing)[:5]}"
+    index = (tmp_path / "arch.cdxj").read_text(encoding="utf-8").splitlines()
+    assert len(index) == sum(archived.values()) and index == sorted(index)
+
+
 def test_sigint_clean_stop_resume_warc_jsonl_and_export(site_url, tmp_path):
     db, log = tmp_path / "state.db", tmp_path / "log.txt"
     warc, jsonl = tmp_path / "crawl.warc.gz", tmp_path / "out.jsonl"
