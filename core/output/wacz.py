@@ -46,20 +46,25 @@ def _title(body: bytes) -> str:
     return " ".join(node.text().split()) if node is not None else ""
 
 
-def pages_of(warc: str) -> list[dict[str, Any]]:
-    """The HTML pages (2xx, text/html or xhtml) archived in full in one WARC file."""
+def pages_of(warc: str, titles: dict[str, str]) -> list[dict[str, Any]]:
+    """The HTML pages (2xx, text/html or xhtml) of one WARC file, responses and revisits
+    (a revisit's title is its original's, from `titles`: payload digest -> title)."""
     out = []
     with open(warc, "rb") as fh:
         for rec in ArchiveIterator(fh):
-            if rec.rec_type != "response" or rec.http_headers is None:
+            if rec.rec_type not in ("response", "revisit") or rec.http_headers is None:
                 continue
             status = rec.http_headers.get_statuscode() or ""
             mime = cdxj.mime_of(rec.http_headers.get_header("Content-Type")) or ""
             if not status.startswith("2") or mime not in ("text/html", "application/xhtml+xml"):
                 continue
-            body = rec.content_stream().read(TITLE_BYTES)
+            digest = rec.rec_headers.get_header("WARC-Payload-Digest") or ""
+            if rec.rec_type == "response":
+                title = titles[digest] = _title(rec.content_stream().read(TITLE_BYTES))
+            else:
+                title = titles.get(digest, "")
             out.append({"id": uuid.uuid4().hex, "url": rec.rec_headers.get_header("WARC-Target-URI"),
-                        "ts": rec.rec_headers.get_header("WARC-Date"), "title": _title(body)})
+                        "ts": rec.rec_headers.get_header("WARC-Date"), "title": title})
     return out
 
 
@@ -89,7 +94,8 @@ def pack(warcs: Sequence[str], out: str, *, index: str | None = None, title: str
             index = None  # it names files we do not pack: make our own
     if index is None:
         lines = sorted(ln for w, n in zip(warcs, names, strict=True) for ln in cdxj.index_warc(w, n))
-    pages = [p for w in warcs for p in pages_of(w)]
+    titles: dict[str, str] = {}
+    pages = [p for w in warcs for p in pages_of(w, titles)]
     pages_text = "\n".join([json.dumps({"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}),
                             *(json.dumps(p, ensure_ascii=False) for p in pages)]) + "\n"
     index_text = "\n".join(lines) + "\n"
