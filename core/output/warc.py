@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import io
 import os
+import socket
 import threading
 from collections import deque
 from collections.abc import Iterable
@@ -264,7 +265,8 @@ class WarcSink:
         self._lines = []
         self._records_in_file = 0
         fields = {"software": f"crawltop/{version}", "format": "WARC File Format 1.1",
-                  "conformsTo": CONFORMS_TO, "isPartOf": self.series.stem}
+                  "conformsTo": CONFORMS_TO, "isPartOf": self.series.stem,
+                  "hostname": socket.gethostname(), "crawltop-pid": str(os.getpid())}  # which writer wrote it
         fields.update(self.info)
         name = os.path.basename(self._file.final)
         self._writer.write_record(self._writer.create_warcinfo_record(name, fields))

@@ -275,3 +275,51 @@ def test_last_survivor_writes_the_report_when_a_killed_process_held_nothing(redi
     assert r.hget(k.meta, "reporter").decode().split(":")[-2] == str(a.pid)
     # B's last beat was at most a second before the kill; A may claim only 3 s after it
     assert waited >= 1.5, waited
+
+
+# -- --warc with --processes: each process its own files ---------------------------------------
+
+def test_processes_each_write_their_own_warc_files_and_never_overwrite(redis_url, rundir, tmp_path):
+    """Issue 28: `--warc` with `--processes 2`: each engine (a `join` child) claims its own
+    next files of the series; the first crawl's file is left as it was; every page is in
+    exactly one record of the second crawl's files; the parent packs the WACZ at the end."""
+    import hashlib
+
+    from warcio.archiveiterator import ArchiveIterator
+
+    pages = 200
+    warc, wacz = tmp_path / "pc.warc.gz", tmp_path / "pc.wacz"
+    opts = ["--headless", "--no-sitemaps", "--no-robots", "-c", "3", "--warc", str(warc)]
+    with counting_site(pages, 0.005) as site_:
+        first = subprocess.run([*CLI, "crawl", site_.url, *opts, "--max-pages", "20"], stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=90)
+        assert first.returncode == 0, first.stderr
+        assert sorted(p.name for p in tmp_path.glob("pc-*.warc.gz")) == ["pc-00000.warc.gz"]
+        before = hashlib.sha256((tmp_path / "pc-00000.warc.gz").read_bytes()).hexdigest()
+        done = subprocess.run([*CLI, "crawl", site_.url, "--processes", "2", "--redis", redis_url, "--name", "pw",
+                               *opts, "--warc-max-size", "64K", "--wacz", str(wacz)],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stderr
+    assert hashlib.sha256((tmp_path / "pc-00000.warc.gz").read_bytes()).hexdigest() == before
+    files = sorted(tmp_path.glob("pc-*.warc.gz"))[1:]
+    assert len(files) >= 2 and not list(tmp_path.glob("*.open"))
+    writers: dict[str, set[str]] = {}
+    uris: list[str] = []
+    for path in files:
+        with open(path, "rb") as fh:
+            for rec in ArchiveIterator(fh):
+                if rec.rec_type == "warcinfo":
+                    info = rec.content_stream().read().decode()
+                    pid = next(x for x in info.splitlines() if x.startswith("crawltop-pid:"))
+                    writers.setdefault(pid, set()).add(path.name)
+                    continue
+                if rec.rec_type in ("response", "revisit"):
+                    uris.append(rec.rec_headers.get_header("WARC-Target-URI"))
+    r = redis.Redis.from_url(redis_url)
+    by = recorded_by(r, "pw")
+    assert len(by) == 2 and all(n > 0 for n in by.values()), by
+    assert len(uris) == len(set(uris)) == pages, (len(uris), len(set(uris)))
+    assert len(writers) == 2 and not writers[min(writers)] & writers[max(writers)]  # two writers, no shared file
+    index = (tmp_path / "pc.cdxj").read_text().splitlines()
+    assert len(index) == pages + 20 and index == sorted(index)  # both crawls' records, merged
+    assert wacz.stat().st_size > 0
