@@ -100,6 +100,12 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.
         help="follow only URLs matching one of these (repeatable; default: all in scope)")
     add("--exclude", action="append", default=[], metavar="REGEX",
         help="never follow URLs matching this (repeatable; default: none)")
+    add("--ignore-set", action="append", default=[], metavar="NAME",
+        help="also turn on this curated ignore set: mediawiki, forums, blogs (calendars too), social "
+             "(repeatable; default: global only)")
+    add("--no-ignore-set", action="append", default=[], metavar="NAME",
+        help="turn this ignore set off, e.g. global (loops, runaway escapes, reply and share links, "
+             "session ids); repeatable (default: none off)")
     add("--max-depth", type=int, default=None, metavar="N",
         help="links followed from a root at most N hops deep (default: no limit)")
     add("--max-pages", type=positive(int), default=None, metavar="N",
@@ -204,8 +210,19 @@ def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
         output=args.output,
         queue_by=args.queue_by, max_crawl_delay=args.max_crawl_delay, delay_factor=args.delay_factor,
         host_max_failures=args.host_max_failures, max_pages_per_host=args.max_pages_per_host,
-        **session_options(args),
+        ignore_sets=ignore_sets(args), **session_options(args),
     )
+
+
+def ignore_sets(args: argparse.Namespace) -> tuple[str, ...]:
+    """`global`, plus --ignore-set, minus --no-ignore-set; an unknown name is a usage error."""
+    from ..core.steering.ignore_sets import DEFAULT, NAMES, unknown
+
+    on, off = list(getattr(args, "ignore_set", [])), list(getattr(args, "no_ignore_set", []))
+    bad = unknown(on + off)
+    if bad:
+        raise UsageError(f"no ignore set {bad[0]!r}: the sets are {', '.join(NAMES)}")
+    return tuple(n for n in dict.fromkeys([*DEFAULT, *on]) if n not in off)
 
 
 def session_options(args: argparse.Namespace) -> dict[str, Any]:

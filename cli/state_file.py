@@ -24,8 +24,8 @@ from .options import Parser, add_crawl_options, add_warc, config_from
 from .run import run_crawler
 
 # argparse dest -> CrawlConfig field, for options that a resume may override
-_FIELD = {"no_robots": "robots", "no_sitemaps": "sitemaps",
-          "header": "headers", "header_host": "header_hosts", "no_proxy": "env_proxy"}
+_FIELD = {"no_robots": "robots", "no_sitemaps": "sitemaps", "ignore_set": "ignore_sets",
+          "no_ignore_set": "ignore_sets", "header": "headers", "header_host": "header_hosts", "no_proxy": "env_proxy"}
 _NOT_CONFIG = {"headless", "exit_on_finish", "warc", "state", "fast", "command", "roots", "_pos",
                "warc_max_size", "no_dedup", "dedup_from", "wacz"}
 
@@ -91,6 +91,9 @@ def _crawl(args: argparse.Namespace, argv: list[str]) -> int:
     config, store = open_state(path, config, overrides, resume_only=resume_only)
     try:
         config = _secrets(config, store, overrides, path)
+        saved_sets = store.settings.get("ignore_sets")  # turned on or off live (core/steering/steer.py)
+        if store.resumed and "ignore_sets" not in overrides and isinstance(saved_sets, list):
+            config = dataclasses.replace(config, ignore_sets=tuple(str(s) for s in saved_sets))
         if store.finished:
             print(f"crawltop: {clean(path)}: this crawl already finished ({store.resumed_records} records); "
                   f"nothing to do. Export its records with: crawltop export {clean(path)} --jsonl FILE",

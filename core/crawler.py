@@ -33,7 +33,7 @@ from .queueing.frontier import Frontier, Item, MemoryFrontier
 from .queueing.hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness
 from .queueing.parts import Failing, Lookup, Scheduled
 from .queueing.scope import Scope
-from .steering.ignores import IgnoreResult, Ignores, IgnoreView
+from .steering.ignores import IgnoreResult, Ignores, IgnoreSetView, IgnoreView
 from .steering.steer import SeedResult, Steering
 from .surface import Parts
 
@@ -201,6 +201,12 @@ class Crawler:
 
     def ignores(self) -> tuple[IgnoreView, ...]:
         return self.steering.ignores()
+
+    async def set_ignore_set(self, name: str, on: bool) -> IgnoreResult:
+        return await self.steering.set_ignore_set(name, on)
+
+    def ignore_sets(self) -> tuple[IgnoreSetView, ...]:
+        return self.steering.ignore_sets()
 
     def add_seed(self, url: str) -> SeedResult:
         return self.steering.add_seed(url)
