@@ -60,8 +60,9 @@ def archive_argv(args: argparse.Namespace) -> list[str]:
     return out
 
 
-def sink(options: Mapping[str, Any], config: CrawlConfig) -> Any:
-    """A WarcSink for these options; a one-line UsageError if its folder is not writable."""
+def sink(options: Mapping[str, Any], config: CrawlConfig, shared: tuple[str, str] | None = None) -> Any:
+    """A WarcSink for these options; a one-line UsageError if its folder is not writable.
+    `shared`: (Redis URL, crawl name) of a shared crawl, whose processes share one digest map."""
     from ..core.output.dedup import Digests
     from ..core.output.warc import DEFAULT_MAX_SIZE, WarcSink
     from ..core.storage.schema import config_to_json
@@ -70,6 +71,10 @@ def sink(options: Mapping[str, Any], config: CrawlConfig) -> Any:
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
         raise UsageError(f"--warc {options['warc']}: cannot write in {folder}")
     digests = Digests()
+    if shared is not None:
+        from ..core.cluster.digests import SharedDigests
+
+        digests = SharedDigests(*shared)
     cdxj_files = []
     if options.get("dedup", True):
         for f in options.get("dedup_from", ()):

@@ -30,10 +30,11 @@ _NOT_CONFIG = {"headless", "exit_on_finish", "warc", "state", "fast", "command",
                "warc_max_size", "no_dedup", "dedup_from", "wacz"}
 
 
-def extra_sinks(args: argparse.Namespace, config: CrawlConfig) -> list[Sink]:
-    """Sinks for a crawl without --state: the WARC of --warc (cli/archive.py)."""
+def extra_sinks(args: argparse.Namespace, config: CrawlConfig, shared: tuple[str, str] | None = None) -> list[Sink]:
+    """Sinks for a crawl without --state: the WARC of --warc (cli/archive.py); `shared`:
+    the (Redis URL, name) of a shared crawl."""
     options = archive.options_of(args)
-    return [archive.sink(options, config)] if options else []
+    return [archive.sink(options, config, shared)] if options else []
 
 
 def explicit_options(argv: Sequence[str], command: str) -> set[str]:

@@ -46,6 +46,13 @@ class Digests:
         uri, date, rid = v.split(" ", 2)
         return uri, date, rid
 
+    def first(self, digest: str, uri: str, date: str, record_id: str) -> tuple[str, str, str] | None:
+        """The payload's first copy if it has one; else this copy becomes it (None)."""
+        found = self.get(digest)
+        if found is None:
+            self.add(digest, uri, date, record_id)
+        return found
+
     def add(self, digest: str, uri: str, date: str, record_id: str = "") -> None:
         k = raw(digest)
         if k is not None and k not in self._map and " " not in uri:

@@ -359,29 +359,32 @@ class WarcSink:
 
         writer = self._writer
         http_headers = StatusAndHeaders(f"{status} {reason or ''}".strip(), stored, protocol="HTTP/1.1")
+        warc_headers = {"WARC-Payload-Digest": digest}  # the crawler's hash of these bytes: not hashed twice
+        if truncated:
+            warc_headers["WARC-Truncated"] = "length"
+        resp = writer.create_warc_record(
+            url,
+            "response",
+            payload=io.BytesIO(body),
+            length=len(body),
+            http_headers=http_headers,
+            warc_headers_dict=warc_headers,
+        )
+        mime: str | None = cdxj.mime_of(content_type)
         original = None
         if self.dedup and body and not truncated and 200 <= status < 300:
-            original = self.digests.get(digest)
+            # the first copy anywhere (this writer, the series, --dedup-from, the other
+            # processes of a shared crawl) or this one, which becomes the first
+            original = self.digests.first(digest, url, resp.rec_headers.get_header("WARC-Date"),
+                                          resp.rec_headers.get_header("WARC-Record-ID"))
         if original is not None:
             refers_uri, refers_date, refers_id = original
             extra = {"WARC-Refers-To": refers_id} if refers_id else {}
             resp = writer.create_revisit_record(url, digest, refers_uri, refers_date,
                                                 http_headers=http_headers, warc_headers_dict=extra)
-            mime: str | None = "warc/revisit"
+            mime = "warc/revisit"
             self.revisits += 1
         else:
-            warc_headers = {"WARC-Payload-Digest": digest}  # the crawler's hash of these bytes: not hashed twice
-            if truncated:
-                warc_headers["WARC-Truncated"] = "length"
-            resp = writer.create_warc_record(
-                url,
-                "response",
-                payload=io.BytesIO(body),
-                length=len(body),
-                http_headers=http_headers,
-                warc_headers_dict=warc_headers,
-            )
-            mime = cdxj.mime_of(content_type)
             self.responses += 1
         parts = urlsplit(url)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -402,5 +405,3 @@ class WarcSink:
         date = resp.rec_headers.get_header("WARC-Date")
         self._lines.append(cdxj.line(url, date, mime, str(status), digest, length, offset,
                                      os.path.basename(self._file.final)))
-        if original is None and self.dedup and body and not truncated and 200 <= status < 300:
-            self.digests.add(digest, url, date, rec_id)

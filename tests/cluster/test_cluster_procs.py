@@ -323,3 +323,28 @@ def test_processes_each_write_their_own_warc_files_and_never_overwrite(redis_url
     index = (tmp_path / "pc.cdxj").read_text().splitlines()
     assert len(index) == pages + 20 and index == sorted(index)  # both crawls' records, merged
     assert wacz.stat().st_size > 0
+
+
+def test_two_writers_of_a_shared_crawl_share_one_digest_map(redis_url, tmp_path):
+    """Issue 28: the digest map of a shared crawl lives in Redis: a payload one process
+    archived is a revisit in the other's file, however they interleave (HSETNX decides)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    from crawltop.core.cluster.digests import SharedDigests
+    from crawltop.core.output.warc import WarcSink
+
+    req = [("User-Agent", "t")]
+    body = b"<p>one logo, two processes</p>" * 30
+    one = WarcSink(str(tmp_path / "s.warc.gz"), digests=SharedDigests(redis_url, "dd"))
+    two = WarcSink(str(tmp_path / "s.warc.gz"), digests=SharedDigests(redis_url, "dd"))
+    one.response("http://a.test/logo.png", 200, "OK", [("Content-Type", "image/png")], body, req)
+    one.flush()
+    two.response("http://a.test/other/logo.png", 200, "OK", [("Content-Type", "image/png")], body, req)
+    two.response("http://a.test/again.png", 200, "OK", [("Content-Type", "image/png")], body, req)
+    one.close()
+    two.close()
+    assert (one.responses, one.revisits, two.responses, two.revisits) == (1, 0, 0, 2)
+    with open(tmp_path / "s-00001.warc.gz", "rb") as fh:
+        revisits = [r for r in ArchiveIterator(fh) if r.rec_type == "revisit"]
+    assert {r.rec_headers.get_header("WARC-Refers-To-Target-URI") for r in revisits} == {"http://a.test/logo.png"}
+    assert redis.Redis.from_url(redis_url).hlen(Keys("dd").digests) == 1
