@@ -320,3 +320,30 @@ async def test_paused_state_and_concurrency_survive_quit(tmp_path):
         urls = Counter(r["url"] for r in store.records())
         store.close()
     assert len(urls) == EXPECTED.urls and max(urls.values()) == 1
+
+
+def test_dedup_from_an_earlier_crawls_state_file(site_url, tmp_path):
+    """Issue 28: `--dedup-from OLD.db` deduplicates against an earlier crawl: an unchanged
+    page is a revisit pointing at the URL and date of its copy in that crawl."""
+    old, warc = tmp_path / "old.db", tmp_path / "new.warc.gz"
+    res = run("crawl", site_url, "--state", str(old), "--max-pages", "80", "--headless", "-c", "1")
+    assert res.returncode == 0, res.stderr
+    earlier = {r["url"]: r for r in exported(old, tmp_path) if r["status"] == 200}
+    res = run("crawl", site_url, "--warc", str(warc), "--dedup-from", str(old), "--max-pages", "80",
+              "--headless", "-c", "1")
+    assert res.returncode == 0, res.stderr
+    kinds: Counter[str] = Counter()
+    old_digests = {r["digest"] for r in earlier.values()}
+    with open(tmp_path / "new-00000.warc.gz", "rb") as fh:
+        for rec in ArchiveIterator(fh):
+            digest = rec.rec_headers.get_header("WARC-Payload-Digest")
+            if rec.rec_type == "revisit":
+                target = rec.rec_headers.get_header("WARC-Refers-To-Target-URI")
+                assert digest == earlier[target]["digest"]
+                assert rec.rec_headers.get_header("WARC-Refers-To-Date") == earlier[target]["fetched_at"]
+            elif rec.rec_type == "response" and rec.http_headers.get_statuscode() == "200":
+                assert digest not in old_digests, rec.rec_headers.get_header("WARC-Target-URI")  # a changed page
+            kinds[rec.rec_type] += 1
+    assert kinds["revisit"] >= 10, kinds  # (the two crawls reach partly different pages by their 80th URL)
+    res = run("crawl", site_url, "--warc", str(warc), "--dedup-from", str(tmp_path / "nope.cdxj"), "--headless")
+    assert res.returncode == 2 and "--dedup-from" in res.stderr and "Traceback" not in res.stderr
