@@ -419,7 +419,9 @@ class Crawler:
         """Queue a URL never seen before, within --max-pages and not ignored."""
         if self.config.max_pages is not None and self.frontier.seen_count >= self.config.max_pages:
             return False
-        if self.ignore_rules and self.steering.stopped(url):
+        # Ignores (the `global` set is on by default) are asked only of links never seen: most
+        # links are seen already, and for those this is one lookup instead of an Item and add().
+        if self.ignore_rules and (self.frontier.seen(url) or self.steering.stopped(url)):
             return False
         if not self.frontier.add(Item(url, redirects_left, depth, 0, via, discovery)):
             return False

@@ -157,9 +157,8 @@ class Steering:
         return self.ignore_rules.views()
 
     def stopped(self, url: str) -> bool:
-        """An ignore matches this never-seen link: count it and keep it out."""
-        if self.frontier.seen(url):
-            return False
+        """An ignore matches this link (the caller asks only of links never seen): count it
+        and keep it out."""
         rule = self.ignore_rules.match(url)
         if rule is None:
             return False
