@@ -10,6 +10,7 @@ import csv
 import json
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -330,8 +331,9 @@ def test_dedup_from_an_earlier_crawls_state_file(site_url, tmp_path):
     assert res.returncode == 0, res.stderr
     earlier = {r["url"]: r for r in exported(old, tmp_path) if r["status"] == 200}
     res = run("crawl", site_url, "--warc", str(warc), "--dedup-from", str(old), "--max-pages", "80",
-              "--headless", "-c", "1")
+              "--headless", "-c", "1", "--wacz", str(tmp_path / "new.wacz"))
     assert res.returncode == 0, res.stderr
+    assert re.search(r"new\.wacz: WACZ of 1 WARC files, \d+ index lines, \d+ pages", res.stderr)  # at the end
     kinds: Counter[str] = Counter()
     old_digests = {r["digest"] for r in earlier.values()}
     with open(tmp_path / "new-00000.warc.gz", "rb") as fh:
