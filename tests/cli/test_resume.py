@@ -249,6 +249,9 @@ def test_sigint_clean_stop_resume_warc_jsonl_and_export(site_url, tmp_path):
                     requests[uri] += 1
     assert set(responses) == fetched and set(responses.values()) == {1}
     assert requests == responses
+    # the state file names its archive: export --wacz finds the WARCs from it
+    res = run("export", str(db), "--wacz", str(tmp_path / "crawl.wacz"))
+    assert res.returncode == 0 and "WACZ of 2 WARC files" in res.stderr, res.stderr
 
     # Export to CSV as well.
     out_csv = tmp_path / "export.csv"
@@ -330,6 +333,8 @@ def test_dedup_from_an_earlier_crawls_state_file(site_url, tmp_path):
     res = run("crawl", site_url, "--state", str(old), "--max-pages", "80", "--headless", "-c", "1")
     assert res.returncode == 0, res.stderr
     earlier = {r["url"]: r for r in exported(old, tmp_path) if r["status"] == 200}
+    res = run("export", str(old), "--wacz", str(tmp_path / "old.wacz"))  # a state file without --warc
+    assert res.returncode == 2 and "wrote no WARC" in res.stderr and not (tmp_path / "old.wacz").exists()
     res = run("crawl", site_url, "--warc", str(warc), "--dedup-from", str(old), "--max-pages", "80",
               "--headless", "-c", "1", "--wacz", str(tmp_path / "new.wacz"))
     assert res.returncode == 0, res.stderr
