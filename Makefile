@@ -9,13 +9,24 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# The archive tests replay our WARCs in pywb and check WACZs with `wacz validate`
+# (tests/support/archive_tools.py): webrecorder's tools, in a virtualenv of their own
+# because pywb pins redis 2.10, which crawltop (redis>=5) cannot share.
+ARCHIVE_VENV  := .venv-archive
+ARCHIVE_STAMP := $(ARCHIVE_VENV)/.installed-stamp
+
+$(ARCHIVE_STAMP):
+	$(PYTHON) -m venv $(ARCHIVE_VENV)
+	$(ARCHIVE_VENV)/bin/pip install -q 'pywb>=2.8' 'wacz>=0.5' 'cdxj-indexer>=1.4'
+	touch $(ARCHIVE_STAMP)
+
 .PHONY: install demo test screenshots lint typecheck pkgtree
 install: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/crawltop demo
 
-test: $(STAMP)
+test: $(STAMP) $(ARCHIVE_STAMP)
 	$(VENV)/bin/pytest
 
 screenshots: $(STAMP)

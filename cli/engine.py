@@ -21,7 +21,7 @@ def engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) -
     """This process as one engine of crawl NAME, with its TUI (the whole crawl's numbers,
     its processes panel) or headless."""
     frontier = cluster.frontier(url, name, config)
-    crawler = Crawler(config, frontier=frontier, sinks=[frontier.sink, *extra_sinks(args)])
+    crawler = Crawler(config, frontier=frontier, sinks=[frontier.sink, *extra_sinks(args, config, (url, name))])
     reports = not getattr(args, "no_final_report", False)
     member = Member(crawler, frontier, reports=reports)
     args.socket_base, args.name = name, None  # sockets NAME, NAME-2, ...: one per process here

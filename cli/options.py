@@ -115,6 +115,12 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.
         help="follow only URLs matching one of these (repeatable; default: all in scope)")
     add("--exclude", action="append", default=[], metavar="REGEX",
         help="never follow URLs matching this (repeatable; default: none)")
+    add("--ignore-set", action="append", default=[], metavar="NAME",
+        help="also turn on this curated ignore set: mediawiki, forums, blogs (calendars too), social "
+             "(repeatable; default: global only)")
+    add("--no-ignore-set", action="append", default=[], metavar="NAME",
+        help="turn this ignore set off, e.g. global (loops, runaway escapes, reply and share links, "
+             "session ids); repeatable (default: none off)")
     add("--max-depth", type=int, default=None, metavar="N",
         help="links followed from a root at most N hops deep (default: no limit)")
     add("--max-pages", type=positive(int), default=None, metavar="N",
@@ -185,10 +191,30 @@ def add_session_options(p: argparse.ArgumentParser, *, join: bool = False) -> No
                  "(default: the roots' hosts)")
 
 
-def add_warc(p: argparse.ArgumentParser) -> None:
-    """`--warc`, for crawl, demo and resume (cli/state_file.py writes it)."""
+def add_warc(p: argparse.ArgumentParser, *, wacz: bool = True) -> None:
+    """`--warc` and its companions, for crawl, demo, resume and join (cli/archive.py builds the sink)."""
     p.add_argument("--warc", metavar="FILE.warc.gz", default=None,
-                   help="write a WARC 1.1 archive of every response (default: none)")
+                   help="write WARC 1.1 archives FILE-00000.warc.gz, FILE-00001.warc.gz ... and their CDXJ "
+                        "index FILE.cdxj beside them (default: none)")
+    p.add_argument("--warc-max-size", metavar="SIZE", default=None, type=_size,
+                   help="start the next WARC file once one passes SIZE: 500M, 1G, ... (default: 1G)")
+    p.add_argument("--no-dedup", action="store_true",
+                   help="write every payload in full; by default a payload already archived is a revisit record")
+    p.add_argument("--dedup-from", metavar="FILE", action="append", default=[],
+                   help="also deduplicate against an earlier crawl: its .cdxj index or its --state file; "
+                        "repeatable (default: this crawl's own archive only)")
+    if wacz:
+        p.add_argument("--wacz", metavar="FILE.wacz", default=None,
+                       help="when the crawl ends, pack the WARCs, index and page list into this WACZ (default: none)")
+
+
+def _size(text: str) -> int:
+    from ..core.output.warc import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
@@ -207,8 +233,19 @@ def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
         output=args.output,
         queue_by=args.queue_by, max_crawl_delay=args.max_crawl_delay, delay_factor=args.delay_factor,
         host_max_failures=args.host_max_failures, max_pages_per_host=args.max_pages_per_host,
-        **session_options(args),
+        ignore_sets=ignore_sets(args), **session_options(args),
     )
+
+
+def ignore_sets(args: argparse.Namespace) -> tuple[str, ...]:
+    """`global`, plus --ignore-set, minus --no-ignore-set; an unknown name is a usage error."""
+    from ..core.steering.ignore_sets import DEFAULT, NAMES, unknown
+
+    on, off = list(getattr(args, "ignore_set", [])), list(getattr(args, "no_ignore_set", []))
+    bad = unknown(on + off)
+    if bad:
+        raise UsageError(f"no ignore set {bad[0]!r}: the sets are {', '.join(NAMES)}")
+    return tuple(n for n in dict.fromkeys([*DEFAULT, *on]) if n not in off)
 
 
 def session_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from ..core.config import CrawlConfig
 from ..core.monitor.sanitize import clean
 from ..core.sockets.rundir import state_dir
 from . import hangup
+from .archive import archive_argv
 from .engine import final_report
 from .monitor import run_monitor
 
@@ -43,7 +44,7 @@ def supervise(args: argparse.Namespace, name: str, config: CrawlConfig, join: Ma
         logs = state_dir() / "log"
         logs.mkdir(mode=0o700, parents=True, exist_ok=True)
         children = [child(join, url, name, config.concurrency, logs / f"{name}.p{i}.log", args.output, i,
-                          secret_argv(config, i))
+                          [*secret_argv(config, i), *archive_argv(args)])
                     for i in range(1, args.processes + 1)]
         hup = hangup.Hangup(getattr(args, "on_hangup", "detach"), None, name=name)
         if not args.headless and sys.stdout.isatty():

@@ -31,8 +31,6 @@ def check_mix(args: argparse.Namespace) -> None:
         return
     if getattr(args, "state", None):
         raise UsageError("--state and --redis/--processes don't mix: a shared crawl keeps its state in Redis")
-    if args.processes and getattr(args, "warc", None):
-        raise UsageError("--warc needs one process: with --processes, keep -o per process instead")
     if args.processes and getattr(args, "detach", False):
         raise UsageError("--detach and --processes don't mix: start with crawl --redis URL --detach, "
                          "then add engines with join NAME --redis URL --detach")

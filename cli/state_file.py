@@ -16,23 +16,26 @@ from ..core.crawler import Crawler
 from ..core.errors import StateError
 from ..core.monitor.sanitize import clean
 from ..core.output.records import Sink
-from ..core.output.warc import WarcSink
 from ..core.secrets import require
 from ..core.storage.open_state import open_state
 from ..core.storage.store import STATUS_FINISHED, STATUS_STOPPED, SqliteStore
+from . import archive
 from .options import Parser, add_crawl_options, add_warc, config_from
 from .run import run_crawler
 
 # argparse dest -> CrawlConfig field, for options that a resume may override
 _FIELD = {"no_robots": "robots", "no_sitemaps": "sitemaps", "no_requisites": "requisites",
-          "no_external": "external", "no_fragments": "fragments",
-          "header": "headers", "header_host": "header_hosts", "no_proxy": "env_proxy"}
-_NOT_CONFIG = {"headless", "exit_on_finish", "warc", "state", "fast", "command", "roots", "_pos"}
+          "no_external": "external", "no_fragments": "fragments", "ignore_set": "ignore_sets",
+          "no_ignore_set": "ignore_sets", "header": "headers", "header_host": "header_hosts", "no_proxy": "env_proxy"}
+_NOT_CONFIG = {"headless", "exit_on_finish", "warc", "state", "fast", "command", "roots", "_pos",
+               "warc_max_size", "no_dedup", "dedup_from", "wacz"}
 
 
-def extra_sinks(args: argparse.Namespace) -> list[Sink]:
-    """Sinks for a crawl without --state."""
-    return [WarcSink(args.warc, append=False)] if getattr(args, "warc", None) else []
+def extra_sinks(args: argparse.Namespace, config: CrawlConfig, shared: tuple[str, str] | None = None) -> list[Sink]:
+    """Sinks for a crawl without --state: the WARC of --warc (cli/archive.py); `shared`:
+    the (Redis URL, name) of a shared crawl."""
+    options = archive.options_of(args)
+    return [archive.sink(options, config, shared)] if options else []
 
 
 def explicit_options(argv: Sequence[str], command: str) -> set[str]:
@@ -90,6 +93,9 @@ def _crawl(args: argparse.Namespace, argv: list[str]) -> int:
     config, store = open_state(path, config, overrides, resume_only=resume_only)
     try:
         config = _secrets(config, store, overrides, path)
+        saved_sets = store.settings.get("ignore_sets")  # turned on or off live (core/steering/steer.py)
+        if store.resumed and "ignore_sets" not in overrides and isinstance(saved_sets, list):
+            config = dataclasses.replace(config, ignore_sets=tuple(str(s) for s in saved_sets))
         if store.finished:
             print(f"crawltop: {clean(path)}: this crawl already finished ({store.resumed_records} records); "
                   f"nothing to do. Export its records with: crawltop export {clean(path)} --jsonl FILE",
@@ -106,11 +112,11 @@ def _crawl(args: argparse.Namespace, argv: list[str]) -> int:
                   file=sys.stderr)
         crawler = Crawler(dataclasses.replace(config, output=None), frontier=store, sinks=[store.sink])
         crawler.stats.resumed_from = store.resumed_records
-        _add_output_sinks(crawler, args, config, store)
+        warc = _add_output_sinks(crawler, args, config, store)
         code = run_crawler(crawler, args)
         status = STATUS_FINISHED if store.unfinished == 0 else STATUS_STOPPED
         store.save_session(status=status, paused=crawler.paused, concurrency=crawler.concurrency)
-        return code
+        return archive.wacz(warc) or code
     finally:
         store.close()
 
@@ -129,7 +135,7 @@ def _secrets(config: CrawlConfig, store: SqliteStore, overrides: dict[str, objec
 
 
 def _add_output_sinks(crawler: Crawler, args: argparse.Namespace, config: CrawlConfig,
-                      store: SqliteStore) -> None:
+                      store: SqliteStore) -> dict[str, object] | None:
     if config.output:
         # With a state file the JSONL is written by the store after each commit, and a
         # resume first copies what a kill left unwritten: the file always equals `export`.
@@ -137,8 +143,12 @@ def _add_output_sinks(crawler: Crawler, args: argparse.Namespace, config: CrawlC
         if store.jsonl_caught_up:
             print(f"crawltop: {clean(config.output)}: {store.jsonl_caught_up} records copied from the state "
                   "(committed but not yet written out when the last run stopped)", file=sys.stderr)
-    warc = args.warc or store.settings.get("warc")
-    if args.warc:
-        store.set_setting("warc", os.path.abspath(args.warc))
+    saved = store.settings.get("warc_options")
+    if not isinstance(saved, dict):  # a state file from before issue 28 kept only the path
+        saved = {"warc": store.settings["warc"]} if store.settings.get("warc") else None
+    warc = archive.options_of(args, saved)
     if warc:
-        crawler.sinks.append(WarcSink(warc, append=store.resumed))
+        store.set_setting("warc", warc["warc"])
+        store.set_setting("warc_options", warc)
+        crawler.sinks.append(archive.sink(warc, config))
+    return warc

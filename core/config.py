@@ -63,3 +63,7 @@ class CrawlConfig:
     cookies: str | None = None
     save_cookies: str | None = None
     cookie_jar: str | None = None
+    # -- issue 28: curated ignore sets (core/steering/ignore_sets.py) on at the start. The CLI
+    # turns `global` on unless --no-ignore-set global; none here, so an embedded Crawler (and
+    # every engine test) sees exactly the ignores it is given.
+    ignore_sets: tuple[str, ...] = ()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -35,7 +35,7 @@ from .queueing.hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Ho
 from .queueing.kinds import EXTERNAL, PAGE, is_stylesheet
 from .queueing.parts import Failing, Lookup, Scheduled
 from .queueing.scope import Scope
-from .steering.ignores import IgnoreResult, Ignores, IgnoreView
+from .steering.ignores import IgnoreResult, Ignores, IgnoreSetView, IgnoreView
 from .steering.steer import SeedResult, Steering
 from .surface import Parts
 
@@ -204,6 +204,12 @@ class Crawler:
 
     def ignores(self) -> tuple[IgnoreView, ...]:
         return self.steering.ignores()
+
+    async def set_ignore_set(self, name: str, on: bool) -> IgnoreResult:
+        return await self.steering.set_ignore_set(name, on)
+
+    def ignore_sets(self) -> tuple[IgnoreSetView, ...]:
+        return self.steering.ignore_sets()
 
     def add_seed(self, url: str) -> SeedResult:
         return self.steering.add_seed(url)
@@ -384,6 +390,10 @@ class Crawler:
             self.frontier.requeue(item._replace(tries=retry.tries), retry.after)
             self.queue_stats.added(item.url)
             return
+        except _KeptOnCancel as kept:  # fetched and archived: it ends here, with its Record
+            kept.record.elapsed_ms = round((self.stats.clock() - started) * 1000, 1)
+            self._emit(kept.record)
+            raise
         except asyncio.CancelledError:
             # Cancelled (cancel_worker or stop): the URL goes back, with the try it was on spent.
             self.frontier.requeue(item._replace(tries=ws.tries))
@@ -421,7 +431,9 @@ class Crawler:
         """_admit, returning the URL's queue-view prefix (None: not queued)."""
         if self.config.max_pages is not None and self.frontier.seen_count >= self.config.max_pages:
             return None
-        if self.ignore_rules and self.steering.stopped(url):
+        # Ignores (the `global` set is on by default) are asked only of links never seen: most
+        # links are seen already, and for those this is one lookup instead of an Item and add().
+        if self.ignore_rules and (self.frontier.seen(url) or self.steering.stopped(url)):
             return None
         if not self.frontier.add(Item(url, redirects_left, depth, 0, via, discovery)):
             return None
@@ -460,9 +472,10 @@ class Crawler:
         self.stats.page(ws.host or "", resp.status, record.size, (self.stats.clock() - started) * 1000, kind)
         if resp.truncated:
             self.stats.truncated += 1
-        for sink in self._response_sinks:  # WARC: built only when someone keeps responses
-            sink.response(item.url, resp.status, resp.reason, list(resp.headers.items()),
-                          resp.body, list(resp.request_headers.items()), truncated=resp.truncated)
+        written = [w for sink in self._response_sinks  # WARC: built only when someone keeps responses
+                   if (w := sink.response(item.url, resp.status, resp.reason, list(resp.headers.items()),
+                                          resp.body, list(resp.request_headers.items()),
+                                          truncated=resp.truncated, digest=resp.digest)) is not None]
         if resp.status in REDIRECTS:
             await self._redirect(item, resp, record)
         elif retryable(resp.status):
@@ -476,7 +489,24 @@ class Crawler:
         elif self.kinds.requisites and is_stylesheet(resp.mime, item.discovery) and resp.status < 300:
             self.stats.set_phase(ws, "parsing")
             self._parse(item, resp, record, css=True)
+        if written:  # the URL counts as done only once its records are in the file (issue 28)
+            await self._written(written, record)
         return record
+
+    async def _written(self, futures: list[Awaitable[None]], record: Record) -> None:
+        """Wait for the archive to hold this response. Cancelled meanwhile (a stop), the wait
+        finishes blocking (the records are already queued: a moment) and the Record is kept
+        (`_KeptOnCancel`), so the URL is not fetched, and archived, twice."""
+        try:
+            for w in futures:
+                await w
+        except asyncio.CancelledError:
+            for sink in self._response_sinks:
+                sink.flush()
+            raise _KeptOnCancel(record) from None
+        except OSError as exc:  # the archive's disk: the crawl stops and says so
+            self._fail(exc)
+            raise
 
     async def _fetch_scheduled(self, ws: WorkerState, item: Item, record: Record, host: Host) -> Response | None:
         """One attempt; the host was due, so it goes out at once. A failure with tries
@@ -607,6 +637,15 @@ class Crawler:
         del text
         if large:
             malloc.trim()
+
+
+class _KeptOnCancel(asyncio.CancelledError):
+    """A cancel that arrived once the URL's response was fetched and archived: its Record
+    is emitted and the URL counts as done, then the worker stops as cancelled."""
+
+    def __init__(self, record: Record) -> None:
+        super().__init__()
+        self.record = record
 
 
 class _Retry(Exception):

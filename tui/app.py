@@ -26,7 +26,7 @@ from ..core.errors import describe
 from ..core.monitor.queueview import QueueView
 from ..core.monitor.sanitize import clean
 from ..core.monitor.stats import Snapshot
-from ..core.steering.ignores import IgnoreView
+from ..core.steering.ignores import IgnoreSetView, IgnoreView
 from ..core.surface import Ignoring, Monitor, Steer
 from . import fmt
 from .actions import bindings, help_lines
@@ -444,6 +444,33 @@ class CrawlApp(App[int]):
     def crawler_ignores(self) -> tuple[IgnoreView, ...]:
         steer = self.crawler.parts.steer
         return tuple(steer.ignores()) if steer is not None else ()
+
+    def crawler_ignore_sets(self) -> tuple[IgnoreSetView, ...]:
+        steer = self.crawler.parts.steer
+        return tuple(steer.ignore_sets()) if steer is not None else ()
+
+    def action_ignore_set(self, value: str = "") -> None:
+        """The ignores screen's `s`: a curated set's name; on if it is off, off if it is on."""
+        steer = self.crawler.parts.steer
+        if steer is None:
+            self.notify("Ignore sets are an engine's: not available here", severity="warning", timeout=3)
+            return
+        names = [s.name for s in steer.ignore_sets()]
+
+        async def apply(name: str) -> str | None:
+            on = name.strip() not in {s.name for s in steer.ignore_sets() if s.on}
+            result = await steer.set_ignore_set(name.strip(), on)
+            if not result.ok:
+                return result.error
+            self.notify(f"Ignore set {name.strip()} on: {fmt.count(result.dropped)} queued URLs dropped" if on
+                        else f"Ignore set {name.strip()} off", timeout=4, markup=False)
+            self.refresh_now()
+            if isinstance(self.screen, IgnoresScreen):
+                self.screen.show()
+            return None
+
+        self.push_screen(TextPrompt(f"Turn an ignore set on or off ({', '.join(names)}):", value=value,
+                                    placeholder="blogs", apply=apply, id="ignore-set-prompt"))
 
     def crawler_queue_view(self) -> QueueView | None:
         steer = self.crawler.parts.steer

@@ -36,21 +36,27 @@ def crawl(args: argparse.Namespace, roots: Sequence[str]) -> int:
     if shared.wants_cluster(args):
         return run_shared(args, config_from(args, roots))
     from ...core.crawler import Crawler
+    from ..archive import options_of, wacz
     from ..run import run_crawler
     from ..state_file import extra_sinks
 
-    crawler = Crawler(config_from(args, roots), sinks=extra_sinks(args))
-    return run_crawler(crawler, args)
+    config = config_from(args, roots)
+    crawler = Crawler(config, sinks=extra_sinks(args, config))
+    code = run_crawler(crawler, args)
+    return wacz(options_of(args)) or code
 
 
 def run_shared(args: argparse.Namespace, config: CrawlConfig) -> int:
     """`crawl`/`demo` with --redis (this process one engine) or --processes (N children)."""
     name = shared.name_of(args, config.roots)
+    from ..archive import options_of, wacz
+
     if args.processes:
         from ..processes import supervise
         from .join import child_main
 
-        return supervise(args, name, config, child_main)
+        code = supervise(args, name, config, child_main)
+        return wacz(options_of(args)) or code
     import asyncio
 
     from ...core.cluster.oneshot import start
@@ -58,4 +64,5 @@ def run_shared(args: argparse.Namespace, config: CrawlConfig) -> int:
 
     if asyncio.run(start(args.redis, name, config)) == "finished":
         return shared.finished(args.redis, name)
-    return engine(args, args.redis, name, config)
+    code = engine(args, args.redis, name, config)
+    return wacz(options_of(args)) or code

@@ -32,7 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ctl.add_argument("name", metavar="NAME", help="the crawl's name (crawltop ls)")
     ctl.add_argument("action", metavar="ACTION",
                      help="pause | resume | stop | concurrency N | cancel-worker ID | status | "
-                          "ignore add|remove REGEX | ignore list | seed URL | host pause|resume HOST | "
+                          "ignore add|remove REGEX | ignore list | ignore sets | ignore set NAME on|off | "
+                          "seed URL | host pause|resume HOST | "
                           "host delay HOST SECONDS | hosts [--sort KEY] [--state STATE] [--json]")
     ctl.add_argument("value", nargs="*", metavar="ARG", help="the action's arguments (see ACTION)")
     ctl.add_argument("--json", action="store_true",
@@ -100,7 +101,7 @@ def run_ctl(args: argparse.Namespace) -> int:
 # -- steering (issue 11): ignores, seeds, hosts ---------------------------------------------
 STEER_ACTIONS = ("ignore", "seed", "host")
 STEER_USAGE = {
-    "ignore": "ignore add REGEX | ignore remove REGEX | ignore list",
+    "ignore": "ignore add REGEX | ignore remove REGEX | ignore list | ignore sets | ignore set NAME on|off",
     "seed": "seed URL",
     "host": "host pause HOST | host resume HOST | host delay HOST SECONDS",
 }
@@ -114,6 +115,10 @@ def _steer_request(action: str, words: list[str]) -> tuple[str, dict[str, Any]] 
             return "ignores", {}
         if sub in ("add", "remove") and len(rest) == 1:
             return f"ignore_{sub}", {"pattern": rest[0]}
+        if sub == "sets" and not rest:
+            return "ignore_sets", {}
+        if sub == "set" and len(rest) == 2 and rest[1] in ("on", "off"):
+            return "ignore_set", {"name": rest[0], "on": rest[1] == "on"}
     elif action == "seed" and len(words) == 1:
         return "seed_add", {"url": words[0]}
     elif action == "host":
@@ -138,9 +143,14 @@ def run_steer(args: argparse.Namespace) -> int:
             result = c.call(op, **kwargs)["result"]
     except (UsageError, RemoteError, OSError) as exc:
         return _fail(str(exc))
-    if op == "ignores":
+    if op in ("ignores", "ignore_sets"):
         for rule in result:
             print(json.dumps(rule))
+    elif op == "ignore_set":
+        if not result["ok"]:
+            return _fail(result["error"])
+        print(f"ignore set {kwargs['name']} on: {result['dropped']} queued URLs dropped" if kwargs["on"]
+              else f"ignore set {kwargs['name']} off")
     elif op in ("ignore_add", "seed_add"):
         if not result["ok"]:
             return _fail(result["error"])

@@ -14,7 +14,7 @@ from ...core.monitor.sanitize import clean
 from ...core.secrets import require
 from ...core.sockets.rundir import check_name
 from .. import hangup, shared
-from ..options import Parser, add_crawl_options, add_session_options, positive, session_options
+from ..options import Parser, add_crawl_options, add_session_options, add_warc, positive, session_options
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     join.add_argument("--exit-on-finish", action="store_true", help="TUI: close when the crawl ends")
     join.add_argument("--detach", action="store_true", help="run in the background (default: off)")
     hangup.add_argument(join)
+    add_warc(join, wacz=False)  # this process's own WARC files of the series (cli/archive.py)
     add_session_options(join, join=True)  # the secrets: never in Redis, given to each process
     # --processes' children: their parent writes the whole crawl's report, once
     join.add_argument("--no-final-report", action="store_true", help=argparse.SUPPRESS)

@@ -33,6 +33,8 @@ hash tag: all keys of one crawl land on one shard, so the scripts may touch them
   ctl           HASH   whole-crawl control: paused (0|1), stop (0|1), concurrency
   ctl:PROC      HASH   the same for one process; overrides the whole-crawl fields
   ignores       HASH   live ignore patterns of the whole crawl (pattern -> who added it)
+  digests       HASH   --warc: each archived payload's first copy (20-byte SHA-1 -> "uri date
+                       record-id"), so every process writes a revisit for the others' payloads
 
 Items are JSON arrays [url, redirects_left, depth, tries, via, discovery]: Lua's cjson
 reads them when a reap counts one more try.
@@ -62,6 +64,7 @@ class Keys:
         self.idle, self.bell = p + "idle", p + "bell"
         self.owner, self.procs, self.rec, self.count = p + "owner", p + "procs", p + "rec", p + "count"
         self.ctl, self.beats, self.ignores, self.left = p + "ctl", p + "beats", p + "ignores", p + "left"
+        self.digests = p + "digests"
 
     def held(self, proc: str) -> str:
         return f"{self.prefix}held:{proc}"

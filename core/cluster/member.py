@@ -22,7 +22,7 @@ from ..errors import UsageError
 from ..monitor.queueview import QueueView
 from ..monitor.stats import HostView, Snapshot, Stats
 from ..sockets.protocol import encode_snapshot, rings
-from ..steering.ignores import IgnoreResult, Ignores, IgnoreView
+from ..steering.ignores import IgnoreResult, Ignores, IgnoreSetView, IgnoreView
 from ..steering.steer import SeedResult
 from ..surface import HasRoots, Parts
 from . import scripts
@@ -102,6 +102,14 @@ class Member:
 
     def add_seed(self, url: str) -> SeedResult:
         return self.engine.add_seed(url)
+
+    async def set_ignore_set(self, name: str, on: bool) -> IgnoreResult:
+        """This process's engine only: each process of a shared crawl starts with the crawl's
+        sets (its settings in Redis); a live toggle is per process (docs/scaling.md)."""
+        return await self.engine.set_ignore_set(name, on)
+
+    def ignore_sets(self) -> tuple[IgnoreSetView, ...]:
+        return self.engine.ignore_sets()
 
     def pause_host(self, host: str) -> bool:
         return self.engine.pause_host(host)

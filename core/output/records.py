@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, fields
 from typing import IO, Protocol, runtime_checkable
 
@@ -89,7 +90,12 @@ class ResponseSink(Sink, Protocol):
 
     def response(self, url: str, status: int, reason: str, headers: list[tuple[str, str]], body: bytes,
                  request_headers: list[tuple[str, str]], *, truncated: bool | None = None,
-                 method: str = "GET") -> None: ...
+                 method: str = "GET", digest: str | None = None) -> Awaitable[None] | None:
+        """Keep one response; what it returns, if anything, is awaited before the URL
+        counts as done (the WARC: written to the file, issue 28)."""
+
+    def flush(self) -> None:
+        """Block until every response handed over is kept (a stop's last moment)."""
 
 
 @runtime_checkable

@@ -72,6 +72,8 @@ COMMANDS: dict[str, Command] = {
     "ignore_add": Command("add_ignore", (("pattern", str),)),
     "ignore_remove": Command("remove_ignore", (("pattern", str),)),
     "ignores": Command("ignores", steers=False),
+    "ignore_set": Command("set_ignore_set", (("name", str), ("on", bool))),  # a coroutine, as add_ignore
+    "ignore_sets": Command("ignore_sets", steers=False),
     "seed_add": Command("add_seed", (("url", str),)),
     "host_pause": Command("pause_host", (("host", str),)),
     "host_resume": Command("resume_host", (("host", str),)),

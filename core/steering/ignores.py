@@ -9,6 +9,10 @@ queued. Each pattern counts what it did: queued URLs dropped and later links sto
 All patterns are searched in one RE2 set (core/queueing/patterns.py): linear time, one call per
 link however many patterns there are. Matching is only asked for links never seen
 before, so the per-link cost is paid once per new URL, not per occurrence.
+
+Curated sets (core/steering/ignore_sets.py: `global` on by default, `mediawiki`, ...) are
+rules like the others, each with its `source` (the set's name; "" for a live pattern), in
+the same RE2 set; the `global` set's repeated-path-segment check runs in code after it.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from typing import Any
 
 from ..errors import PatternError
 from ..queueing.patterns import PatternSet, check
+from .ignore_sets import REPEATS, load, repeated_segments
 
 SETTING = "ignores"  # the key in a --state file's settings
 
@@ -29,9 +34,17 @@ class IgnoreRule:
     added: float  # wall clock (time.time()), so it means something after a resume
     dropped: int = 0  # queued URLs taken off the queue when the pattern was added
     stopped: int = 0  # later links that matched and were never queued
+    source: str = ""  # the ignore set it came from; "" for a pattern added live or by hand
 
     def to_json(self) -> dict[str, Any]:
-        return {"pattern": self.pattern, "added": self.added, "dropped": self.dropped, "stopped": self.stopped}
+        out = {"pattern": self.pattern, "added": self.added, "dropped": self.dropped, "stopped": self.stopped}
+        if self.source:
+            out["source"] = self.source
+        return out
+
+    def reason(self) -> str:
+        """What a dropped URL's record says: the pattern, and its set."""
+        return f"{self.pattern} (ignore set {self.source})" if self.source else self.pattern
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +55,17 @@ class IgnoreView:
     added: float
     dropped: int
     stopped: int
+    source: str = ""  # the ignore set; "" for a live pattern
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoreSetView:
+    """One ignore set as `ctl NAME ignore sets` and the ignores screen show it."""
+
+    name: str
+    description: str
+    on: bool
+    patterns: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +83,8 @@ class Ignores:
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._rules: list[IgnoreRule] = []
+        self._regex: list[IgnoreRule] = []  # the rules in the RE2 set, in its order
+        self._repeats: IgnoreRule | None = None  # the global set's check in code, when on
         self._set = PatternSet()
         self._clock = clock
         self.on_change: Callable[[list[dict[str, Any]]], None] | None = None  # persistence hook
@@ -100,9 +126,49 @@ class Ignores:
         self._rebuild()
         return True
 
+    # -- sets --------------------------------------------------------------------------
+    def enable_set(self, name: str) -> list[IgnoreRule]:
+        """Add a set's patterns (ValueError for an unknown set); returns the rules added
+        (none if it was on already). A pattern already present keeps its first rule."""
+        if name in self.enabled_sets():
+            return []
+        have = {r.pattern for r in self._rules}
+        now = self._clock()
+        s = load(name)
+        added = [IgnoreRule(p.pattern, now, source=name) for p in s.patterns if p.pattern not in have]
+        if s.repeats:
+            added.append(IgnoreRule(REPEATS, now, source=name))
+        self._rules += added
+        self._rebuild()
+        return added
+
+    def disable_set(self, name: str) -> bool:
+        before = len(self._rules)
+        self._rules = [r for r in self._rules if r.source != name]
+        if len(self._rules) == before:
+            return False
+        self._rebuild()
+        return True
+
+    def enabled_sets(self) -> list[str]:
+        return list(dict.fromkeys(r.source for r in self._rules if r.source))
+
+    def sync_sets(self, names: tuple[str, ...] | list[str]) -> None:
+        """Exactly these sets on (a start: the crawl's settings), keeping counts of those on."""
+        for name in self.enabled_sets():
+            if name not in names:
+                self.disable_set(name)
+        for name in names:
+            self.enable_set(name)
+
     def _rebuild(self) -> None:
-        self._set = PatternSet([r.pattern for r in self._rules])
+        self._index()
         self.changed()
+
+    def _index(self) -> None:
+        self._regex = [r for r in self._rules if r.pattern != REPEATS]
+        self._repeats = next((r for r in self._rules if r.pattern == REPEATS), None)
+        self._set = PatternSet([r.pattern for r in self._regex])
 
     def changed(self) -> None:
         """Tell the persistence hook (counts changed, or the list)."""
@@ -114,13 +180,17 @@ class Ignores:
         if not self._rules:
             return None
         hits = self._set.match(url)
-        return self._rules[min(hits)] if hits else None
+        if hits:
+            return self._regex[min(hits)]
+        if self._repeats is not None and repeated_segments(url):
+            return self._repeats
+        return None
 
     def rules(self) -> list[IgnoreRule]:
         return list(self._rules)
 
     def views(self) -> tuple[IgnoreView, ...]:
-        return tuple(IgnoreView(r.pattern, r.added, r.dropped, r.stopped) for r in self._rules)
+        return tuple(IgnoreView(r.pattern, r.added, r.dropped, r.stopped, r.source) for r in self._rules)
 
     def to_json(self) -> list[dict[str, Any]]:
         return [r.to_json() for r in self._rules]
@@ -131,10 +201,12 @@ class Ignores:
         for raw in saved if isinstance(saved, list) else ():
             try:
                 pattern = str(raw["pattern"])
-                check(pattern)
+                source = str(raw.get("source") or "")
+                if not (source and pattern == REPEATS):
+                    check(pattern)
                 rules.append(IgnoreRule(pattern, float(raw.get("added", 0.0)),
-                                        int(raw.get("dropped", 0)), int(raw.get("stopped", 0))))
-            except (KeyError, TypeError, ValueError):
+                                        int(raw.get("dropped", 0)), int(raw.get("stopped", 0)), source))
+            except (KeyError, TypeError, ValueError, PatternError):
                 continue
         self._rules = rules
-        self._set = PatternSet([r.pattern for r in rules])
+        self._index()

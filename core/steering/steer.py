@@ -23,9 +23,11 @@ from ..queueing.hosts import STATES, Host, Hosts
 from ..queueing.parts import Settings
 from ..queueing.patterns import PatternSet
 from ..queueing.scope import Scope
-from .ignores import SETTING, IgnoreResult, Ignores, IgnoreView
+from .ignore_sets import NAMES, REPEATS, load, repeated_segments
+from .ignores import SETTING, IgnoreResult, Ignores, IgnoreSetView, IgnoreView
 
 SEEDS = "seeds"  # settings key: seeds added while running (their hosts join the scope)
+SETS = "ignore_sets"  # settings key: the ignore sets on (a live toggle; resume keeps it)
 MAX_DELAY = 3600.0
 # host_table sorts: (key, descending)
 HOST_SORTS: dict[str, tuple[Callable[[HostView], Any], bool]] = {
@@ -81,6 +83,7 @@ class Steering:
                 if isinstance(seed, str) and canonical(seed) == seed:
                     scope.add_root(seed)
             self.ignore_rules.on_change = lambda rules: self._save(SETTING, rules)
+        self.ignore_rules.sync_sets(config.ignore_sets)
 
     def _save(self, key: str, value: Any) -> None:
         if self._settings is not None:
@@ -110,6 +113,42 @@ class Steering:
         self.ignore_rules.changed()
         return IgnoreResult(True, pattern, None, len(removed))
 
+    async def set_ignore_set(self, name: str, on: bool) -> IgnoreResult:
+        """Turn a curated set on (its patterns stop later links at once, then its matching
+        queued URLs come off the queue, each with its Record naming the set) or off."""
+        if name not in NAMES:
+            return IgnoreResult(False, name, f"no ignore set {name!r}: the sets are {', '.join(NAMES)}")
+        if not on:
+            if not self.ignore_rules.disable_set(name):
+                return IgnoreResult(False, name, f"the ignore set {name} is not on")
+            self._save(SETS, self.ignore_rules.enabled_sets())
+            return IgnoreResult(True, name)
+        rules = self.ignore_rules.enable_set(name)
+        if not rules:
+            return IgnoreResult(False, name, f"the ignore set {name} is already on")
+        self._save(SETS, self.ignore_rules.enabled_sets())
+        mine = PatternSet([r.pattern for r in rules if r.pattern != REPEATS])
+        repeats = any(r.pattern == REPEATS for r in rules)
+        removed = await self.frontier.remove_matching(
+            lambda url: mine.search(url) or (repeats and repeated_segments(url)))
+        for item in removed:
+            self.queue_stats.taken(item.url)
+        for item in removed:
+            rule = self.ignore_rules.match(item.url) or rules[0]
+            rule.dropped += 1
+            record = Record(url=item.url, depth=item.depth, tries=item.tries, via=item.via, discovery=item.discovery)
+            record.fail(errors.Ignored(rule.reason()))
+            self._emit(record)
+            self.frontier.done(item)
+        self.stats.ignored += len(removed)
+        self.ignore_rules.changed()
+        return IgnoreResult(True, name, None, len(removed))
+
+    def ignore_sets(self) -> tuple[IgnoreSetView, ...]:
+        on = set(self.ignore_rules.enabled_sets())
+        return tuple(IgnoreSetView(n, load(n).description, n in on, len(load(n).patterns) + load(n).repeats)
+                     for n in NAMES)
+
     def remove_ignore(self, pattern: str) -> bool:
         """Later links matching it are admitted again (URLs it dropped stay dropped)."""
         return self.ignore_rules.remove(pattern)
@@ -118,9 +157,8 @@ class Steering:
         return self.ignore_rules.views()
 
     def stopped(self, url: str) -> bool:
-        """An ignore matches this never-seen link: count it and keep it out."""
-        if self.frontier.seen(url):
-            return False
+        """An ignore matches this link (the caller asks only of links never seen): count it
+        and keep it out."""
         rule = self.ignore_rules.match(url)
         if rule is None:
             return False

@@ -10,6 +10,7 @@ import csv
 import json
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -154,6 +155,51 @@ def test_sigkill_at_random_points_then_resume_until_done(site_url, tmp_path):
     assert len(exported(db, tmp_path)) == len(records)
 
 
+def test_sigkill_with_warc_every_fetched_url_is_in_the_archive(site_url, tmp_path):
+    """Issue 28: a URL is done only once its records are written to the file. Killed with
+    SIGKILL three times, resumed to the end: every URL with a status has its response or
+    revisit in the WARCs, and every file (a killed run's cut back to its last record) is
+    whole for `warcio check`."""
+    db, log, warc = tmp_path / "state.db", tmp_path / "log.txt", tmp_path / "arch.warc.gz"
+    rng = random.Random(int(os.environ.get("CRAWLTOP_KILL_SEED", random.randrange(1 << 30))))
+    kills = 0
+    for i, point in enumerate(sorted(rng.sample(range(200, EXPECTED.urls - 300), 3))):
+        args = ("crawl", site_url, "--state", str(db), "--warc", str(warc), "--warc-max-size", "256K") \
+            if i == 0 else ("resume", str(db))
+        proc = start(*args, *OPTS, out=log)
+        if wait_for(proc, lambda point=point: committed(db) >= point):
+            proc.kill()
+            proc.wait()
+            kills += 1
+    assert kills >= 2, log.read_text()
+    assert list(tmp_path.glob("*.open"))  # the last kill left its file open
+    for _ in range(3):
+        if setting(db, "status") == "finished":
+            break
+        res = run("resume", str(db), *OPTS)
+        assert res.returncode == 0, res.stdout + res.stderr
+    assert setting(db, "status") == "finished", log.read_text()
+
+    records = exported(db, tmp_path)
+    fetched = {r["url"] for r in records if r["status"] is not None}
+    assert not list(tmp_path.glob("*.open"))
+    files = sorted(tmp_path.glob("arch-*.warc.gz"))
+    assert len(files) > kills + 1  # rotated, and each run wrote its own next files
+    archived: Counter[str] = Counter()
+    for path in files:
+        check = subprocess.run([str(Path(sys.executable).parent / "warcio"), "check", str(path)],
+                               capture_output=True, text=True)
+        assert check.returncode == 0, (path.name, check.stdout, check.stderr)
+        with open(path, "rb") as fh:
+            for rec in ArchiveIterator(fh):
+                if rec.rec_type in ("response", "revisit"):
+                    archived[rec.rec_headers.get_header("WARC-Target-URI")] += 1
+    missing = fetched - set(archived)
+    assert not missing, f"{len(missing)} fetched URLs have no record in the WARCs: {sorted(missing)[:5]}"
+    index = (tmp_path / "arch.cdxj").read_text(encoding="utf-8").splitlines()
+    assert len(index) == sum(archived.values()) and index == sorted(index)
+
+
 def test_sigint_clean_stop_resume_warc_jsonl_and_export(site_url, tmp_path):
     db, log = tmp_path / "state.db", tmp_path / "log.txt"
     warc, jsonl = tmp_path / "crawl.warc.gz", tmp_path / "out.jsonl"
@@ -183,21 +229,29 @@ def test_sigint_clean_stop_resume_warc_jsonl_and_export(site_url, tmp_path):
     lines = [json.loads(x)["url"] for x in jsonl.read_text(encoding="utf-8").splitlines()]
     assert Counter(lines) == urls
 
-    # WARC: one response (and one request) per fetched URL, read back with warcio.
+    # WARC: one response or revisit (and one request) per fetched URL, read back with warcio;
+    # the resume wrote the series' next file, never into the first run's (issue 28).
     fetched = {r["url"] for r in records if r["status"] is not None}
     responses: Counter[str] = Counter()
     requests: Counter[str] = Counter()
-    with open(warc, "rb") as fh:
-        for rec in ArchiveIterator(fh):
-            assert rec.rec_headers.protocol == "WARC/1.1"
-            uri = rec.rec_headers.get_header("WARC-Target-URI")
-            if rec.rec_type == "response":
-                responses[uri] += 1
-                rec.content_stream().read()
-            elif rec.rec_type == "request":
-                requests[uri] += 1
+    files = sorted(tmp_path.glob("crawl-*.warc.gz"))
+    assert [f.name for f in files] == ["crawl-00000.warc.gz", "crawl-00001.warc.gz"]
+    assert not list(tmp_path.glob("*.open"))
+    for path in files:
+        with open(path, "rb") as fh:
+            for rec in ArchiveIterator(fh):
+                assert rec.rec_headers.protocol == "WARC/1.1"
+                uri = rec.rec_headers.get_header("WARC-Target-URI")
+                if rec.rec_type in ("response", "revisit"):
+                    responses[uri] += 1
+                    rec.content_stream().read()
+                elif rec.rec_type == "request":
+                    requests[uri] += 1
     assert set(responses) == fetched and set(responses.values()) == {1}
     assert requests == responses
+    # the state file names its archive: export --wacz finds the WARCs from it
+    res = run("export", str(db), "--wacz", str(tmp_path / "crawl.wacz"))
+    assert res.returncode == 0 and "WACZ of 2 WARC files" in res.stderr, res.stderr
 
     # Export to CSV as well.
     out_csv = tmp_path / "export.csv"
@@ -271,3 +325,33 @@ async def test_paused_state_and_concurrency_survive_quit(tmp_path):
         urls = Counter(r["url"] for r in store.records())
         store.close()
     assert len(urls) == EXPECTED.urls and max(urls.values()) == 1
+
+
+def test_dedup_from_an_earlier_crawls_state_file(site_url, tmp_path):
+    """Issue 28: `--dedup-from OLD.db` deduplicates against an earlier crawl: an unchanged
+    page is a revisit pointing at the URL and date of its copy in that crawl."""
+    old, warc = tmp_path / "old.db", tmp_path / "new.warc.gz"
+    res = run("crawl", site_url, "--state", str(old), "--max-pages", "80", "--headless", "-c", "1")
+    assert res.returncode == 0, res.stderr
+    earlier = {r["url"]: r for r in exported(old, tmp_path) if r["status"] == 200}
+    res = run("export", str(old), "--wacz", str(tmp_path / "old.wacz"))  # a state file without --warc
+    assert res.returncode == 2 and "wrote no WARC" in res.stderr and not (tmp_path / "old.wacz").exists()
+    res = run("crawl", site_url, "--warc", str(warc), "--dedup-from", str(old), "--max-pages", "80",
+              "--headless", "-c", "1", "--wacz", str(tmp_path / "new.wacz"))
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"new\.wacz: WACZ of 1 WARC files, \d+ index lines, \d+ pages", res.stderr)  # at the end
+    kinds: Counter[str] = Counter()
+    old_digests = {r["digest"] for r in earlier.values()}
+    with open(tmp_path / "new-00000.warc.gz", "rb") as fh:
+        for rec in ArchiveIterator(fh):
+            digest = rec.rec_headers.get_header("WARC-Payload-Digest")
+            if rec.rec_type == "revisit":
+                target = rec.rec_headers.get_header("WARC-Refers-To-Target-URI")
+                assert digest == earlier[target]["digest"]
+                assert rec.rec_headers.get_header("WARC-Refers-To-Date") == earlier[target]["fetched_at"]
+            elif rec.rec_type == "response" and rec.http_headers.get_statuscode() == "200":
+                assert digest not in old_digests, rec.rec_headers.get_header("WARC-Target-URI")  # a changed page
+            kinds[rec.rec_type] += 1
+    assert kinds["revisit"] >= 10, kinds  # (the two crawls reach partly different pages by their 80th URL)
+    res = run("crawl", site_url, "--warc", str(warc), "--dedup-from", str(tmp_path / "nope.cdxj"), "--headless")
+    assert res.returncode == 2 and "--dedup-from" in res.stderr and "Traceback" not in res.stderr

@@ -289,7 +289,7 @@ async def test_detach_with_state_warc_and_output(site: str, rundir: Path, tmp_pa
     assert (await cli("ctl", "st", "stop"))[0] == 0
     await wait_gone(pid)
     records = out.read_text().splitlines()
-    assert len(records) > 20 and state.exists() and warc.stat().st_size > 0
+    assert len(records) > 20 and state.exists() and (tmp_path / "w-00000.warc.gz").stat().st_size > 0
     rc, exported, err = await cli("export", str(state), "--jsonl", "-")
     assert rc == 0, err
     urls = sorted(json.loads(r)["url"] for r in records)

@@ -95,10 +95,10 @@ async def test_digest_equals_the_warc_payload_digest(serve, tmp_path) -> None:
         "/gz": lambda req: _async(_gzipped(req)),
     })
     warc = tmp_path / "out.warc.gz"
-    sink = WarcSink(str(warc), append=False)
+    sink = WarcSink(str(warc))
     _, records = await _crawl_with(site.url + "/", sink)
     payload = {}
-    with open(warc, "rb") as fh:
+    with open(tmp_path / "out-00000.warc.gz", "rb") as fh:  # the series' first file (issue 28)
         for r in ArchiveIterator(fh):
             if r.rec_type == "response":
                 payload[r.rec_headers.get_header("WARC-Target-URI")] = r.rec_headers.get_header("WARC-Payload-Digest")
@@ -286,14 +286,14 @@ async def test_truncated_body_digest_matches_the_warc_and_fetched_at_is_the_last
     from crawltop.core import CrawlConfig, Crawler
 
     sink = ListSink()
-    wsink = WarcSink(str(warc), append=False)
+    wsink = WarcSink(str(warc))
     await Crawler(CrawlConfig(roots=(site.url + "/",), max_bytes=10_000, backoff=0.3),
                   sinks=[sink, wsink]).crawl()
     by = sink.by_url()
     cut = by[site.url + "/big"]
     assert cut.truncated and cut.size == 10_000
     assert cut.digest == "sha1:" + base64.b32encode(hashlib.sha1(big[:10_000]).digest()).decode()
-    with open(warc, "rb") as fh:
+    with open(tmp_path / "t-00000.warc.gz", "rb") as fh:
         digests = {r.rec_headers.get_header("WARC-Target-URI"): r.rec_headers.get_header("WARC-Payload-Digest")
                    for r in ArchiveIterator(fh) if r.rec_type == "response"}
     assert digests[site.url + "/big"] == cut.digest

@@ -15,7 +15,7 @@ import types
 from crawltop.core.cluster.procs import ProcessInfo, ProcessRow
 from crawltop.core.monitor.queueview import PrefixView, QueueView, Trap
 from crawltop.core.monitor.stats import TOP_HOSTS, ErrorEvent, HostView, MergeEvent, Snapshot, WorkerView
-from crawltop.core.steering.ignores import IgnoreResult, Ignores, IgnoreView
+from crawltop.core.steering.ignores import IgnoreResult, Ignores, IgnoreSetView, IgnoreView
 from crawltop.core.steering.steer import HOST_SORTS, SeedResult
 from crawltop.core.surface import Parts
 
@@ -145,6 +145,8 @@ def sample_ignores() -> tuple[IgnoreView, ...]:
         IgnoreView(r"^https?://127\.0\.0\.1:8080/calendar/", ADDED, 4_812, 1_377),
         IgnoreView(r"[?&]sessionid=", ADDED + 95, 0, 212),
         IgnoreView(r"\.(jpg|png|gif)$", ADDED + 300, 31, 8),
+        IgnoreView("%25252525", ADDED - 60, 0, 3, "global"),
+        IgnoreView("(repeated path segments)", ADDED - 60, 2, 41, "global"),
     )
 
 
@@ -288,6 +290,12 @@ class FrozenCrawler:
             return IgnoreResult(False, pattern, reason)
         self.ignore_views += (IgnoreView(pattern, ADDED + 600, 0, 0),)
         return IgnoreResult(True, pattern)
+
+    def ignore_sets(self) -> tuple[IgnoreSetView, ...]:
+        return (IgnoreSetView("global", "loops and junk", True, 16), IgnoreSetView("blogs", "calendars", False, 10))
+
+    async def set_ignore_set(self, name: str, on: bool) -> IgnoreResult:
+        return IgnoreResult(True, name)
 
     def remove_ignore(self, pattern: str) -> bool:
         before = len(self.ignore_views)

@@ -132,3 +132,30 @@ async def test_h_pauses_the_selected_host_in_the_hosts_panel(serve) -> None:
         await pilot.press("h")
         await until(pilot, lambda: isinstance(app.screen, SummaryScreen), 30)
     assert len(sink.records) == 31 and all(r.status == 200 for r in sink.records)
+
+
+async def test_ignores_screen_shows_each_patterns_set_and_turns_a_set_on() -> None:
+    """Issue 28: `I` lists the global set's patterns with their set; `s` then a set's name
+    turns it on live: its queued calendar URLs leave the queue, each with its record."""
+    from support.ignoresite import start_ignore_site
+
+    site = await start_ignore_site()
+    try:
+        crawler, sink, app = make(site.url + "/", concurrency=1, delay=0.05, sitemaps=False, ignore_sets=("global",))
+        async with app.run_test(size=(120, 30)) as pilot:
+            await until(pilot, lambda: any("/cal/" in i.url for i in crawler.frontier.peek(50)), 30)
+            await pilot.press("I")
+            await until(pilot, lambda: isinstance(app.screen, IgnoresScreen))
+            screen = app.screen
+            await until(pilot, lambda: "global" in screen.table.line_of("%25252525"))
+            await pilot.press("s")
+            await until(pilot, lambda: isinstance(app.screen, TextPrompt) and isinstance(app.screen.focused, Input))
+            app.screen.query_one(Input).value = "blogs"
+            await pilot.press("enter")
+            await until(pilot, lambda: not isinstance(app.screen, TextPrompt))
+            assert "blogs" in crawler.ignore_rules.enabled_sets()
+            assert not any("/cal/" in i.url for i in crawler.frontier.peek(50))
+            crawler.stop()
+    finally:
+        await site.stop()
+    assert any("(ignore set blogs)" in (r.error or "") for r in sink.records)

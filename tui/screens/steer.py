@@ -43,6 +43,8 @@ class Steering(Protocol):
     """What these screens ask of the app (CrawlApp), which imports them: typed, not imported."""
 
     def crawler_ignores(self) -> tuple[Any, ...]: ...
+    def crawler_ignore_sets(self) -> tuple[Any, ...]: ...
+    def action_ignore_set(self, value: str = "") -> None: ...
     def crawler_queue_view(self) -> Any: ...
     def action_ignore(self, value: str = "") -> None: ...
     def remove_ignore(self, pattern: str) -> None: ...
@@ -105,6 +107,7 @@ class TextPrompt(ModalScreen[Any]):
 class IgnoresTable(DiffTable):
     COLUMNS = (
         Col("pattern", "pattern", None, 16),
+        Col("set", "set", 9),
         Col("added", "added", 9),
         Col("dropped", "dropped", 8, justify="right"),
         Col("stopped", "stopped", 8, justify="right"),
@@ -123,6 +126,7 @@ class IgnoresScreen(Screen[None]):
         Binding("escape", "close", "Back", id="ignores-back"),
         Binding("i", "add", "Add", id="ignores-add"),
         Binding("delete,d,backspace", "delete", "Delete", id="ignores-delete"),
+        Binding("s", "toggle_set", "Set on/off", id="ignores-set"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -134,7 +138,8 @@ class IgnoresScreen(Screen[None]):
             ("A pattern is an RE2 regex searched in the full URL. ", "dim"),
             ("dropped", "bold"),
             (": queued URLs taken off the queue when it was added (each recorded as Ignored). ", "dim"),
-            ("stopped", "bold"), (": later links it kept out. Deleting a pattern admits later links again.", "dim"),
+            ("stopped", "bold"), (": later links it kept out. Deleting a pattern admits later links again. ", "dim"),
+            ("set", "bold"), (": the curated ignore set it came from (s turns a set on or off).", "dim"),
         ), id="ignores-note")
         yield KeyBar()
 
@@ -144,12 +149,20 @@ class IgnoresScreen(Screen[None]):
 
     def show(self, snap: Any = None) -> None:
         rules = steering(self).crawler_ignores()
+        on = [s.name for s in steering(self).crawler_ignore_sets() if s.on]
         self.heading.show(("Ignore patterns ", "bold"), str(len(rules)),
                           ("   queued URLs dropped ", "dim"), fmt.count(sum(r.dropped for r in rules)),
-                          ("   links stopped ", "dim"), fmt.count(sum(r.stopped for r in rules)))
-        self.table.sync((r.pattern, (cell(r.pattern, "bold"), cell(_clock(r.added), "dim"),
+                          ("   links stopped ", "dim"), fmt.count(sum(r.stopped for r in rules)),
+                          ("   sets on ", "dim"), ", ".join(on) or "none")
+        self.table.sync((r.pattern, (cell(r.pattern, "bold"), cell(getattr(r, "source", ""), "dim"),
+                                     cell(_clock(r.added), "dim"),
                                      cell(fmt.count(r.dropped)), cell(fmt.count(r.stopped))))
                         for r in rules)
+
+    def action_toggle_set(self) -> None:
+        key = self.table.selected_key()
+        rule = next((r for r in steering(self).crawler_ignores() if r.pattern == key), None)
+        steering(self).action_ignore_set(getattr(rule, "source", "") if rule is not None else "")
 
     def action_add(self) -> None:
         steering(self).action_ignore()
