@@ -111,8 +111,9 @@ def main() -> None:
             per = (median([f[1] for f in whole]) - median([f[1] for f in frags])) / extra * 1000
             mem = (median([f[2] for f in whole]) - median([f[2] for f in frags])) * 1024 / extra
             print(f"a requisite costs {per:.2f} ms of CPU and {mem:.1f} kB of peak RSS ({extra:.0f} requisites)")
-        print(f"the fragment check costs {(median([f[1] for f in frags]) - median([f[1] for f in links])) / pages * 1000:.3f}"
-              f" ms of CPU and {median([f[2] for f in frags]) - median([f[2] for f in links]):.1f} MB of peak RSS "
+        frag_ms = (median([f[1] for f in frags]) - median([f[1] for f in links])) / pages * 1000
+        frag_mb = median([f[2] for f in frags]) - median([f[2] for f in links])
+        print(f"the fragment check costs {frag_ms:.3f} ms of CPU and {frag_mb:.1f} MB of peak RSS "
               f"over {pages:.0f} pages")
 
 
