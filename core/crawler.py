@@ -87,6 +87,7 @@ class Crawler:
         self._retired: set[asyncio.Task[None]] = set()
         self._failure: BaseException | None = None
         self._held: dict[int, Item] = {}
+        self._fetching: dict[str, int] = {}  # host -> its fetches in flight from this process
         self._next_id = 0
         self._unpaused = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -517,6 +518,10 @@ class Crawler:
         failure counts toward retiring the host; a success resets the count."""
         sched = self._sched
         assert sched is not None
+        if host.strikes and self._fetching.get(host.key):
+            # A host that stopped answering gets one request at a time (core/queueing/hosts.py
+            # _due); on Redis a batch popped before its strike arrived there must wait too.
+            raise _Retry(item.tries, self.config.backoff)
         loop = asyncio.get_running_loop()
         attempt = ws.tries = record.tries = item.tries + 1
         last = attempt >= self.config.max_tries
@@ -531,6 +536,8 @@ class Crawler:
         def reading() -> None:
             headers_in.append(True)
             self.stats.set_phase(ws, "reading")
+        fetching = self._fetching
+        fetching[host.key] = fetching.get(host.key, 0) + 1
         try:
             resp = await fetch_once(session, item.url, self.config.max_bytes, reading,
                                     (lambda: sched.started(host, loop.time())) if self._exact_gaps else None)
@@ -551,6 +558,11 @@ class Crawler:
         except BaseException:
             self._free_slot(ws)
             raise
+        finally:
+            if fetching[host.key] <= 1:
+                del fetching[host.key]
+            else:
+                fetching[host.key] -= 1
         self._free_slot(ws)
         if not retryable(resp.status):
             sched.succeeded(host, started, loop.time() - started)

@@ -84,9 +84,11 @@ async def test_the_warc_holds_every_requisite(tmp_path) -> None:
                           sinks=[WarcSink(path)])
         await asyncio.wait_for(crawler.crawl(), 60)
         site, ext = h.site.url, h.ext.url
-    with open(path, "rb") as fh:
-        responses = {r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(fh)
-                     if r.rec_type == "response"}
+    responses = set()
+    for warc in tmp_path.glob("site-*.warc.gz"):  # rotated files (issue 28)
+        with open(warc, "rb") as fh:
+            responses |= {r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(fh)
+                          if r.rec_type in ("response", "revisit")}
     assert {site + p for p in REQUISITES} <= responses and ext + "/ext.png" in responses
 
 
