@@ -16,6 +16,7 @@ from ..core.errors import PatternError, UsageError
 from ..core.fetching import cookies as cookiefile
 from ..core.queueing.patterns import check
 from ..core.secrets import parse_headers, split_proxy
+from .exitcodes import EXIT_CODES
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
@@ -85,7 +86,7 @@ politeness, per host (or per registered domain with --queue-by domain):
 
 def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.timeout) -> None:
     d = _DEFAULTS
-    p.epilog = POLITENESS
+    p.epilog = POLITENESS + "\n" + EXIT_CODES
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     add = p.add_argument
     add("-c", "--concurrency", type=positive(int), default=d.concurrency, metavar="N",
@@ -131,8 +132,13 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.
         help="User-Agent header (default crawltop/VERSION)")
     add("--output", "-o", default=None, metavar="FILE.jsonl",
         help="write one JSON record per URL to this file (default: none)")
+    add("--max-time", type=positive(float), default=None, metavar="SECONDS",
+        help="stop cleanly after this long, as q does: queued URLs are cancelled, or kept with --state "
+             "to resume (default: no limit)")
     add("--headless", action="store_true",
         help="no TUI: progress on stderr, report on stdout (default when stdout is not a TTY)")
+    add("--quiet", "-q", action="store_true",
+        help="headless without the progress lines on stderr; the report and errors still print (default: off)")
     add("--exit-on-finish", action="store_true",
         help="TUI: close when the crawl ends (default: stay on the summary)")
     add_session_options(p)
@@ -184,6 +190,7 @@ def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
         output=args.output,
         queue_by=args.queue_by, max_crawl_delay=args.max_crawl_delay, delay_factor=args.delay_factor,
         host_max_failures=args.host_max_failures, max_pages_per_host=args.max_pages_per_host,
+        max_time=getattr(args, "max_time", None),
         **session_options(args),
     )
 

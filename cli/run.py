@@ -16,13 +16,13 @@ def run_crawler(crawler: Engine, args: argparse.Namespace) -> int:
     if args.headless or not sys.stdout.isatty():
         from .headless import run_headless
 
-        return asyncio.run(run_headless(listening))
+        return asyncio.run(run_headless(listening, quiet=getattr(args, "quiet", False)))
     from ..tui.app import run_tui
     from .hangup import Hangup
-    from .headless import report
+    from .headless import exit_code, report
 
     listening.control.mode = "tui"
     hangup = Hangup(getattr(args, "on_hangup", "detach"), listening.control)
     code = run_tui(listening, exit_on_finish=args.exit_on_finish, hangup=hangup)
     report(listening, sys.stdout)  # the screen is gone: leave the totals in the scrollback (or the log)
-    return code
+    return code or exit_code(listening, sys.stderr)

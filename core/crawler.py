@@ -10,6 +10,7 @@ from the same loop at any time: core/surface.py's `Engine` and `Steer`.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,6 +26,7 @@ from .fetching.session import CrawlSession
 from .fetching.sitemaps import Sitemaps, is_sitemap
 from .monitor.queueview import QueueStats, QueueView
 from .monitor.stats import HostView, Stats, WorkerState
+from .outcomes import FAILED
 from .output.provenance import hop, utc_iso
 from .output.records import JsonlSink, Record, Redacting, ResponseSink, Sink
 from .parsing import malloc
@@ -257,6 +259,8 @@ class Crawler:
             for root in self.roots:
                 self._admit(root, self.config.max_redirect, 0)
             self.set_concurrency(self._target)
+            if self.config.max_time:  # --max-time: a clean stop, as q
+                asyncio.get_running_loop().call_later(self.config.max_time, self.stop)
             join = asyncio.ensure_future(self.frontier.join())
             stop = asyncio.ensure_future(self._stopping.wait())
             await asyncio.wait((join, stop), return_when=asyncio.FIRST_COMPLETED)
@@ -393,8 +397,11 @@ class Crawler:
 
     def _emit(self, record: Record) -> None:
         self.stats.records += 1
-        if record.error is not None and record.error_kind != "ignored":  # counted in stats.ignored
-            self.stats.error(record.url, self._host_key(record.url), record.error, record.tries, record.via)
+        # One vocabulary (core/outcomes.py): only a failed URL is an error; robots, ignored and
+        # cancelled records are counted apart.
+        if self.stats.outcome(record.status, record.error_kind, record.error) == FAILED and record.error:
+            self.stats.error(record.url, self._host_key(record.url), record.error, record.tries, record.via,
+                             record.error_kind)
         for sink in self.sinks:
             try:
                 sink.write(record)
@@ -602,4 +609,12 @@ def _record(item: Item, tries: int = 0) -> Record:
 def _network_error(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, TimeoutError) and not str(exc):
         return f"TimeoutError: no response within {timeout:g}s"
-    return errors.describe(exc)
+    text = errors.describe(exc)
+    code = getattr(getattr(exc, "os_error", None), "errno", None) or getattr(exc, "errno", None)
+    if isinstance(code, int) and code > 0:  # "Connect call failed" says less than the errno
+        words = os.strerror(code)
+        if words.lower() not in text.lower():
+            text += f" ({words.lower()})"
+    if errors.error_kind(exc) == "timeout" and "within" not in text:  # the reason says how long
+        text += f" (no answer within {timeout:g}s)"
+    return text

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from ...core.monitor.sanitize import clean
+from ...core.outcomes import Tally, outcome_line
 from ...core.storage.export import export_csv, export_jsonl
 
 
@@ -43,8 +44,10 @@ def _state_file(args: argparse.Namespace) -> int:
         return 2
     for out, fn, kind in ((args.jsonl, export_jsonl, "JSONL"), (args.csv, export_csv, "CSV")):
         if out:
-            n = fn(args.state, out)
-            print(f"exported {n} records to {out} ({kind})", file=sys.stderr)
+            tally = Tally()
+            n = fn(args.state, out, tally)
+            print(f"exported {n} records to {out} ({kind}): {outcome_line(tally.counts, tally.classes)}",
+                  file=sys.stderr)
     return 0
 
 
@@ -68,8 +71,10 @@ def _shared(args: argparse.Namespace) -> int:
         for out, fn, kind in ((args.jsonl, export_jsonl, "JSONL"), (args.csv, export_csv, "CSV")):
             if out:
                 streams.append(StreamRecords(r, name))
-                n = fn(streams[-1], out)
-                print(f"exported {n} records of {name!r} to {out} ({kind})", file=sys.stderr)
+                tally = Tally()
+                n = fn(streams[-1], out, tally)
+                print(f"exported {n} records of {name!r} to {out} ({kind}): "
+                      f"{outcome_line(tally.counts, tally.classes)}", file=sys.stderr)
         if args.trim and streams:  # up to what every file has (the first read the fewest)
             print(f"trimmed {streams[0].trim()} exported records from Redis", file=sys.stderr)
         return 0

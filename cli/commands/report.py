@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from ...core.errors import ReportError
 from ...core.monitor.sanitize import clean
-from ...core.reporting.formats import FORMATS
+from ...core.reporting.formats import FORMATS, WIDTH
+from ...core.reporting.formats import text as text_format
 from ...core.reporting.linkcheck import Options, analyse, load
 
 
@@ -45,7 +46,11 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
         else:
             records = load(args.source)
         report = analyse(records, options, source=args.source)
-        text = FORMATS[args.format](report)
+        to_terminal = args.output == "-" and sys.stdout.isatty()
+        if args.format == "text":  # URLs are cut to 80 columns only on a terminal: a file keeps them whole
+            text = text_format(report, WIDTH if to_terminal else None)
+        else:
+            text = FORMATS[args.format](report)
         if args.output == "-":
             sys.stdout.write(text)
             sys.stdout.flush()

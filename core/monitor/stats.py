@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import kind_of
+from ..outcomes import CANCELLED, FAILED, OUTCOMES, SKIPPED, Tally, reason
 
 HISTORY_SECONDS = 120
 RING = 500
@@ -115,10 +116,11 @@ class ErrorEvent:
     seq: int
     at: float
     url: str
-    kind: str
-    message: str
+    kind: str  # the reason in words (core/outcomes.py reason): "connection refused"
+    message: str  # the error's own message, after its class name
     tries: int
     via: str | None = None  # the page that linked to the URL (or redirected to it)
+    error_kind: str = ""  # its code (core/errors.py KINDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +173,22 @@ class Snapshot:
     hosts_over_budget: int = 0  # URLs refused over --max-pages-per-host, all hosts
     sitemap_probes: int = 0  # guessed /sitemap.xml probes sent (core/fetching/sitemaps.py), found or not
     sitemap_found: int = 0  # of which looked like a sitemap and were queued
+    # What became of each record (core/outcomes.py): fetched, redirected, failed, skipped,
+    # cancelled; and the fetched ones by status class. `errors` is outcomes["failed"].
+    outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    fetched_classes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> int:
+        return self.outcomes.get(FAILED, 0)
+
+    @property
+    def skipped(self) -> int:
+        return self.outcomes.get(SKIPPED, 0)
+
+    @property
+    def cancelled(self) -> int:
+        return self.outcomes.get(CANCELLED, 0)
 
 
 @dataclass
@@ -195,6 +213,7 @@ class Stats:
     sitemap_probes: int = 0
     sitemap_found: int = 0
     statuses: Counter[int] = field(default_factory=Counter)
+    tally: Tally = field(default_factory=Tally)  # outcomes of the records emitted (core/outcomes.py)
     errors_by_kind: Counter[str] = field(default_factory=Counter)
     error_urls: Counter[str] = field(default_factory=Counter)
     workers: dict[int, WorkerState] = field(default_factory=dict)
@@ -242,9 +261,16 @@ class Stats:
         hs.done += 1
         hs.total_ms += ms
 
-    def error(self, url: str, host: str, error: str, tries: int, via: str | None = None) -> None:
+    def outcome(self, status: int | None, error_kind: str | None, error: str | None) -> str:
+        """Count one emitted record's outcome; the caller reports a failed one with error()."""
+        return self.tally.add(status, error_kind, error)
+
+    def error(self, url: str, host: str, error: str, tries: int, via: str | None = None,
+              kind: str | None = None) -> None:
+        """A failed URL (outcome failed): counted by its error_kind, shown with its reason in
+        words (core/outcomes.py reason) and the error's own message."""
         self._roll()
-        kind = kind_of(error)
+        kind = kind or "other"
         self.errors += 1
         self._sec_errors += 1
         self.errors_by_kind[kind] += 1
@@ -252,8 +278,10 @@ class Stats:
         if len(self.error_urls) > ERROR_URLS_MAX:  # keep the worst; memory stays bounded
             self.error_urls = Counter(dict(self.error_urls.most_common(ERROR_URLS_MAX // 10)))
         self.host(host).errors += 1
-        msg = error[len(kind) + 2 :] if error.startswith(kind + ": ") else ""
-        self.recent_errors.append(ErrorEvent(self.errors, self._elapsed(), url, kind, msg, tries, via))
+        name = kind_of(error)
+        msg = error[len(name) + 2 :] if error.startswith(name + ": ") else ""
+        self.recent_errors.append(ErrorEvent(self.errors, self._elapsed(), url, reason(kind, error), msg or error,
+                                             tries, via, kind))
 
     def merge(self, source: str, target: str, status: int | None) -> None:
         self.merges += 1
@@ -340,6 +368,8 @@ class Stats:
             hosts_over_budget=self.over_budget(),
             sitemap_probes=self.sitemap_probes,
             sitemap_found=self.sitemap_found,
+            outcomes=dict(self.tally.counts),
+            fetched_classes=dict(self.tally.classes),
         )
 
 

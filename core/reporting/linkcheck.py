@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ReportError, StateError
+from ..outcomes import Tally, reason
 from ..storage.schema import SQLITE_MAGIC, iter_records, read_state
 
 SLOWEST = 10
@@ -38,10 +39,10 @@ class Broken:
 
     @property
     def reason(self) -> str:
-        """What went wrong in a word: the status, else the error kind."""
+        """What went wrong in words: the status, else the reason (core/outcomes.py reason)."""
         if self.status is not None and self.error_kind is None:
             return str(self.status)
-        return self.error_kind or "error"
+        return reason(self.error_kind, self.error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,7 @@ class Report:
     chains: list[Chain] = field(default_factory=list)
     slowest: list[tuple[float, str, int | None]] = field(default_factory=list)  # (ms, url, status)
     retired_hosts: set[str] = field(default_factory=set)  # hosts retired after failures in a row
+    tally: Tally = field(default_factory=Tally)  # outcomes (core/outcomes.py), as every surface counts them
 
     @property
     def broken_count(self) -> int:
@@ -101,6 +103,8 @@ class Report:
             "by_status": {str(k): v for k, v in sorted(self.by_status.items(), key=lambda kv: str(kv[0]))},
             "by_error_kind": dict(sorted(self.by_error_kind.items())),
             "retired_hosts": sorted(self.retired_hosts),
+            "outcomes": dict(self.tally.counts),
+            "fetched_classes": dict(sorted(self.tally.classes.items())),
         }
 
 
@@ -208,6 +212,7 @@ def _add(report: Report, rec: dict[str, Any], options: Options, redirects: dict[
         if rec.get(name) is not None and not isinstance(rec[name], str):
             raise TypeError(f"{name} {rec[name]!r}")
     report.by_status[status if status is not None else "none"] += 1
+    report.tally.add(status, rec.get("error_kind"), rec.get("error"))  # core/outcomes.py: every surface's words
     if rec.get("error_kind"):
         report.by_error_kind[rec["error_kind"]] += 1
         if rec["error_kind"] == "host-retired":

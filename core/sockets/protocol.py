@@ -81,7 +81,10 @@ COMMANDS: dict[str, Command] = {
                      optional=("sort", "state", "limit")),
 }
 
-HEADLINE = ("state", "paused", "pages", "records", "queued", "seen", "errors", "rate_now", "rate_avg",
+# errors: the failed URLs (core/outcomes.py); skipped and cancelled are counted apart, and
+# outcomes holds all five (fetched, redirected, failed, skipped, cancelled).
+HEADLINE = ("state", "paused", "pages", "records", "queued", "seen", "errors", "skipped", "cancelled",
+            "outcomes", "fetched_classes", "rate_now", "rate_avg",
             "concurrency", "busy", "elapsed", "sitemap_probes", "sitemap_found")
 
 

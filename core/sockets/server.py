@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar
 from ... import __version__
 from ..errors import ProtocolError, describe
 from ..monitor.stats import Snapshot
+from ..queueing.frontier import MemoryFrontier
 from ..surface import Engine, HasRoots, MonitorStats, Parts
 from .protocol import COMMANDS, MAX_REQUEST, PROTOCOL, check_args, decode, encode, encode_snapshot, headline
 
@@ -196,8 +197,11 @@ class ControlServer:
             return encode_snapshot(self._snapshot(), since, workers)
         if op == "status":
             out = headline(self._snapshot(), self.crawler.paused)
+            # keeps_queue: a stop keeps the queued URLs (a state file, Redis) rather than cancel them
+            keeps = not isinstance(getattr(self.crawler, "frontier", None), MemoryFrontier)
             out.update(name=self.name, pid=os.getpid(), started=self.started, root=self.crawler.roots[0],
-                       clients=len(self.clients), mode=self.mode)
+                       keeps_queue=keeps,
+                       clients=max(0, len(self.clients) - 1), mode=self.mode)  # not the asker
             return out
         if op == "hello":
             raise ProtocolError("hello twice")

@@ -40,6 +40,8 @@ def status_parts(snap: Snapshot) -> tuple:
         " ", (fmt.rate(snap.rate_now), "bold"), (" now  ", label),
         (fmt.rate(snap.rate_avg), "bold"), (" avg", label),
         ("  errors ", label), (fmt.count(snap.errors), "bold $error" if snap.errors else "bold"),
+        *([("  skipped ", label), (fmt.count(snap.skipped), "bold")] if snap.skipped else []),
+        *([("  cancelled ", label), (fmt.count(snap.cancelled), "bold $warning")] if snap.cancelled else []),
         ("  conc ", label), (str(snap.concurrency), "bold"),
         (" busy ", label), (str(snap.busy), "bold"),
         (" idle ", label), (str(snap.idle), "bold"),
