@@ -9,18 +9,17 @@ import argparse
 import os
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..core.config import CrawlConfig
 from ..core.errors import PatternError, UsageError
-from ..core.fetching import cookies as cookiefile
-from ..core.queueing.patterns import check
-from ..core.secrets import parse_headers, split_proxy
 from .exitcodes import EXIT_CODES
+
+if TYPE_CHECKING:
+    from ..core.config import CrawlConfig
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
-_DEFAULTS = CrawlConfig(roots=())
+
 
 
 class Parser(argparse.ArgumentParser):
@@ -84,8 +83,11 @@ politeness, per host (or per registered domain with --queue-by domain):
 """
 
 
-def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.timeout) -> None:
-    d = _DEFAULTS
+def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float | None = None) -> None:
+    from ..core.config import CrawlConfig
+
+    d = CrawlConfig(roots=())
+    timeout = d.timeout if timeout is None else timeout
     p.epilog = POLITENESS + "\n" + EXIT_CODES
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     add = p.add_argument
@@ -175,7 +177,37 @@ def add_warc(p: argparse.ArgumentParser) -> None:
                    help="write a WARC 1.1 archive of every response (default: none)")
 
 
+def check_roots(roots: Sequence[str]) -> None:
+    """Each root an http(s) URL with a host, checked before the engine is imported: a bare
+    host is refused with the URL it probably meant (`did you mean https://example.com/ ?`)."""
+    from urllib.parse import urlsplit
+
+    for root in roots:
+        try:
+            parts = urlsplit(root.strip())
+            ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            ok = False
+        if ok:
+            continue
+        hint = ""
+        if "://" not in root and root.strip() and " " not in root.strip():  # example.com, host:8080/x
+            try:
+                guess = urlsplit("https://" + root.strip().lstrip("/"))
+                guess.port  # noqa: B018  (a bad port raises here, not later)
+            except ValueError:
+                guess = urlsplit("https://")
+            if guess.hostname and ("." in guess.hostname or guess.hostname == "localhost"):
+                hint = f" (did you mean {guess.scheme}://{guess.netloc}{guess.path or '/'}" + \
+                       (f"?{guess.query}" if guess.query else "") + " ?)"
+        raise UsageError(f"not an http(s) URL with a host: {root}{hint}")
+
+
 def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
+    from ..core.config import CrawlConfig
+    from ..core.queueing.patterns import check
+
+    check_roots(roots)
     for pattern in (*args.include, *args.exclude):
         try:
             check(pattern)  # RE2: linear time; a feature it lacks is refused, never a fallback
@@ -198,6 +230,9 @@ def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
 def session_options(args: argparse.Namespace) -> dict[str, Any]:
     """CrawlConfig fields of add_session_options, checked: a bad header, proxy or cookie
     file is a one-line usage error (exit 2) before anything starts."""
+    from ..core.fetching import cookies as cookiefile
+    from ..core.secrets import parse_headers, split_proxy
+
     headers = expand_headers(getattr(args, "header", []))
     parse_headers(headers)
     if getattr(args, "proxy", None):

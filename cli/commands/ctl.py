@@ -1,6 +1,6 @@
 """`crawltop ctl NAME ACTION`: one-shot control of a live crawl, for scripts.
 
-A plain blocking socket client (core/sockets/client.py Client): no asyncio, no Textual. Exit 0 on
+A plain blocking socket client (core/sockets/blocking.py Client): no asyncio, no Textual. Exit 0 on
 success and 1 with a one-line reason otherwise (an unknown name too); with `--redis`,
 the whole crawl shared through Redis (or one of its processes).
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from ...core.errors import RemoteError, UsageError
 from ...core.monitor.sanitize import clean
-from ...core.sockets.client import Client
+from ...core.sockets.blocking import Client
 from ...core.sockets.rundir import resolve
 
 ACTIONS = {  # ctl action -> (protocol op, argument name or None)

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 from ...core.monitor.sanitize import clean
 from ...core.outcomes import Tally, outcome_line
-from ...core.storage.export import export_csv, export_jsonl
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +38,7 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def _state_file(args: argparse.Namespace) -> int:
+    from ...core.storage.export import export_csv, export_jsonl
     if not args.jsonl and not args.csv:
         print("crawltop: error: export needs --jsonl FILE and/or --csv FILE", file=sys.stderr)
         return 2
@@ -61,6 +61,7 @@ def _shared(args: argparse.Namespace) -> int:
     from ...core.cluster.records import StreamRecords
     from ...core.errors import UsageError
     from ...core.sockets.rundir import check_name
+    from ...core.storage.export import export_csv, export_jsonl
 
     name = check_name(args.state)
     r = redis.Redis.from_url(args.redis, socket_timeout=30)

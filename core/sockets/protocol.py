@@ -44,10 +44,11 @@ from typing import Any, NamedTuple
 
 from ..errors import ProtocolError
 from ..monitor.stats import RING, Snapshot
+from .blocking import MAX_REPLY as MAX_REPLY  # the framing, shared with the blocking client
+from .blocking import PROTOCOL as PROTOCOL
+from .blocking import encode as encode
 
-PROTOCOL = 1
 MAX_REQUEST = 64 * 1024
-MAX_REPLY = 16 * 1024 * 1024
 
 
 class Command(NamedTuple):
@@ -89,10 +90,6 @@ HEADLINE = ("state", "paused", "pages", "records", "queued", "seen", "errors", "
 
 
 # -- framing -------------------------------------------------------------------------
-def encode(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode() + b"\n"
-
-
 def decode(line: bytes) -> dict[str, Any]:
     """One received line -> its object; ProtocolError for anything else."""
     try:

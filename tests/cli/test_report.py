@@ -80,6 +80,13 @@ def test_text_report_matches_the_model_and_exits_1(demo) -> None:
     assert "Redirect chains (21;" in proc.stdout and "Totals by error kind" in proc.stdout
 
 
+def test_the_cli_lists_every_format() -> None:
+    from crawltop.cli.commands.report import FORMAT_NAMES
+    from crawltop.core.reporting.formats import FORMATS
+
+    assert FORMAT_NAMES == tuple(FORMATS)
+
+
 def test_json_csv_markdown_junit_agree(demo) -> None:
     path, origin = demo
     expected = model_broken(origin)
