@@ -58,7 +58,7 @@ class WorkersTable(DiffTable):
         Col("id", "id", 4),
         Col("phase", "phase", 11),
         Col("host", "host", 16, min_table=60),
-        Col("url", "url", None, 10),
+        Col("url", "url", None, 10, cut="middle"),
         Col("tries", "try", 3, min_table=90),
         Col("time", "time", 7),
     )
