@@ -117,7 +117,11 @@ class Crawler:
         def host_counts() -> dict[str, int]:  # O(hosts): at most once a second, and at the end
             now = time.monotonic()
             if now - counts[0] >= 1.0 or counts[2] != self.stats.state:
-                counts[:] = [now, {k: v for k, v in sched.counts(now).items() if v}, self.stats.state]
+                raw = sched.counts(now)
+                if self.stats.state in ("PAUSED", "STOPPING"):  # the whole crawl paused: so are its hosts
+                    moved = raw.pop("ready", 0) + raw.pop("waiting", 0)
+                    raw["paused"] = raw.get("paused", 0) + moved
+                counts[:] = [now, {k: v for k, v in raw.items() if v}, self.stats.state]
             return counts[1]
         self.stats.host_counts = host_counts
         store = self.frontier
@@ -237,7 +241,7 @@ class Crawler:
         # response chunk, so only when a delay is asked for (a Crawl-delay or a live one
         # then counts from just before the request).
         self._http = CrawlSession(self.config, self.agent, self.roots)
-        self._session = self._http.open(timeout, [on_sent()] if self._exact_gaps else None)
+        self._session = self._http.open(timeout, [on_sent()])  # phases always; gaps only when asked
         token = self.agent.split("/", 1)[0].split(" ", 1)[0] or "crawltop"
         self._robots = Robots(self._session, token, self.config.timeout) if self.config.robots else None
         if self.config.sitemaps:
@@ -344,7 +348,7 @@ class Crawler:
                     crawl_delay = (await self._robots.check(item.url))[1]
             elif host.flags & NEEDS_PROBE:
                 host.flags &= ~NEEDS_PROBE
-                self.stats.set_phase(ws, "connecting")
+                self.stats.set_phase(ws, "sitemap")
                 if self._sitemaps is not None:
                     await self._sitemaps.answered(item.url)
         except Exception:  # a surprise must not cost a worker; the page's own check retries it
@@ -478,14 +482,15 @@ class Crawler:
         last = attempt >= self.config.max_tries
         started = loop.time()
         sched.started(host, started)
-        self.stats.set_phase(ws, "connecting")
+        self.stats.set_phase(ws, "sending")  # the trace says "pool" or "connecting" when it must wait
         record.fetched_at = utc_iso()
         session = self._session
         assert session is not None  # crawl() opened it before any worker started
         try:
             resp = await fetch_once(session, item.url, self.config.max_bytes,
                                     lambda: self.stats.set_phase(ws, "reading"),
-                                    (lambda: sched.started(host, loop.time())) if self._exact_gaps else None)
+                                    (lambda: sched.started(host, loop.time())) if self._exact_gaps else None,
+                                    lambda phase: self.stats.set_phase(ws, phase))
         except NETWORK_ERRORS as exc:
             self._free_slot(ws)
             kind = errors.error_kind(exc)

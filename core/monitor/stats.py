@@ -20,7 +20,12 @@ RING = 500
 TOP_HOSTS = 20
 ERROR_URLS_MAX = 10_000
 
-PHASES = ("waiting", "paused", "robots", "connecting", "reading", "parsing", "backoff")
+# A worker's phase (issue 27: each means what it says): waiting for a due URL, paused,
+# fetching robots.txt or probing a sitemap, then a fetch's steps (core/fetching/fetch.py on_sent):
+# waiting for a free connection, connecting (DNS, TCP, TLS), sending, waiting for the
+# response's headers, reading the body; then parsing; backoff.
+PHASES = ("waiting", "paused", "robots", "sitemap", "pool", "connecting", "sending", "headers", "reading",
+          "parsing", "backoff")
 
 
 @dataclass(slots=True)
@@ -99,15 +104,27 @@ class HostNumbers(Protocol):
     def parked(self) -> int: ...
 
 
-def host_view(name: str, s: HostNumbers, now: float) -> HostView:
+def as_paused(state: str, in_flight: int) -> str:
+    """A host's state while the whole crawl is paused: nothing is taken, so a host that would
+    fetch or wait is paused (one still finishing a fetch stays fetching until it ends)."""
+    if state in ("ready", "waiting") or (state == "fetching" and not in_flight):
+        return "paused"
+    return state
+
+
+def host_view(name: str, s: HostNumbers, now: float, crawl_paused: bool = False) -> HostView:
     """A row from a `Host` (scheduling stores) or a `HostStats` (the Redis store); the
-    queue's fields (state, queued, wake ...) only a Host has: a HostStats reads empty."""
+    queue's fields (state, queued, wake ...) only a Host has: a HostStats reads empty.
+    `crawl_paused`: the whole crawl is paused, and its hosts read so (as_paused)."""
     done = s.done
     state = getattr(s, "state", None)
     wake = getattr(s, "wake", None)
+    text = state(now) if state else ""
+    if crawl_paused and text:
+        text = as_paused(text, s.in_flight)
     return HostView(
         name, s.in_flight, done, s.errors, s.total_ms / done if done else 0.0, s.delay, s.paused, s.parked,
-        state(now) if state else "", getattr(s, "queued", 0), wake(now) if wake else 0.0,
+        text, getattr(s, "queued", 0), wake(now) if wake else 0.0,
         getattr(s, "source", ""), getattr(s, "why", ""), getattr(s, "over", 0), getattr(s, "strikes", 0))
 
 
@@ -312,6 +329,15 @@ class Stats:
             self._sec_pages = self._sec_errors = 0
         self._sec = sec
 
+    def _rate_now(self, elapsed: float) -> float:
+        """Pages/s over the last five seconds, the second under way included: true from the
+        first second (issue 27: not 0.0/s with 64 pages done), steady after."""
+        full = list(self._hist_pages)[-4:]
+        span = len(full) + max(0.0, elapsed - self._sec)
+        if span < 0.2:  # too short a window to say anything
+            return 0.0 if not self.pages else self.pages / max(elapsed, 0.2)
+        return (sum(full) + self._sec_pages) / span
+
     def top_error_urls(self, n: int = 10) -> list[tuple[str, int]]:
         """The failed URLs that cost the most tries (each URL has one record)."""
         return self.error_urls.most_common(n)
@@ -325,11 +351,11 @@ class Stats:
             for w in self.workers.values()
         )
         busy = sum(1 for w in workers if w.phase not in ("waiting", "paused"))
-        recent = list(self._hist_pages)[-5:]
-        rate_now = sum(recent) / len(recent) if recent else 0.0
+        rate_now = self._rate_now(elapsed)
         top = heapq.nlargest(TOP_HOSTS, self.hosts.items(), key=_busiest)
         mono = time.monotonic()
-        hosts = tuple(host_view(h, s, mono) for h, s in top)
+        paused = self.state in ("PAUSED", "STOPPING")
+        hosts = tuple(host_view(h, s, mono, paused) for h, s in top)
         return Snapshot(
             state=self.state,
             elapsed=elapsed,
