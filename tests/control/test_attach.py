@@ -71,6 +71,7 @@ async def test_detach_ls_attach_pause_detach_attach_stop(site: str, rundir: Path
         await until(pilot, lambda: isinstance(app.screen, ConfirmQuit), 5)
         await pilot.press("y")
         await until(pilot, lambda: not app.is_running, 30)
+    await _ended(remote)  # the bye may come a moment after the app closed
     assert remote.ended == "ended" and not remote.lost
     final = remote.stats.snap
     assert final.state == "DONE"
@@ -320,5 +321,13 @@ async def test_a_crawl_that_ends_while_attached_shows_its_summary(site: str, run
         assert not app.check_action("detach", ())
         await pilot.press("q")
         await until(pilot, lambda: not app.is_running, 5)
+    await _ended(remote)
     assert remote.ended == "ended" and not remote.lost
     await wait_gone(pid)
+
+
+async def _ended(remote: RemoteCrawler, timeout: float = 10.0) -> None:
+    """Wait for the crawl's bye (or the loss of it): an event, not a race with the app's exit."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while remote.ended is None and not remote.lost and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
