@@ -68,3 +68,16 @@ def _leaf(delay: float):
         await asyncio.sleep(delay)
         return web.Response(text="<p>leaf</p>", content_type="text/html")
     return handler
+
+
+async def test_max_time_with_state_keeps_the_queue_to_resume(serve, tmp_path) -> None:
+    site = await serve({"/": page(*[f"/p{i}" for i in range(100)])} | {f"/p{i}": _leaf(0.3) for i in range(100)})
+    state = str(tmp_path / "c.db")
+    rc, out, err = await cli("crawl", site.url + "/", "--state", state, "--headless", "--quiet", "-c", "2",
+                             "--no-robots", "--max-time", "1.5", timeout=60)
+    assert rc == 0, err
+    assert "cancelled 0" in out  # kept in the state file, not cancelled
+    first = sum(site.hits.values())
+    rc, out, err = await cli("resume", state, "--headless", "--quiet", "--max-time", "1.5", timeout=60)
+    assert rc == 0, err
+    assert "URLs queued" in err and sum(site.hits.values()) > first  # it went on from there
