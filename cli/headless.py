@@ -102,7 +102,7 @@ def exit_code(crawler: Engine, err: TextIO) -> int:
 
 
 async def run_headless(crawler: Engine, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
-                       quiet: bool = False) -> int:
+                       quiet: bool = False, roots_code: bool = True) -> int:
     """Crawl to the end (or to Ctrl-C, which stops cleanly) and print the report; the exit
     code says whether any root could be fetched (EXIT_CODES)."""
     loop = asyncio.get_running_loop()
@@ -117,4 +117,4 @@ async def run_headless(crawler: Engine, *, out: TextIO = sys.stdout, err: TextIO
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     report(crawler, out)
-    return exit_code(crawler, err)
+    return exit_code(crawler, err) if roots_code else EXIT_OK

@@ -72,7 +72,7 @@ async def test_detach_ls_attach_pause_detach_attach_stop(site: str, rundir: Path
         await pilot.press("y")
         await until(pilot, lambda: not app.is_running, 30)
     await _ended(remote)  # the bye may come a moment after the app closed
-    assert remote.ended == "ended" and not remote.lost
+    assert remote.ended == "ended" and not remote.lost, (remote.ended, remote.lost, remote.detached, app.failure)
     final = remote.stats.snap
     assert final.state == "DONE"
     await wait_gone(pid)
