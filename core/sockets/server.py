@@ -74,7 +74,11 @@ class ControlServer:
         data = encode(bye)
         writers = list(self.clients)
         for writer in writers:
-            self._write(writer, data)
+            # the last message is never dropped for a backlog (a monitor slow under load would
+            # see "the crawl went away" after a clean stop): BYE_TIMEOUT bounds the wait below
+            if not writer.transport.is_closing():
+                writer.write(data)
+                self.bytes_out += len(data)
             writer.close()
         if writers:  # let the byes reach their monitors before this process may exit
             with contextlib.suppress(Exception):
