@@ -53,7 +53,8 @@ def supervise(args: argparse.Namespace, name: str, config: CrawlConfig, join: Ma
         if not args.headless and sys.stdout.isatty():
             # q stops the crawl; d leaves it to us; a hang-up too (its log: NAME.log), or stops it
             run_monitor(url, name, exit_on_finish=args.exit_on_finish, on_hangup=hup)
-        code = watch(url, name, children, hup=hup.reason is None, stop_now=hup.reason is not None and hup.stop)
+        code = watch(url, name, children, hup=hup.reason is None, stop_now=hup.reason is not None and hup.stop,
+                     redis_alive=(lambda: server.proc.poll() is None) if server is not None else None)
         if args.output:
             one_output(url, name, args.output, [f"{args.output}.p{i}" for i in range(1, args.processes + 1)])
         return code
@@ -190,9 +191,12 @@ def exit_with_parent(parent: int, grace: float = ORPHAN_GRACE) -> None:
     threading.Thread(target=watchdog, name="exit-with-parent", daemon=True).start()
 
 
-def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop_now: bool = False) -> int:
+def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop_now: bool = False,
+          redis_alive: Callable[[], bool] | None = None) -> int:
     """Progress of the whole crawl on stderr until every child is gone; Ctrl-C stops the
-    whole crawl (through Redis), and the children finish cleanly."""
+    whole crawl (through Redis), and the children finish cleanly. If the private
+    redis-server dies (`redis_alive`), the crawl is gone with it: the engines are told to
+    stop at once (SIGTERM, then SIGKILL), rather than retry it forever."""
     keys = Keys(name)
     r = redis.Redis.from_url(url, socket_timeout=5)
     stopping = stop_now  # (--on-hangup stop after the monitor's terminal went away)
@@ -212,6 +216,10 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
                     r.hset(keys.ctl, "stop", "1")
                     r.hset(keys.meta, "status", "stopped")
                 sent = time.monotonic()
+            if redis_alive is not None and not redis_alive() and not stopping:
+                print(f"crawltop: the private redis-server of {name!r} is gone: stopping its engines",
+                      file=sys.stderr, flush=True)
+                stopping, sent = True, time.monotonic() - STOP_GRACE  # nothing to tell through Redis
             if sent:
                 escalate(children, time.monotonic() - sent)
             time.sleep(0.1)

@@ -102,3 +102,24 @@ def test_engines_die_with_a_sigkilled_parent(many_hosts, rundir):
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert not left, f"still alive after their parent was killed: {left}"
+
+
+def test_a_dead_private_redis_ends_the_crawl(many_hosts, rundir, tmp_path):
+    """The private redis-server killed under a running crawl: the engines are stopped rather
+    than retry it forever, the command ends, and -o FILE keeps what the engines wrote."""
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.Popen([*CLI, "crawl", *many_hosts, "--processes", "2", "--headless", "--delay", "1",
+                             "--scope", "any", "--name", "noredis", "-o", str(out)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(5)
+    kids = _children(proc.pid)
+    servers = [p for p in kids if "redis-server" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
+    assert len(servers) == 1, kids
+    os.kill(servers[0], signal.SIGKILL)
+    started = time.monotonic()
+    _stdout, stderr = proc.communicate(timeout=60)
+    took = time.monotonic() - started
+    assert took < 30, took
+    assert "the private redis-server of 'noredis' is gone: stopping its engines" in stderr
+    assert not _wait_gone(kids, 10)
+    assert out.read_text().count("\n") > 0  # the parts, one after the other
