@@ -74,16 +74,24 @@ class ControlServer:
         data = encode(bye)
         writers = list(self.clients)
         for writer in writers:
-            # the last message is never dropped for a backlog (a monitor slow under load would
-            # see "the crawl went away" after a clean stop): BYE_TIMEOUT bounds the wait below
+            # The last message is never dropped for a backlog, and the connection is only
+            # half-closed after it: a monitor that sends a request meanwhile (its next
+            # snapshot) must not get EPIPE, which makes asyncio drop the bye still unread in
+            # its socket (seen under load: a clean stop shown as "the crawl went away").
+            # The client closes when it has read the bye; BYE_TIMEOUT bounds the wait.
             if not writer.transport.is_closing():
                 writer.write(data)
                 self.bytes_out += len(data)
+                if writer.can_write_eof():
+                    writer.write_eof()
+                    continue
             writer.close()
         if writers:  # let the byes reach their monitors before this process may exit
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.gather(*(w.wait_closed() for w in writers),
                                                       return_exceptions=True), BYE_TIMEOUT)
+        for writer in writers:
+            writer.close()
         self.clients.clear()
 
     # -- one connection ---------------------------------------------------------------
@@ -97,7 +105,7 @@ class ControlServer:
         greeted = False
         tokens, last = RATE, time.monotonic()
         try:
-            while self._server is not None:
+            while True:
                 try:
                     read = reader.readline()
                     line = await (read if greeted else asyncio.wait_for(read, HELLO_TIMEOUT))
@@ -109,6 +117,8 @@ class ControlServer:
                     return
                 if not line:
                     return  # the client went away
+                if self._server is None:
+                    continue  # closing: the bye is sent; what the client still says is read, not answered
                 if not line.endswith(b"\n"):
                     self._drop(writer, "truncated message")
                     return
