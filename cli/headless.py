@@ -15,7 +15,6 @@ from .exitcodes import EXIT_NO_ROOT, EXIT_OK
 PROGRESS_EVERY = 2.0
 
 
-
 def progress_line(s: Snapshot) -> str:
     return (
         f"[{s.elapsed:7.1f}s] {s.state.lower():8} pages {s.pages} ({s.rate_now:.0f}/s now, "

@@ -90,6 +90,7 @@ class Crawler:
         self._next_id = 0
         self._unpaused = asyncio.Event()
         self._stopping = asyncio.Event()
+        self._limit: asyncio.TimerHandle | None = None  # --max-time's stop
         self._session: aiohttp.ClientSession | None = None
         self._robots: Robots | None = None
         self._sitemaps: Sitemaps | None = None
@@ -236,10 +237,10 @@ class Crawler:
         timeout = aiohttp.ClientTimeout(
             total=self.config.timeout * 3, sock_connect=self.config.timeout, sock_read=self.config.timeout
         )
-        # issue 21: headers, proxy and cookie jar live in core/fetching/session.py. A request's gap
-        # counts from when its headers leave, read by a trace; it costs a little per
-        # response chunk, so only when a delay is asked for (a Crawl-delay or a live one
-        # then counts from just before the request).
+        # issue 21: headers, proxy and cookie jar live in core/fetching/session.py. The trace
+        # (core/fetching/fetch.py on_sent) gives every fetch its worker's phases (issue 27: an
+        # await per response chunk, no visible cost, BENCHMARKS.md); a request's gap counts
+        # from when its headers leave only when a delay is asked for (else from just before).
         self._http = CrawlSession(self.config, self.agent, self.roots)
         self._session = self._http.open(timeout, [on_sent()])  # phases always; gaps only when asked
         token = self.agent.split("/", 1)[0].split(" ", 1)[0] or "crawltop"
@@ -264,7 +265,7 @@ class Crawler:
                 self._admit(root, self.config.max_redirect, 0)
             self.set_concurrency(self._target)
             if self.config.max_time:  # --max-time: a clean stop, as q
-                asyncio.get_running_loop().call_later(self.config.max_time, self.stop)
+                self._limit = asyncio.get_running_loop().call_later(self.config.max_time, self.stop)
             join = asyncio.ensure_future(self.frontier.join())
             stop = asyncio.ensure_future(self._stopping.wait())
             await asyncio.wait((join, stop), return_when=asyncio.FIRST_COMPLETED)
@@ -277,6 +278,8 @@ class Crawler:
                 self._emit(record)
                 self.frontier.done(item)
         finally:
+            if self._limit is not None:
+                self._limit.cancel()
             try:
                 await self._cancel_workers()
                 if self._robots is not None:
