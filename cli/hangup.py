@@ -11,16 +11,17 @@ is flushed, a `--state` crawl can be resumed; the report goes to the same log.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import signal
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 from ..core.sockets.rundir import state_dir
-from .headless import PROGRESS_EVERY, progress_line
 
 CHOICES = ("detach", "stop")
 
@@ -71,6 +72,10 @@ class Hangup:
         """The rest of the crawl without a screen: what a --detach child does. The signals
         and the progress lines are about this process's own engine (the control server's),
         not a whole shared crawl the screen may have shown."""
+        import asyncio
+
+        from .headless import PROGRESS_EVERY, progress_line
+
         crawler = self.control.crawler
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -12,15 +12,17 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 from ..core.sockets.rundir import claim, state_dir
-from ..core.sockets.server import Listening
-from ..core.surface import Engine
 from . import hangup
 
-E = TypeVar("E", bound=Engine)
+if TYPE_CHECKING:  # the server and the engine's types: imported by the commands that crawl
+    from ..core.sockets.server import Listening
+    from ..core.surface import Engine
+
+E = TypeVar("E", bound="Engine")
 
 DETACH_FD = "CRAWLTOP_DETACH_FD"
 DETACH_LOG = "CRAWLTOP_DETACH_LOG"
@@ -35,6 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def listen(crawler: E, args: argparse.Namespace) -> Listening[E]:
+    from ..core.sockets.server import Listening
+
     host = getattr(args, "socket_base", None)  # a cluster member: named after its crawl
     if host is None:
         host = "demo" if getattr(args, "command", None) == "demo" else urlsplit(crawler.roots[0]).hostname

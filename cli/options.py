@@ -9,17 +9,17 @@ import argparse
 import os
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..core.config import CrawlConfig
 from ..core.errors import PatternError, UsageError
-from ..core.fetching import cookies as cookiefile
-from ..core.queueing.patterns import check
-from ..core.secrets import parse_headers, split_proxy
+from .exitcodes import EXIT_CODES
+
+if TYPE_CHECKING:
+    from ..core.config import CrawlConfig
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
-_DEFAULTS = CrawlConfig(roots=())
+
 
 
 class Parser(argparse.ArgumentParser):
@@ -98,9 +98,12 @@ what is fetched (README "What is fetched"):
 """
 
 
-def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.timeout) -> None:
-    d = _DEFAULTS
-    p.epilog = POLITENESS
+def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float | None = None) -> None:
+    from ..core.config import CrawlConfig
+
+    d = CrawlConfig(roots=())
+    timeout = d.timeout if timeout is None else timeout
+    p.epilog = POLITENESS + "\n" + EXIT_CODES
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     add = p.add_argument
     add("-c", "--concurrency", type=positive(int), default=d.concurrency, metavar="N",
@@ -159,8 +162,13 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float = _DEFAULTS.
         help="User-Agent header (default crawltop/VERSION)")
     add("--output", "-o", default=None, metavar="FILE.jsonl",
         help="write one JSON record per URL to this file (default: none)")
+    add("--max-time", type=positive(float), default=None, metavar="SECONDS",
+        help="stop cleanly after this long, as q does: queued URLs are cancelled, or kept with --state "
+             "to resume (default: no limit)")
     add("--headless", action="store_true",
         help="no TUI: progress on stderr, report on stdout (default when stdout is not a TTY)")
+    add("--quiet", "-q", action="store_true",
+        help="headless without the progress lines on stderr; the report and errors still print (default: off)")
     add("--exit-on-finish", action="store_true",
         help="TUI: close when the crawl ends (default: stay on the summary)")
     add_session_options(p)
@@ -217,7 +225,37 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def check_roots(roots: Sequence[str]) -> None:
+    """Each root an http(s) URL with a host, checked before the engine is imported: a bare
+    host is refused with the URL it probably meant (`did you mean https://example.com/ ?`)."""
+    from urllib.parse import urlsplit
+
+    for root in roots:
+        try:
+            parts = urlsplit(root.strip())
+            ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            ok = False
+        if ok:
+            continue
+        hint = ""
+        if "://" not in root and root.strip() and " " not in root.strip():  # example.com, host:8080/x
+            try:
+                guess = urlsplit("https://" + root.strip().lstrip("/"))
+                guess.port  # noqa: B018  (a bad port raises here, not later)
+            except ValueError:
+                guess = urlsplit("https://")
+            if guess.hostname and ("." in guess.hostname or guess.hostname == "localhost"):
+                hint = f" (did you mean {guess.scheme}://{guess.netloc}{guess.path or '/'}" + \
+                       (f"?{guess.query}" if guess.query else "") + " ?)"
+        raise UsageError(f"not an http(s) URL with a host: {root}{hint}")
+
+
 def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
+    from ..core.config import CrawlConfig
+    from ..core.queueing.patterns import check
+
+    check_roots(roots)
     for pattern in (*args.include, *args.exclude):
         try:
             check(pattern)  # RE2: linear time; a feature it lacks is refused, never a fallback
@@ -233,7 +271,8 @@ def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
         output=args.output,
         queue_by=args.queue_by, max_crawl_delay=args.max_crawl_delay, delay_factor=args.delay_factor,
         host_max_failures=args.host_max_failures, max_pages_per_host=args.max_pages_per_host,
-        ignore_sets=ignore_sets(args), **session_options(args),
+        ignore_sets=ignore_sets(args), max_time=getattr(args, "max_time", None),
+        **session_options(args),
     )
 
 
@@ -251,6 +290,9 @@ def ignore_sets(args: argparse.Namespace) -> tuple[str, ...]:
 def session_options(args: argparse.Namespace) -> dict[str, Any]:
     """CrawlConfig fields of add_session_options, checked: a bad header, proxy or cookie
     file is a one-line usage error (exit 2) before anything starts."""
+    from ..core.fetching import cookies as cookiefile
+    from ..core.secrets import parse_headers, split_proxy
+
     headers = expand_headers(getattr(args, "header", []))
     parse_headers(headers)
     if getattr(args, "proxy", None):

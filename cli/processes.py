@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -28,6 +30,8 @@ from .engine import final_report
 from .monitor import run_monitor
 
 PROGRESS_EVERY = 2.0
+ORPHAN_GRACE = 5.0  # an engine whose parent died has this long to stop cleanly, then exits
+STOP_GRACE = 20.0  # after Ctrl-C, engines still running this long are sent SIGTERM, then SIGKILL
 
 Main = Callable[[Sequence[str]], int]  # `crawltop join ...` in a child: its argv, its exit code
 
@@ -50,10 +54,46 @@ def supervise(args: argparse.Namespace, name: str, config: CrawlConfig, join: Ma
         if not args.headless and sys.stdout.isatty():
             # q stops the crawl; d leaves it to us; a hang-up too (its log: NAME.log), or stops it
             run_monitor(url, name, exit_on_finish=args.exit_on_finish, on_hangup=hup)
-        return watch(url, name, children, hup=hup.reason is None, stop_now=hup.reason is not None and hup.stop)
+        code = watch(url, name, children, hup=hup.reason is None, stop_now=hup.reason is not None and hup.stop,
+                     redis_alive=(lambda: server.proc.poll() is None) if server is not None else None)
+        if args.output:
+            one_output(url, name, args.output, [f"{args.output}.p{i}" for i in range(1, args.processes + 1)])
+        return code
     finally:
         if server is not None:
             server.stop()
+
+
+def one_output(url: str, name: str, output: str, parts: Sequence[str]) -> None:
+    """`-o FILE` gives FILE (issue 27): while the crawl runs each engine streams its own
+    records to FILE.pN; at the end FILE is written from the crawl's record stream in Redis,
+    where each URL has exactly one record (a URL re-fetched after its process died counts
+    once), then the per-process files go. If Redis cannot be read, FILE is the parts one
+    after the other and they stay, and stderr says so."""
+    from ..core.cluster.records import StreamRecords
+    from ..core.storage.export import export_jsonl
+
+    tmp = f"{output}.tmp"
+    r = redis.Redis.from_url(url, socket_timeout=30)
+    try:
+        n = export_jsonl(StreamRecords(r, name), tmp)
+        os.replace(tmp, output)
+    except (redis.RedisError, OSError) as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        with open(output, "wb") as out:
+            for part in parts:
+                with contextlib.suppress(FileNotFoundError), open(part, "rb") as fh:
+                    shutil.copyfileobj(fh, out)
+        print(f"crawltop: {output}: the per-process files one after the other (Redis: {clean(exc)}); "
+              f"they stay: {', '.join(parts)}", file=sys.stderr)
+        return
+    finally:
+        r.close()
+    for part in parts:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(part)
+    print(f"crawltop: {n} records in {output}", file=sys.stderr)
 
 
 def secret_argv(config: CrawlConfig, i: int) -> list[str]:
@@ -78,6 +118,7 @@ class Forked:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.returncode: int | None = None
+        self.signalled: int | None = None  # the last signal escalate() sent
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -115,6 +156,7 @@ def child(join: Main, url: str, name: str, concurrency: int, log: Path, output: 
         die_with_parent()
         if os.getppid() != parent:  # the parent died before PDEATHSIG was armed
             os._exit(1)
+        exit_with_parent(parent)
         null, fd = os.open(os.devnull, os.O_RDONLY), os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(null, 0)
         os.dup2(fd, 1)
@@ -132,9 +174,30 @@ def child(join: Main, url: str, name: str, concurrency: int, log: Path, output: 
             os._exit(code)
 
 
-def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop_now: bool = False) -> int:
+def exit_with_parent(parent: int, grace: float = ORPHAN_GRACE) -> None:
+    """A thread of an engine child: once its parent is gone (SIGKILL included: PDEATHSIG
+    has already asked the engine to stop), the engine gets `grace` seconds to finish, then
+    the process exits whatever it waits on (issue 27: an orphan engine lived on for 14
+    minutes, its private Redis gone, retrying). Its JSON lines are flushed every 0.2 s."""
+    import threading
+
+    def watchdog() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        time.sleep(grace)
+        with contextlib.suppress(Exception):
+            print("crawltop: the parent process is gone; this engine exits", file=sys.stderr, flush=True)
+        os._exit(1)
+
+    threading.Thread(target=watchdog, name="exit-with-parent", daemon=True).start()
+
+
+def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop_now: bool = False,
+          redis_alive: Callable[[], bool] | None = None) -> int:
     """Progress of the whole crawl on stderr until every child is gone; Ctrl-C stops the
-    whole crawl (through Redis), and the children finish cleanly."""
+    whole crawl (through Redis), and the children finish cleanly. If the private
+    redis-server dies (`redis_alive`), the crawl is gone with it: the engines are told to
+    stop at once (SIGTERM, then SIGKILL), rather than retry it forever."""
     keys = Keys(name)
     r = redis.Redis.from_url(url, socket_timeout=5)
     stopping = stop_now  # (--on-hangup stop after the monitor's terminal went away)
@@ -145,13 +208,21 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
 
     # SIGHUP stops the crawl, unless the terminal already went away and left it running
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hup else []))}
-    started, sent, shown = time.monotonic(), False, 0.0
+    started, sent, shown = time.monotonic(), 0.0, 0.0
+    status, records = "?", 0
     try:
         while any(c.poll() is None for c in children):
             if stopping and not sent:
-                r.hset(keys.ctl, "stop", "1")
-                r.hset(keys.meta, "status", "stopped")
-                sent = True
+                with contextlib.suppress(redis.RedisError):
+                    r.hset(keys.ctl, "stop", "1")
+                    r.hset(keys.meta, "status", "stopped")
+                sent = time.monotonic()
+            if redis_alive is not None and not redis_alive() and not stopping:
+                print(f"crawltop: the private redis-server of {name!r} is gone: stopping its engines",
+                      file=sys.stderr, flush=True)
+                stopping, sent = True, time.monotonic() - STOP_GRACE  # nothing to tell through Redis
+            if sent:
+                escalate(children, time.monotonic() - sent)
             time.sleep(0.1)
             if time.monotonic() - shown < PROGRESS_EVERY:
                 continue
@@ -163,8 +234,9 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
                       f"in flight {r.zcard(keys.leases)} processes {r.hlen(keys.procs)}", file=sys.stderr, flush=True)
             except redis.RedisError as exc:
                 print(f"crawltop: Redis: {clean(exc)}", file=sys.stderr, flush=True)
-        status = text(r.hget(keys.meta, "status") or b"?")
-        records = int(r.hget(keys.count, "records") or 0)
+        with contextlib.suppress(redis.RedisError):
+            status = text(r.hget(keys.meta, "status") or b"?")
+            records = int(r.hget(keys.count, "records") or 0)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -172,9 +244,23 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
     codes = [c.wait() for c in children]
     print(f"crawl {name!r} {status}: {records} records from {len(children)} processes "
           f"(exit codes {', '.join(map(str, codes))})", file=sys.stdout)
-    if status == "finished" and claim_report(url, name):
+    # the whole crawl's report, as one process prints its own: at the end, and after Ctrl-C
+    if status in ("finished", "stopped") and claim_report(url, name):
         final_report(url, name)
     return 0 if all(c == 0 for c in codes) else 1
+
+
+def escalate(children: list[Forked], since_stop: float) -> None:
+    """Engines that have not stopped STOP_GRACE seconds after the stop get SIGTERM (their
+    clean stop again, or their way out), and SIGKILL 5 s later: Ctrl-C always ends."""
+    sig = signal.SIGKILL if since_stop > STOP_GRACE + 5 else signal.SIGTERM if since_stop > STOP_GRACE else None
+    if sig is None:
+        return
+    for c in children:
+        if c.poll() is None and c.signalled != sig:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(c.pid, sig)
+            c.signalled = sig
 
 
 def claim_report(url: str, name: str) -> bool:

@@ -13,16 +13,19 @@ def run_crawler(crawler: Engine, args: argparse.Namespace) -> int:
     """Textual is imported here, and only when a terminal will show it. Either way the
     crawl listens on its control socket (attach, ctl, ls) while it runs."""
     listening = listen(crawler, args)  # the engine, serving its control socket as it crawls
+    # One engine of a shared crawl may fetch nothing while others do: exit 4 ("no root could
+    # be fetched") is for a crawl of its own (cli/exitcodes.py).
+    shared = bool(getattr(args, "redis", None))
     if args.headless or not sys.stdout.isatty():
         from .headless import run_headless
 
-        return asyncio.run(run_headless(listening))
+        return asyncio.run(run_headless(listening, quiet=getattr(args, "quiet", False), roots_code=not shared))
     from ..tui.app import run_tui
     from .hangup import Hangup
-    from .headless import report
+    from .headless import exit_code, report
 
     listening.control.mode = "tui"
     hangup = Hangup(getattr(args, "on_hangup", "detach"), listening.control)
     code = run_tui(listening, exit_on_finish=args.exit_on_finish, hangup=hangup)
     report(listening, sys.stdout)  # the screen is gone: leave the totals in the scrollback (or the log)
-    return code
+    return code or (0 if shared else exit_code(listening, sys.stderr))

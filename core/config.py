@@ -40,6 +40,9 @@ class CrawlConfig:
     max_wait: float = 60.0
     # Start with workers paused (a resumed crawl that was quit while paused).
     start_paused: bool = False
+    # Stop cleanly (as `q`: in flight put back, the rest cancelled) after this many seconds of
+    # crawling; with a state file the crawl resumes from there (--max-time; None: no limit).
+    max_time: float | None = None
     # Scheduling by host (core/queueing/hosts.py): the politeness key, the cap on robots.txt
     # Crawl-delay, the adaptive delay (factor x last response time; 0: off), retirement
     # after N host failures in a row, and a budget of URLs per host (None: no budget).

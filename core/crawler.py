@@ -10,6 +10,7 @@ from the same loop at any time: core/surface.py's `Engine` and `Steer`.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -25,6 +26,7 @@ from .fetching.session import CrawlSession
 from .fetching.sitemaps import Sitemaps, is_sitemap
 from .monitor.queueview import QueueStats, QueueView
 from .monitor.stats import HostView, Stats, WorkerState
+from .outcomes import FAILED
 from .output.provenance import hop, utc_iso
 from .output.records import JsonlSink, Record, Redacting, ResponseSink, Sink
 from .parsing import malloc
@@ -91,6 +93,7 @@ class Crawler:
         self._next_id = 0
         self._unpaused = asyncio.Event()
         self._stopping = asyncio.Event()
+        self._limit: asyncio.TimerHandle | None = None  # --max-time's stop
         self._session: aiohttp.ClientSession | None = None
         self._robots: Robots | None = None
         self._sitemaps: Sitemaps | None = None
@@ -119,7 +122,11 @@ class Crawler:
         def host_counts() -> dict[str, int]:  # O(hosts): at most once a second, and at the end
             now = time.monotonic()
             if now - counts[0] >= 1.0 or counts[2] != self.stats.state:
-                counts[:] = [now, {k: v for k, v in sched.counts(now).items() if v}, self.stats.state]
+                raw = sched.counts(now)
+                if self.stats.state in ("PAUSED", "STOPPING"):  # the whole crawl paused: so are its hosts
+                    moved = raw.pop("ready", 0) + raw.pop("waiting", 0)
+                    raw["paused"] = raw.get("paused", 0) + moved
+                counts[:] = [now, {k: v for k, v in raw.items() if v}, self.stats.state]
             return counts[1]
         self.stats.host_counts = host_counts
         store = self.frontier
@@ -240,12 +247,12 @@ class Crawler:
         timeout = aiohttp.ClientTimeout(
             total=self.config.timeout * 3, sock_connect=self.config.timeout, sock_read=self.config.timeout
         )
-        # issue 21: headers, proxy and cookie jar live in core/fetching/session.py. A request's gap
-        # counts from when its headers leave, read by a trace; it costs a little per
-        # response chunk, so only when a delay is asked for (a Crawl-delay or a live one
-        # then counts from just before the request).
+        # issue 21: headers, proxy and cookie jar live in core/fetching/session.py. The trace
+        # (core/fetching/fetch.py on_sent) gives every fetch its worker's phases (issue 27: an
+        # await per response chunk, no visible cost, BENCHMARKS.md); a request's gap counts
+        # from when its headers leave only when a delay is asked for (else from just before).
         self._http = CrawlSession(self.config, self.agent, self.roots)
-        self._session = self._http.open(timeout, [on_sent()] if self._exact_gaps else None)
+        self._session = self._http.open(timeout, [on_sent()])  # phases always; gaps only when asked
         token = self.agent.split("/", 1)[0].split(" ", 1)[0] or "crawltop"
         self._robots = Robots(self._session, token, self.config.timeout) if self.config.robots else None
         if self.config.sitemaps:
@@ -267,6 +274,8 @@ class Crawler:
             for root in self.roots:
                 self._admit(root, self.config.max_redirect, 0)
             self.set_concurrency(self._target)
+            if self.config.max_time:  # --max-time: a clean stop, as q
+                self._limit = asyncio.get_running_loop().call_later(self.config.max_time, self.stop)
             join = asyncio.ensure_future(self.frontier.join())
             stop = asyncio.ensure_future(self._stopping.wait())
             await asyncio.wait((join, stop), return_when=asyncio.FIRST_COMPLETED)
@@ -279,6 +288,8 @@ class Crawler:
                 self._emit(record)
                 self.frontier.done(item)
         finally:
+            if self._limit is not None:
+                self._limit.cancel()
             try:
                 await self._cancel_workers()
                 if self._robots is not None:
@@ -354,7 +365,7 @@ class Crawler:
                         self._host_failed(host, "connect", started, None, block=True, strike=True)
             elif host.flags & NEEDS_PROBE:
                 host.flags &= ~NEEDS_PROBE
-                self.stats.set_phase(ws, "connecting")
+                self.stats.set_phase(ws, "sitemap")
                 if self._sitemaps is not None:
                     await self._sitemaps.answered(item.url)
         except Exception:  # a surprise must not cost a worker; the page's own check retries it
@@ -412,8 +423,11 @@ class Crawler:
     def _emit(self, record: Record) -> None:
         self.stats.records += 1
         self.follow.recorded(record)
-        if record.error is not None and record.error_kind != "ignored":  # counted in stats.ignored
-            self.stats.error(record.url, self._host_key(record.url), record.error, record.tries, record.via)
+        # One vocabulary (core/outcomes.py): only a failed URL is an error; robots, ignored and
+        # cancelled records are counted apart.
+        if self.stats.outcome(record.status, record.error_kind, record.error) == FAILED and record.error:
+            self.stats.error(record.url, self._host_key(record.url), record.error, record.tries, record.via,
+                             record.error_kind)
         for sink in self.sinks:
             try:
                 sink.write(record)
@@ -527,7 +541,7 @@ class Crawler:
         last = attempt >= self.config.max_tries
         started = loop.time()
         sched.started(host, started)
-        self.stats.set_phase(ws, "connecting")
+        self.stats.set_phase(ws, "sending")  # the trace says "pool" or "connecting" when it must wait
         record.fetched_at = utc_iso()
         session = self._session
         assert session is not None  # crawl() opened it before any worker started
@@ -540,7 +554,8 @@ class Crawler:
         fetching[host.key] = fetching.get(host.key, 0) + 1
         try:
             resp = await fetch_once(session, item.url, self.config.max_bytes, reading,
-                                    (lambda: sched.started(host, loop.time())) if self._exact_gaps else None)
+                                    (lambda: sched.started(host, loop.time())) if self._exact_gaps else None,
+                                    lambda phase: self.stats.set_phase(ws, phase))
         except NETWORK_ERRORS as exc:
             answered = bool(headers_in)  # the headers came: a cut or slow body is this URL's own
             self._free_slot(ws)
@@ -676,4 +691,12 @@ def _record(item: Item, tries: int = 0) -> Record:
 def _network_error(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, TimeoutError) and not str(exc):
         return f"TimeoutError: no response within {timeout:g}s"
-    return errors.describe(exc)
+    text = errors.describe(exc)
+    code = getattr(getattr(exc, "os_error", None), "errno", None) or getattr(exc, "errno", None)
+    if isinstance(code, int) and code > 0:  # "Connect call failed" says less than the errno
+        words = os.strerror(code)
+        if words.lower() not in text.lower():
+            text += f" ({words.lower()})"
+    if errors.error_kind(exc) == "timeout" and "within" not in text:  # the reason says how long
+        text += f" (no answer within {timeout:g}s)"
+    return text

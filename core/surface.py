@@ -6,12 +6,14 @@ nothing here is inherited. Optional capabilities are declared in `Monitor.parts`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .monitor.queueview import QueueView
 from .monitor.stats import HostView, Snapshot
-from .steering.ignores import IgnoreResult, IgnoreSetView, IgnoreView
-from .steering.steer import SeedResult
+
+if TYPE_CHECKING:  # types only: `ctl` and `ls` import this without the frontier (issue 27)
+    from .monitor.queueview import QueueView
+    from .steering.ignores import IgnoreResult, IgnoreSetView, IgnoreView
+    from .steering.steer import SeedResult
 
 
 class MonitorStats(Protocol):

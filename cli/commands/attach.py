@@ -8,7 +8,6 @@ from any machine (cli/monitor.py).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import sys
@@ -17,7 +16,6 @@ from pathlib import Path
 
 from ...core.errors import RemoteError, UsageError
 from ...core.monitor.sanitize import clean
-from ...core.sockets.client import RemoteCrawler
 from ...core.sockets.rundir import resolve
 
 LOST = 3  # the app's return code when the crawl process went away
@@ -42,10 +40,14 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     except (UsageError, OSError) as exc:
         print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
         return 1
+    import asyncio
+
     return asyncio.run(attach(path))
 
 
 async def attach(path: Path, *, headless: bool = False) -> int:
+    from ...core.sockets.client import RemoteCrawler
+
     try:
         remote = await RemoteCrawler.connect(path)
     except RemoteError as exc:

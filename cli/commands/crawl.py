@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ...core.config import CrawlConfig
 from .. import listen, shared
-from ..options import add_crawl_options, add_warc, config_from
+from ..options import add_crawl_options, add_warc, check_roots, config_from
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -23,6 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    check_roots(args.roots)  # before the engine is imported: a usage error answers at once
     shared.check_mix(args)
     if args.state:
         from ..state_file import run as run_state

@@ -1,6 +1,6 @@
 """`crawltop ctl NAME ACTION`: one-shot control of a live crawl, for scripts.
 
-A plain blocking socket client (core/sockets/client.py Client): no asyncio, no Textual. Exit 0 on
+A plain blocking socket client (core/sockets/blocking.py Client): no asyncio, no Textual. Exit 0 on
 success and 1 with a one-line reason otherwise (an unknown name too); with `--redis`,
 the whole crawl shared through Redis (or one of its processes).
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from ...core.errors import RemoteError, UsageError
 from ...core.monitor.sanitize import clean
-from ...core.sockets.client import Client
+from ...core.sockets.blocking import Client
 from ...core.sockets.rundir import resolve
 
 ACTIONS = {  # ctl action -> (protocol op, argument name or None)
@@ -88,14 +88,27 @@ def run_ctl(args: argparse.Namespace) -> int:
     try:
         path = resolve(args.name)
         with Client(path) as c:
+            before = c.call("status") if op == "stop" else None
             result = c.call(op, **kwargs)
     except (UsageError, RemoteError, OSError) as exc:
         return _fail(str(exc))
+    if before is not None:
+        print(stop_words(args.name, before))
     if op == "status":
         print(json.dumps(result))
     elif op == "cancel_worker" and not result["result"]:
         return _fail(f"no worker {kwargs['worker_id']} in crawl {args.name!r}")
     return 0
+
+
+def stop_words(name: str, status: dict[str, Any]) -> str:
+    """What `ctl NAME stop` did: `stopping 'demo': 7 in flight and 1,152 queued cancelled (not errors)`."""
+    if status.get("state") in ("STOPPING", "DONE"):
+        return f"{clean(name, 100)!r} is already {str(status.get('state')).lower()}"
+    busy, queued = int(status.get("busy", 0)), int(status.get("queued", 0))
+    if status.get("keeps_queue"):
+        return f"stopping {clean(name, 100)!r}: {busy:,} in flight put back, {queued:,} queued kept to resume"
+    return f"stopping {clean(name, 100)!r}: {busy:,} in flight and {queued:,} queued cancelled (not errors)"
 
 
 # -- steering (issue 11): ignores, seeds, hosts ---------------------------------------------

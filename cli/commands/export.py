@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from ...core.monitor.sanitize import clean
-from ...core.storage.export import export_csv, export_jsonl
+from ...core.outcomes import Tally, outcome_line
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -80,13 +80,16 @@ def _wacz(args: argparse.Namespace) -> int:
 
 
 def _state_file(args: argparse.Namespace) -> int:
+    from ...core.storage.export import export_csv, export_jsonl
     if not args.jsonl and not args.csv:
         print("crawltop: error: export needs --jsonl FILE and/or --csv FILE", file=sys.stderr)
         return 2
     for out, fn, kind in ((args.jsonl, export_jsonl, "JSONL"), (args.csv, export_csv, "CSV")):
         if out:
-            n = fn(args.state, out)
-            print(f"exported {n} records to {out} ({kind})", file=sys.stderr)
+            tally = Tally()
+            n = fn(args.state, out, tally)
+            print(f"exported {n} records to {out} ({kind}): {outcome_line(tally.counts, tally.classes)}",
+                  file=sys.stderr)
     return 0
 
 
@@ -100,6 +103,7 @@ def _shared(args: argparse.Namespace) -> int:
     from ...core.cluster.records import StreamRecords
     from ...core.errors import UsageError
     from ...core.sockets.rundir import check_name
+    from ...core.storage.export import export_csv, export_jsonl
 
     name = check_name(args.state)
     r = redis.Redis.from_url(args.redis, socket_timeout=30)
@@ -110,8 +114,10 @@ def _shared(args: argparse.Namespace) -> int:
         for out, fn, kind in ((args.jsonl, export_jsonl, "JSONL"), (args.csv, export_csv, "CSV")):
             if out:
                 streams.append(StreamRecords(r, name))
-                n = fn(streams[-1], out)
-                print(f"exported {n} records of {name!r} to {out} ({kind})", file=sys.stderr)
+                tally = Tally()
+                n = fn(streams[-1], out, tally)
+                print(f"exported {n} records of {name!r} to {out} ({kind}): "
+                      f"{outcome_line(tally.counts, tally.classes)}", file=sys.stderr)
         if args.trim and streams:  # up to what every file has (the first read the fewest)
             print(f"trimmed {streams[0].trim()} exported records from Redis", file=sys.stderr)
         return 0

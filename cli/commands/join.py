@@ -26,6 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     join.add_argument("--output", "-o", default=None, metavar="FILE.jsonl",
                       help="also write the records this process fetches to this file (default: none)")
     join.add_argument("--headless", action="store_true", help="no TUI (default when stdout is not a TTY)")
+    join.add_argument("--quiet", "-q", action="store_true",
+                      help="headless without the progress lines; the report and errors still print (default: off)")
     join.add_argument("--exit-on-finish", action="store_true", help="TUI: close when the crawl ends")
     join.add_argument("--detach", action="store_true", help="run in the background (default: off)")
     hangup.add_argument(join)

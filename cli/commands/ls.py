@@ -1,6 +1,6 @@
 """`crawltop ls`: the live crawls of this user, a table or JSON.
 
-A plain blocking socket client (core/sockets/client.py Client): no asyncio, no Textual."""
+A plain blocking socket client (core/sockets/blocking.py Client): no asyncio, no Textual."""
 from __future__ import annotations
 
 import argparse
@@ -13,7 +13,7 @@ from typing import Any
 
 from ...core.errors import RemoteError, UsageError
 from ...core.monitor.sanitize import clean
-from ...core.sockets.client import Client
+from ...core.sockets.blocking import Client
 from ...core.sockets.rundir import live_sockets, run_dir
 
 

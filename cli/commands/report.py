@@ -12,8 +12,11 @@ from collections.abc import Sequence
 
 from ...core.errors import ReportError
 from ...core.monitor.sanitize import clean
-from ...core.reporting.formats import FORMATS
-from ...core.reporting.linkcheck import Options, analyse, load
+
+# The report's formats, listed here so `--help` and `--format`'s choices need no import of
+# core/reporting (checked against FORMATS by tests/cli/test_report.py).
+FORMAT_NAMES = ("text", "json", "csv", "markdown", "junit")
+WIDTH = 80  # core/reporting/formats.py WIDTH: a terminal's columns
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="a records JSONL file (-o) or a --state file (with --redis: the crawl's NAME)")
     p.add_argument("--redis", metavar="URL", default=None,
                    help="report on crawl NAME shared through this Redis: its records stream (default: none)")
-    p.add_argument("--format", choices=tuple(FORMATS), default="text",
+    p.add_argument("--format", choices=FORMAT_NAMES, default="text",
                    help="text (80 columns), json, csv (broken links), markdown or junit (default text)")
     p.add_argument("--broken-only", action="store_true",
                    help="only the broken links: no chains, slowest pages or totals (default: everything)")
@@ -36,6 +39,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
+    from ...core.reporting.formats import FORMATS
+    from ...core.reporting.formats import text as text_format
+    from ...core.reporting.linkcheck import Options, analyse, load
+
     options = Options(min_status=args.min_status, include_robots=args.include_robots, broken_only=args.broken_only)
     try:
         if args.redis:
@@ -45,7 +52,11 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
         else:
             records = load(args.source)
         report = analyse(records, options, source=args.source)
-        text = FORMATS[args.format](report)
+        to_terminal = args.output == "-" and sys.stdout.isatty()
+        if args.format == "text":  # URLs are cut to 80 columns only on a terminal: a file keeps them whole
+            text = text_format(report, WIDTH if to_terminal else None)
+        else:
+            text = FORMATS[args.format](report)
         if args.output == "-":
             sys.stdout.write(text)
             sys.stdout.flush()

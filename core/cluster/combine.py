@@ -15,6 +15,7 @@ from collections import Counter, deque
 from collections.abc import Sequence
 
 from ..monitor.stats import RING, HostView, Snapshot, WorkerView
+from ..outcomes import OUTCOMES
 
 WORKER_BLOCK = 1000  # worker id = process ordinal * 1000 + its own id
 
@@ -63,9 +64,13 @@ def merge(snaps: Sequence[Snapshot], *, state: str, queued: int, seen: int, in_f
     rings = rings or {name: _ring(snaps, name) for name in ("recent_errors", "recent_merges", "recent_redirects")}
     statuses: Counter[int] = Counter()
     kinds: Counter[str] = Counter()
+    outcomes: Counter[str] = Counter()
+    classes: Counter[str] = Counter()
     for s in snaps:
         statuses.update(s.statuses)
         kinds.update(s.errors_by_kind)
+        outcomes.update(s.outcomes)
+        classes.update(s.fetched_classes)
 
     def total(field: str) -> int:
         return sum(getattr(s, field) for s in snaps)
@@ -91,6 +96,7 @@ def merge(snaps: Sequence[Snapshot], *, state: str, queued: int, seen: int, in_f
         host_counts=max((s.host_counts for s in snaps), key=lambda c: sum(c.values()), default={}),
         next_due=min((s.next_due for s in snaps if s.next_due is not None), default=None),
         hosts_over_budget=max((s.hosts_over_budget for s in snaps), default=0),
+        outcomes={o: outcomes[o] for o in OUTCOMES}, fetched_classes=dict(classes),
     )
 
 

@@ -12,6 +12,7 @@ the next beat.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import socket
@@ -28,6 +29,7 @@ from ..surface import HasRoots, Parts
 from . import scripts
 from .frontier import ROWS, RedisFrontier
 from .keys import decode_item
+from .link import OUTAGE
 from .procs import ProcessInfo
 
 BEAT = 1.0  # seconds between heartbeats
@@ -138,11 +140,19 @@ class Member:
         finally:
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
+            # Issue 27: a leave that cannot finish must not keep the process alive (seen: an
+            # engine DONE for 14 minutes, retrying a Redis that was gone). Shortly before the
+            # timeout the link stops waiting out outages, so no retry loop outlives it.
+            loop = asyncio.get_running_loop()
+            give_up = loop.call_later(LEAVE_TIMEOUT - 0.5, setattr, self.frontier.link, "closed", True)
             try:
-                self._leaving = asyncio.get_running_loop().time()
+                self._leaving = loop.time()
                 await asyncio.wait_for(self.leave(), LEAVE_TIMEOUT)
-            except (TimeoutError, UsageError):  # told by `left` == False; the leases expire
-                await self.frontier.close()
+            except (TimeoutError, UsageError, *OUTAGE):  # told by `left` == False; the leases expire
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.frontier.close(), 2.0)
+            finally:
+                give_up.cancel()
 
     async def leave(self) -> None:
         """Finish what is queued for Redis, give back any lease still held, deregister.

@@ -43,11 +43,12 @@ class Response:
 
 async def fetch_once(
     session: aiohttp.ClientSession, url: str, max_bytes: int, reading: Callable[[], None],
-    sent: Callable[[], None] | None = None,
+    sent: Callable[[], None] | None = None, phase: Callable[[str], None] | None = None,
 ) -> Response:
     """GET without following redirects; read at most max_bytes of (decoded) body.
-    `sent` is called when the request's headers are written (see `on_sent`)."""
-    ctx = {"sent": sent} if sent is not None else None
+    `sent` is called when the request's headers are written, `phase` as the request moves
+    on (see `on_sent`), `reading` once the response's headers are in."""
+    ctx = {"sent": sent, "phase": phase} if sent is not None or phase is not None else None
     async with session.get(url, allow_redirects=False, trace_request_ctx=ctx) as resp:
         reading()
         sha1 = new_hasher()
@@ -71,15 +72,36 @@ async def fetch_once(
 
 
 def on_sent() -> aiohttp.TraceConfig:
-    """Politeness counts a gap from when a request really leaves, not from when a
-    worker asked for it: a busy loop or a new connection can stand between the two."""
+    """A request's steps, as they happen, for whoever passed callbacks to fetch_once:
+
+    * politeness counts a gap from when a request really leaves (`sent`), not from when a
+      worker asked for it: a busy loop or a new connection can stand between the two;
+    * a worker's phase says what it waits for (issue 27): a free connection (`pool`),
+      a new one (`connecting`: DNS, TCP, TLS), `sending`, the response's `headers`; on a
+      keep-alive connection the fetch goes straight from sending to headers.
+    Tracing costs an await per response chunk (aiohttp sends the chunk signal to every
+    trace), about a microsecond: measured in BENCHMARKS.md (issue 27)."""
     trace = aiohttp.TraceConfig()
+
+    def step(name: str) -> Callable[[object, Any, object], Any]:
+        async def hook(session: object, ctx: Any, params: object) -> None:
+            request_ctx = ctx.trace_request_ctx
+            if request_ctx and request_ctx.get("phase") is not None:
+                request_ctx["phase"](name)
+        return hook
 
     async def headers_sent(session: object, ctx: Any, params: object) -> None:
         request_ctx = ctx.trace_request_ctx
         if request_ctx:
-            request_ctx["sent"]()
+            if request_ctx.get("sent") is not None:
+                request_ctx["sent"]()
+            if request_ctx.get("phase") is not None:
+                request_ctx["phase"]("headers")
 
+    trace.on_connection_queued_start.append(step("pool"))
+    trace.on_connection_queued_end.append(step("sending"))
+    trace.on_connection_create_start.append(step("connecting"))
+    trace.on_connection_create_end.append(step("sending"))
     trace.on_request_headers_sent.append(headers_sent)
     return trace
 

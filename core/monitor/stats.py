@@ -13,13 +13,19 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import kind_of
+from ..outcomes import CANCELLED, FAILED, OUTCOMES, SKIPPED, Tally, reason
 
 HISTORY_SECONDS = 120
 RING = 500
 TOP_HOSTS = 20
 ERROR_URLS_MAX = 10_000
 
-PHASES = ("waiting", "paused", "robots", "connecting", "reading", "parsing", "backoff")
+# A worker's phase (issue 27: each means what it says): waiting for a due URL, paused,
+# fetching robots.txt or probing a sitemap, then a fetch's steps (core/fetching/fetch.py on_sent):
+# waiting for a free connection, connecting (DNS, TCP, TLS), sending, waiting for the
+# response's headers, reading the body; then parsing; backoff.
+PHASES = ("waiting", "paused", "robots", "sitemap", "pool", "connecting", "sending", "headers", "reading",
+          "parsing", "backoff")
 
 
 @dataclass(slots=True)
@@ -98,15 +104,27 @@ class HostNumbers(Protocol):
     def parked(self) -> int: ...
 
 
-def host_view(name: str, s: HostNumbers, now: float) -> HostView:
+def as_paused(state: str, in_flight: int) -> str:
+    """A host's state while the whole crawl is paused: nothing is taken, so a host that would
+    fetch or wait is paused (one still finishing a fetch stays fetching until it ends)."""
+    if state in ("ready", "waiting") or (state == "fetching" and not in_flight):
+        return "paused"
+    return state
+
+
+def host_view(name: str, s: HostNumbers, now: float, crawl_paused: bool = False) -> HostView:
     """A row from a `Host` (scheduling stores) or a `HostStats` (the Redis store); the
-    queue's fields (state, queued, wake ...) only a Host has: a HostStats reads empty."""
+    queue's fields (state, queued, wake ...) only a Host has: a HostStats reads empty.
+    `crawl_paused`: the whole crawl is paused, and its hosts read so (as_paused)."""
     done = s.done
     state = getattr(s, "state", None)
     wake = getattr(s, "wake", None)
+    text = state(now) if state else ""
+    if crawl_paused and text:
+        text = as_paused(text, s.in_flight)
     return HostView(
         name, s.in_flight, done, s.errors, s.total_ms / done if done else 0.0, s.delay, s.paused, s.parked,
-        state(now) if state else "", getattr(s, "queued", 0), wake(now) if wake else 0.0,
+        text, getattr(s, "queued", 0), wake(now) if wake else 0.0,
         getattr(s, "source", ""), getattr(s, "why", ""), getattr(s, "over", 0), getattr(s, "strikes", 0))
 
 
@@ -115,10 +133,11 @@ class ErrorEvent:
     seq: int
     at: float
     url: str
-    kind: str
-    message: str
+    kind: str  # the reason in words (core/outcomes.py reason): "connection refused"
+    message: str  # the error's own message, after its class name
     tries: int
     via: str | None = None  # the page that linked to the URL (or redirected to it)
+    error_kind: str = ""  # its code (core/errors.py KINDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +192,22 @@ class Snapshot:
     sitemap_found: int = 0  # of which looked like a sitemap and were queued
     requisites: int = 0  # responses to requisites, beside `pages` (core/queueing/kinds.py)
     externals: int = 0  # responses to external links checked once
+    # What became of each record (core/outcomes.py): fetched, redirected, failed, skipped,
+    # cancelled; and the fetched ones by status class. `errors` is outcomes["failed"].
+    outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    fetched_classes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> int:
+        return self.outcomes.get(FAILED, 0)
+
+    @property
+    def skipped(self) -> int:
+        return self.outcomes.get(SKIPPED, 0)
+
+    @property
+    def cancelled(self) -> int:
+        return self.outcomes.get(CANCELLED, 0)
 
 
 @dataclass
@@ -199,6 +234,7 @@ class Stats:
     sitemap_probes: int = 0
     sitemap_found: int = 0
     statuses: Counter[int] = field(default_factory=Counter)
+    tally: Tally = field(default_factory=Tally)  # outcomes of the records emitted (core/outcomes.py)
     errors_by_kind: Counter[str] = field(default_factory=Counter)
     error_urls: Counter[str] = field(default_factory=Counter)
     workers: dict[int, WorkerState] = field(default_factory=dict)
@@ -253,9 +289,16 @@ class Stats:
         hs.done += 1
         hs.total_ms += ms
 
-    def error(self, url: str, host: str, error: str, tries: int, via: str | None = None) -> None:
+    def outcome(self, status: int | None, error_kind: str | None, error: str | None) -> str:
+        """Count one emitted record's outcome; the caller reports a failed one with error()."""
+        return self.tally.add(status, error_kind, error)
+
+    def error(self, url: str, host: str, error: str, tries: int, via: str | None = None,
+              kind: str | None = None) -> None:
+        """A failed URL (outcome failed): counted by its error_kind, shown with its reason in
+        words (core/outcomes.py reason) and the error's own message."""
         self._roll()
-        kind = kind_of(error)
+        kind = kind or "other"
         self.errors += 1
         self._sec_errors += 1
         self.errors_by_kind[kind] += 1
@@ -263,8 +306,10 @@ class Stats:
         if len(self.error_urls) > ERROR_URLS_MAX:  # keep the worst; memory stays bounded
             self.error_urls = Counter(dict(self.error_urls.most_common(ERROR_URLS_MAX // 10)))
         self.host(host).errors += 1
-        msg = error[len(kind) + 2 :] if error.startswith(kind + ": ") else ""
-        self.recent_errors.append(ErrorEvent(self.errors, self._elapsed(), url, kind, msg, tries, via))
+        name = kind_of(error)
+        msg = error[len(name) + 2 :] if error.startswith(name + ": ") else ""
+        self.recent_errors.append(ErrorEvent(self.errors, self._elapsed(), url, reason(kind, error), msg or error,
+                                             tries, via, kind))
 
     def merge(self, source: str, target: str, status: int | None) -> None:
         self.merges += 1
@@ -295,6 +340,15 @@ class Stats:
             self._sec_pages = self._sec_errors = 0
         self._sec = sec
 
+    def _rate_now(self, elapsed: float) -> float:
+        """Pages/s over the last five seconds, the second under way included: true from the
+        first second (issue 27: not 0.0/s with 64 pages done), steady after."""
+        full = list(self._hist_pages)[-4:]
+        span = len(full) + max(0.0, elapsed - self._sec)
+        if span < 0.2:  # too short a window to say anything
+            return 0.0 if not self.pages else self.pages / max(elapsed, 0.2)
+        return (sum(full) + self._sec_pages) / span
+
     def top_error_urls(self, n: int = 10) -> list[tuple[str, int]]:
         """The failed URLs that cost the most tries (each URL has one record)."""
         return self.error_urls.most_common(n)
@@ -308,11 +362,11 @@ class Stats:
             for w in self.workers.values()
         )
         busy = sum(1 for w in workers if w.phase not in ("waiting", "paused"))
-        recent = list(self._hist_pages)[-5:]
-        rate_now = sum(recent) / len(recent) if recent else 0.0
+        rate_now = self._rate_now(elapsed)
         top = heapq.nlargest(TOP_HOSTS, self.hosts.items(), key=_busiest)
         mono = time.monotonic()
-        hosts = tuple(host_view(h, s, mono) for h, s in top)
+        paused = self.state in ("PAUSED", "STOPPING")
+        hosts = tuple(host_view(h, s, mono, paused) for h, s in top)
         return Snapshot(
             state=self.state,
             elapsed=elapsed,
@@ -353,6 +407,8 @@ class Stats:
             sitemap_found=self.sitemap_found,
             requisites=self.requisites,
             externals=self.externals,
+            outcomes=dict(self.tally.counts),
+            fetched_classes=dict(self.tally.classes),
         )
 
 

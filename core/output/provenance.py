@@ -20,8 +20,10 @@ def hop(path: str, letter: str) -> str:
     Hop paths (`discovery`): one letter per hop from a root, the last MAX_HOPS letters kept,
     with a count of the dropped ones in front (`3+LLL...`); roots have the empty path.
     `L` a link (`<a href>`, `<area href>`); `E` an embed (`<frame src>`, `<iframe src>`);
-    `R` a redirect (a 3xx's Location); `M` a sitemap file (named by robots.txt, guessed at
-    /sitemap.xml, or listed by an index); `S` a URL listed in a sitemap.
+    `R` a redirect (a 3xx's Location, a meta refresh); requisites by what loaded them: `I`
+    img, `Y` srcset, `K` link, `J` script, `V` media, `O` embed/object, `U` CSS url(); `M` a
+    sitemap file (named by robots.txt, guessed at /sitemap.xml, or listed by an index); `S` a
+    URL listed in a sitemap.
     Paths are interned (a million queued URLs share a few hundred strings), and a queued URL
     keeps its parent's URL string object as `via`, so it costs a pointer.
     """
@@ -46,6 +48,26 @@ def _extend(path: str, letter: str) -> str:
         dropped += len(tail) - MAX_HOPS
         tail = tail[-MAX_HOPS:]
     return f"{dropped}+{tail}" if dropped else tail
+
+
+# What referred to a URL, in the report's words, by the last hop letter that is not a redirect
+# (requisite letters: core/parsing/page.py; what each kind is: core/queueing/kinds.py).
+WORDS = {"L": "a", "E": "frame", "I": "img", "Y": "srcset", "K": "link", "J": "script", "V": "media",
+         "O": "object", "U": "css url()", "R": "redirect", "M": "sitemap", "S": "sitemap", "": "root"}
+
+
+def referrer_letter(discovery: str) -> str:
+    """The hop letter of what referred to the URL: its path's last letter that is not a
+    redirect (a redirect's target keeps the kind of what led to it); `R` for a chain of
+    redirects alone, `` for a root."""
+    stripped = discovery.rstrip("R")
+    if stripped and stripped[-1] not in "+0123456789":
+        return stripped[-1]
+    return "R" if discovery.endswith("R") else ""
+
+
+def word(discovery: str) -> str:
+    return WORDS.get(referrer_letter(discovery), "a")
 
 
 def hops_total(path: str) -> int:

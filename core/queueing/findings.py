@@ -19,7 +19,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 
-from .kinds import WORDS
+from ..output.provenance import WORDS
 
 KEEP_REFERRERS = 9  # pages named per broken URL besides its via (the report lists 10); the rest are counted
 MAX_TRACKED = 200_000  # URLs with waiting referrers or fragment links; past it new ones are not tracked

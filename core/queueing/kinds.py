@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from ..config import CrawlConfig
+from ..output.provenance import referrer_letter
 from ..parsing.page import PageRefs, Want
 from .scope import Scope
 
@@ -26,24 +27,7 @@ PAGE, REQUISITE, EXTERNAL = "page", "requisite", "external"
 KINDS = (PAGE, REQUISITE, EXTERNAL)
 REQUISITE_LETTERS = frozenset("IYKJVOU")
 MAX_REQUISITE_HOPS = 5  # page -> stylesheet -> @import -> image ... (wpull's requisite depth)
-# What referred to a URL, in the report's words, by the last hop letter that is not a redirect.
-WORDS = {"L": "a", "E": "frame", "I": "img", "Y": "srcset", "K": "link", "J": "script", "V": "media",
-         "O": "object", "U": "css url()", "R": "redirect", "M": "sitemap", "S": "sitemap", "": "root"}
 NOFOLLOW = frozenset(("nofollow", "none"))
-
-
-def referrer_letter(discovery: str) -> str:
-    """The hop letter of what referred to the URL: its path's last letter that is not a
-    redirect (a redirect's target keeps the kind of what led to it); `R` for a chain of
-    redirects alone, `` for a root."""
-    stripped = discovery.rstrip("R")
-    if stripped and stripped[-1] not in "+0123456789":
-        return stripped[-1]
-    return "R" if discovery.endswith("R") else ""
-
-
-def word(discovery: str) -> str:
-    return WORDS.get(referrer_letter(discovery), "a")
 
 
 def requisite_hops(discovery: str) -> int:

@@ -13,15 +13,17 @@ from collections.abc import Callable
 from xml.etree import ElementTree as ET
 
 from ..monitor.sanitize import clean
+from ..outcomes import outcome_line
 from .linkcheck import Chain, Report
 
 WIDTH = 80
 
 
-def _fit(text: str, width: int) -> str:
-    """Sanitised and cut to width, the middle elided (both ends of a URL say the most)."""
+def _fit(text: str, width: int | None) -> str:
+    """Sanitised and cut to width, the middle elided (both ends of a URL say the most);
+    whole when `width` is None (a pipe or a file: URLs must stay copyable)."""
     s = clean(text, 10_000)
-    if len(s) <= width:
+    if width is None or len(s) <= width:
         return s
     keep = width - 1
     return s[: keep // 2] + "…" + s[len(s) - (keep - keep // 2):]
@@ -37,26 +39,37 @@ def _steps(c: Chain) -> list[tuple]:
     return list(zip(c.hops, targets, strict=False))
 
 
-def text(r: Report) -> str:
+def text(r: Report, width: int | None = 80) -> str:
+    """The text report; URLs are cut to `width` columns only when writing to a terminal
+    (cli/commands/report.py passes None for a pipe or a file)."""
     out: list[str] = []
     w = out.append
-    w(_fit(f"crawltop report: {r.source}", WIDTH))
+
+    def less(n: int) -> int | None:
+        return None if width is None else width - n
+
+    w(_fit(f"crawltop report: {r.source}", width))
     w(f"{r.records:,} records, {r.broken_count:,} broken on {len(r.broken):,} pages")
+    line = "outcomes: " + outcome_line(r.tally.counts, r.tally.classes)
+    if width is not None and len(line) > width:  # two lines on a narrow terminal
+        head, _, tail = line.partition("  redirected ")
+        line = head + "\n          redirected " + tail
+    w(line)
     if r.retired_hosts:
         w(_fit(f"{len(r.retired_hosts):,} hosts retired after failures in a row: "
-               + ", ".join(sorted(r.retired_hosts)), WIDTH))
+               + ", ".join(sorted(r.retired_hosts)), width))
     if r.broken:
         w("")
         w("Broken links, by the page they are on (and what refers: a, img, css url()...)")
         for via, links in r.broken.items():
-            w("  " + _fit(_page(via), WIDTH - 2))
+            w("  " + _fit(_page(via), less(2)))
             for b in links:
-                w(f"    {b.reason[:11]:<11} {b.tag[:9]:<9} " + _fit(b.url, WIDTH - 26))
+                w(f"    {b.reason[:22]:<22} {b.tag[:9]:<9} " + _fit(b.url, less(37)))
     if r.more_pages:
         w("")
         w("More pages refer to these (not listed above)")
         for url, n in sorted(r.more_pages.items(), key=lambda kv: (-kv[1], kv[0])):
-            w(f"  {n:>+7,}  " + _fit(url, WIDTH - 11))
+            w(f"  {n:>+7,}  " + _fit(url, less(11)))
     if r.unresolved:
         w("")
         w(f"{r.unresolved:,} external links and requisites unchecked: no external host resolved")
@@ -66,18 +79,18 @@ def text(r: Report) -> str:
         w("")
         w(f"Redirect chains ({len(r.chains):,}; * = merge: the target was already seen)")
         for c in r.chains:
-            w("  " + _fit(c.start, WIDTH - 2))
+            w("  " + _fit(c.start, less(2)))
             for h, target in _steps(c):
                 mark = "*" if h.merged else " "
                 if target == c.final:
                     end = f"{c.final_status}" if c.final_status is not None else (c.final_error or "not fetched")
                     target = f"{target}  [{end}]"
-                w(f"   {mark}{h.status or '':>3} -> " + _fit(target, WIDTH - 11))
+                w(f"   {mark}{h.status or '':>3} -> " + _fit(target, less(11)))
     if r.slowest:
         w("")
         w("Slowest pages")
         for ms, url, status in r.slowest:
-            w(f"  {ms:>9,.0f} ms  {status or '':>3}  " + _fit(url, WIDTH - 21))
+            w(f"  {ms:>9,.0f} ms  {status or '':>3}  " + _fit(url, less(21)))
     w("")
     w("Totals by status")
     for status, n in sorted(r.by_status.items(), key=lambda kv: str(kv[0])):
@@ -117,7 +130,8 @@ def _md(text: object) -> str:
 
 def markdown(r: Report) -> str:
     out = [f"# crawltop report: {_md(r.source)}", "",
-           f"{r.records:,} records, **{r.broken_count:,} broken** on {len(r.broken):,} pages.", ""]
+           f"{r.records:,} records, **{r.broken_count:,} broken** on {len(r.broken):,} pages.", "",
+           "Outcomes: " + outcome_line(r.tally.counts, r.tally.classes), ""]
     if r.retired_hosts:
         out += [f"{len(r.retired_hosts):,} hosts retired after failures in a row: "
                 + ", ".join(_md(h) for h in sorted(r.retired_hosts)), ""]

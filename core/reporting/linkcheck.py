@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import ReportError, StateError
-from ..queueing.kinds import word
+from ..outcomes import Tally, reason
+from ..output.provenance import word
 from ..storage.schema import SQLITE_MAGIC, iter_records, read_state
 
 SLOWEST = 10
@@ -43,12 +44,12 @@ class Broken:
 
     @property
     def reason(self) -> str:
-        """What went wrong in a word: the status, else the error kind."""
+        """What went wrong in words: the status, else the reason (core/outcomes.py reason)."""
         if self.tag == FRAGMENT:
             return "no id"
         if self.status is not None and self.error_kind is None:
             return str(self.status)
-        return self.error_kind or "error"
+        return reason(self.error_kind, self.error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,7 @@ class Report:
     more_pages: dict[str, int] = field(default_factory=dict)  # broken URL -> referring pages not listed
     unresolved: int = 0  # external links and requisites set aside: no external host resolved (offline)
     _listed: dict[str, int] = field(default_factory=dict)  # broken URL -> pages listed so far
+    tally: Tally = field(default_factory=Tally)  # outcomes (core/outcomes.py), as every surface counts them
 
     @property
     def broken_count(self) -> int:
@@ -113,6 +115,8 @@ class Report:
             "retired_hosts": sorted(self.retired_hosts),
             "more_pages": dict(sorted(self.more_pages.items())),
             "unresolved": self.unresolved,
+            "outcomes": dict(self.tally.counts),
+            "fetched_classes": dict(sorted(self.tally.classes.items())),
         }
 
     def refer(self, b: Broken) -> None:
@@ -239,6 +243,7 @@ def _add(report: Report, rec: dict[str, Any], options: Options, redirects: dict[
         if rec.get(name) is not None and not isinstance(rec[name], str):
             raise TypeError(f"{name} {rec[name]!r}")
     report.by_status[status if status is not None else "none"] += 1
+    report.tally.add(status, rec.get("error_kind"), rec.get("error"))  # core/outcomes.py: every surface's words
     if rec.get("error_kind"):
         report.by_error_kind[rec["error_kind"]] += 1
         if rec["error_kind"] == "host-retired":

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import socket
 import types
 from pathlib import Path
 from typing import Any, cast
@@ -17,7 +16,10 @@ from ... import __version__
 from ..errors import CrawlLost, ProtocolError, RemoteError
 from ..monitor.stats import HostView, Snapshot
 from ..surface import Parts
+from .blocking import Client
 from .protocol import MAX_REPLY, PROTOCOL, SnapshotDecoder, decode, encode
+
+__all__ = ["Client", "HeldStats", "RemoteCrawler", "RemoteStats"]
 
 
 class HeldStats:
@@ -328,51 +330,3 @@ async def _ask(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, messa
     if not reply.get("ok"):
         raise RemoteError(str(reply.get("error")))
     return reply.get("result")
-
-
-class Client:
-    """A blocking one-request-at-a-time client, for `ctl`, `ls` and scripts."""
-
-    def __init__(self, path: Path | str, *, timeout: float = 5.0) -> None:
-        self.path = str(path)
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        try:
-            self.sock.connect(self.path)
-        except OSError as exc:
-            self.sock.close()
-            raise RemoteError(f"cannot connect to {path}: {exc.strerror or exc}") from None
-        self.file = self.sock.makefile("rb")
-        self._id = 0
-        self.hello = self.call("hello", protocol=PROTOCOL, version=__version__)
-
-    def call(self, op: str, **args: Any) -> Any:
-        self._id += 1
-        message: dict[str, Any] = {"op": op, "id": self._id}
-        if op in ("hello", "snapshot"):
-            message.update(args)
-        elif args:
-            message["args"] = args
-        try:
-            self.sock.sendall(encode(message))
-            line = self.file.readline(MAX_REPLY)
-        except OSError as exc:
-            raise RemoteError(f"no answer from the crawl: {exc.strerror or exc or 'timed out'}") from None
-        if not line.endswith(b"\n"):
-            raise RemoteError("the crawl closed the connection")
-        reply = decode(line)
-        if reply.get("event") == "bye":
-            raise RemoteError("the crawl has just ended")
-        if not reply.get("ok"):
-            raise RemoteError(str(reply.get("error")))
-        return reply.get("result")
-
-    def close(self) -> None:
-        self.file.close()
-        self.sock.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -44,10 +44,11 @@ from typing import Any, NamedTuple
 
 from ..errors import ProtocolError
 from ..monitor.stats import RING, Snapshot
+from .blocking import MAX_REPLY as MAX_REPLY  # the framing, shared with the blocking client
+from .blocking import PROTOCOL as PROTOCOL
+from .blocking import encode as encode
 
-PROTOCOL = 1
 MAX_REQUEST = 64 * 1024
-MAX_REPLY = 16 * 1024 * 1024
 
 
 class Command(NamedTuple):
@@ -83,15 +84,15 @@ COMMANDS: dict[str, Command] = {
                      optional=("sort", "state", "limit")),
 }
 
-HEADLINE = ("state", "paused", "pages", "requisites", "externals", "records", "queued", "seen", "errors", "rate_now",
-            "rate_avg", "concurrency", "busy", "elapsed", "sitemap_probes", "sitemap_found")
+# errors: the failed URLs (core/outcomes.py); skipped and cancelled are counted apart, and
+# outcomes holds all five (fetched, redirected, failed, skipped, cancelled). requisites and
+# externals are counted beside pages (core/queueing/kinds.py).
+HEADLINE = ("state", "paused", "pages", "requisites", "externals", "records", "queued", "seen", "errors", "skipped",
+            "cancelled", "outcomes", "fetched_classes", "rate_now", "rate_avg",
+            "concurrency", "busy", "elapsed", "sitemap_probes", "sitemap_found")
 
 
 # -- framing -------------------------------------------------------------------------
-def encode(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode() + b"\n"
-
-
 def decode(line: bytes) -> dict[str, Any]:
     """One received line -> its object; ProtocolError for anything else."""
     try:

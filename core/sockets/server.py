@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar
 from ... import __version__
 from ..errors import ProtocolError, describe
 from ..monitor.stats import Snapshot
+from ..queueing.frontier import MemoryFrontier
 from ..surface import Engine, HasRoots, MonitorStats, Parts
 from .protocol import COMMANDS, MAX_REQUEST, PROTOCOL, check_args, decode, encode, encode_snapshot, headline
 
@@ -73,12 +74,24 @@ class ControlServer:
         data = encode(bye)
         writers = list(self.clients)
         for writer in writers:
-            self._write(writer, data)
+            # The last message is never dropped for a backlog, and the connection is only
+            # half-closed after it: a monitor that sends a request meanwhile (its next
+            # snapshot) must not get EPIPE, which makes asyncio drop the bye still unread in
+            # its socket (seen under load: a clean stop shown as "the crawl went away").
+            # The client closes when it has read the bye; BYE_TIMEOUT bounds the wait.
+            if not writer.transport.is_closing():
+                writer.write(data)
+                self.bytes_out += len(data)
+                if writer.can_write_eof():
+                    writer.write_eof()
+                    continue
             writer.close()
         if writers:  # let the byes reach their monitors before this process may exit
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.gather(*(w.wait_closed() for w in writers),
                                                       return_exceptions=True), BYE_TIMEOUT)
+        for writer in writers:
+            writer.close()
         self.clients.clear()
 
     # -- one connection ---------------------------------------------------------------
@@ -92,7 +105,7 @@ class ControlServer:
         greeted = False
         tokens, last = RATE, time.monotonic()
         try:
-            while self._server is not None:
+            while True:
                 try:
                     read = reader.readline()
                     line = await (read if greeted else asyncio.wait_for(read, HELLO_TIMEOUT))
@@ -104,6 +117,8 @@ class ControlServer:
                     return
                 if not line:
                     return  # the client went away
+                if self._server is None:
+                    continue  # closing: the bye is sent; what the client still says is read, not answered
                 if not line.endswith(b"\n"):
                     self._drop(writer, "truncated message")
                     return
@@ -196,8 +211,11 @@ class ControlServer:
             return encode_snapshot(self._snapshot(), since, workers)
         if op == "status":
             out = headline(self._snapshot(), self.crawler.paused)
+            # keeps_queue: a stop keeps the queued URLs (a state file, Redis) rather than cancel them
+            keeps = not isinstance(getattr(self.crawler, "frontier", None), MemoryFrontier)
             out.update(name=self.name, pid=os.getpid(), started=self.started, root=self.crawler.roots[0],
-                       clients=len(self.clients), mode=self.mode)
+                       keeps_queue=keeps,
+                       clients=max(0, len(self.clients) - 1), mode=self.mode)  # not the asker
             return out
         if op == "hello":
             raise ProtocolError("hello twice")

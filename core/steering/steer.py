@@ -15,7 +15,7 @@ from typing import Any
 from .. import errors
 from ..config import CrawlConfig
 from ..monitor.queueview import QueueStats, QueueView
-from ..monitor.stats import HostView, Stats, host_view
+from ..monitor.stats import HostView, Stats, as_paused, host_view
 from ..output.records import Record
 from ..parsing.urls import canonical
 from ..queueing.frontier import Frontier
@@ -224,15 +224,17 @@ class Steering:
         if limit is not None and limit < 0:
             raise ValueError(f"a limit is a number of rows, not {limit!r}")
         now = time.monotonic()
+        paused = self.stats.state in ("PAUSED", "STOPPING")  # the whole crawl: its hosts read paused
         if limit is not None:
             # The views of the rows shown only: O(hosts) to choose, O(limit) to build.
             hosts: Iterable[Host] = self._sched.hosts.values()
-            if state is not None:
-                hosts = [h for h in hosts if h.state(now) == state]
+            if state is not None:  # the state as shown: a paused crawl's hosts read paused
+                hosts = [h for h in hosts
+                         if (as_paused(h.state(now), h.in_flight) if paused else h.state(now)) == state]
             raw, reverse = HOST_KEYS[sort]
             pick = heapq.nlargest if reverse else heapq.nsmallest
-            return [host_view(h.key, h, now) for h in pick(limit, hosts, key=lambda h: raw(h, now))]
-        rows = [host_view(k, h, now) for k, h in self.stats.hosts.items()]
+            return [host_view(h.key, h, now, paused) for h in pick(limit, hosts, key=lambda h: raw(h, now))]
+        rows = [host_view(k, h, now, paused) for k, h in self.stats.hosts.items()]
         if state is not None:
             rows = [r for r in rows if r.state == state]
         key, reverse = HOST_SORTS[sort]

@@ -38,12 +38,37 @@ def test_usage_errors_exit_2_with_one_line(argv: list[str]) -> None:
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(("root", "meant"), [
+    ("example.com", "https://example.com/"),
+    ("example.com/a/b?x=1", "https://example.com/a/b?x=1"),
+    ("localhost:8080", "https://localhost:8080/"),
+])
+def test_a_bare_host_suggests_the_url(root: str, meant: str) -> None:
+    proc = run("crawl", root)
+    assert proc.returncode == 2
+    assert proc.stderr == f"crawltop: error: not an http(s) URL with a host: {root} (did you mean {meant} ?)\n"
+
+
+def test_non_crawling_commands_import_no_engine() -> None:
+    """--version, ls, ctl and the parser import neither aiohttp nor the crawler (issue 27: they
+    start at once; bench/startup.py measures it)."""
+    code = ("import sys; from crawltop.cli.main import build_parser; build_parser(); "
+            "import crawltop.cli.commands.ctl, crawltop.cli.commands.ls; "
+            "print(sorted(m for m in ('aiohttp', 'crawltop.core.crawler', 'textual', 'redis', 'asyncio') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV)
+    assert proc.stdout.strip() == "[]", proc.stderr
+
+
 def test_demo_headless_report_and_records(tmp_path: Path) -> None:
     out = tmp_path / "demo.jsonl"
     proc = run("demo", "--fast", "--headless", "-o", str(out), "-c", "20", "--timeout", "5")
     assert proc.returncode == 0, proc.stderr
     assert "crawltop report" in proc.stdout and "merges 19" in proc.stdout
-    assert "BlockedByRobots" in proc.stdout and "   500  2" in proc.stdout
+    assert "   500  2" in proc.stdout
+    # one vocabulary (core/outcomes.py): robots-blocked URLs are skipped, a 404 a status, errors the failed
+    assert "errors: 2" in proc.stdout and "http-status: HTTP 500 after" in proc.stdout
+    assert "cancelled 0" in proc.stdout and "4xx 18" in proc.stdout
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == EXPECTED.urls  # the demo's model, sitemaps included
     assert set(records[0]) >= {"url", "status", "next_url", "merged", "error", "content_type", "encoding",

@@ -19,7 +19,7 @@ import pytest
 from support.crawl import crawl
 from support.sites import page
 
-from crawltop.core.reporting.formats import WIDTH
+from crawltop.core.reporting.formats import WIDTH, text
 from crawltop.core.reporting.linkcheck import KEEP_PAGES, Options, analyse, load
 from crawltop.demo.site import EXPECTED, ext_route, missing_fragments, referrers, route
 
@@ -75,7 +75,10 @@ def test_text_report_matches_the_model_and_exits_1(demo) -> None:
     proc = run("report", str(path))
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
-    assert all(len(line) <= WIDTH for line in lines)
+    # a pipe: URLs whole, never cut (issue 27); a terminal gets WIDTH columns, URLs cut in the middle
+    assert "…" not in proc.stdout
+    on_terminal = text(analyse(load(str(path))), WIDTH).splitlines()
+    assert all(len(line) <= WIDTH for line in on_terminal)
     assert f"{EXPECTED.urls:,} records" in lines[1]
     expected = model_broken(origin, ext)
     assert len(expected) == EXPECTED.not_found + EXPECTED.server_errors + 1  # one missing fragment
@@ -90,7 +93,7 @@ def test_text_report_matches_the_model_and_exits_1(demo) -> None:
             continue  # "... and N more pages"
         if line.startswith("    "):
             found.add((line.split()[-1], page_now))
-            tags.setdefault(line.split()[-1], set()).add(line[16:25].strip())  # the columns of formats.text
+            tags.setdefault(line.split()[-1], set()).add(line[27:36].strip())  # the columns of formats.text
         else:
             page_now = line.strip()
     assert {u for u, _ in found} == set(expected)
@@ -100,6 +103,13 @@ def test_text_report_matches_the_model_and_exits_1(demo) -> None:
     assert tags[origin + "/static/fonts/demo.woff"] == {"css url()"}
     assert tags[ext + "/partner/#no-such-section"] == {"#fragment"}
     assert "Redirect chains (21;" in proc.stdout and "Totals by error kind" in proc.stdout
+
+
+def test_the_cli_lists_every_format() -> None:
+    from crawltop.cli.commands.report import FORMAT_NAMES
+    from crawltop.core.reporting.formats import FORMATS
+
+    assert FORMAT_NAMES == tuple(FORMATS)
 
 
 def test_json_csv_markdown_junit_agree(demo) -> None:

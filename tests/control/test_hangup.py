@@ -136,11 +136,11 @@ async def test_killed_tmux_detaches_the_crawl_then_ls_attach_and_every_record(
     try:
         other.new(shlex.join([sys.executable, "-m", "crawltop.cli", "attach", "hup"]))
         await until(lambda: "PAUSED" in other.screen(), 60, "attach never showed the crawl")
-        await wait_status("hup", lambda s: s["clients"] >= 2, 30)
+        await wait_status("hup", lambda s: s["clients"] >= 1, 30)
         other.run("send-keys", "p")
         await wait_status("hup", lambda s: s["state"] == "RUNNING", 30)
         other.kill_server()
-        await wait_status("hup", lambda s: s["clients"] == 1, 30)  # the monitor left; only this ctl
+        await wait_status("hup", lambda s: s["clients"] == 0, 30)  # the monitor left (ctl is not counted)
     finally:
         other.kill_server()
 
@@ -254,9 +254,12 @@ async def test_a_paused_detached_crawl_costs_under_1_percent_of_a_core(small_sit
     s = await wait_status("idle", lambda s: s["busy"] == 0, 30)
     await asyncio.sleep(1)
     before = cpu_seconds(s["pid"])
-    await asyncio.sleep(5)
+    await asyncio.sleep(6)
     used = cpu_seconds(s["pid"]) - before
-    assert used <= 0.05, f"a paused detached crawl used {used:.2f} s of CPU in 5 s"
+    # 1% of 6 s, plus a margin of two clock ticks (user and system time are counted in
+    # 10 ms ticks, each rounded): it once measured 0.050 s against a bare 0.05 s limit
+    limit = 0.06 + 2 / os.sysconf("SC_CLK_TCK")
+    assert used <= limit, f"a paused detached crawl used {used:.3f} s of CPU in 6 s (limit {limit:.2f})"
     await cli("ctl", "idle", "stop")
     await wait_gone(s["pid"])
 

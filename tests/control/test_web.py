@@ -197,7 +197,7 @@ async def test_web_leaves_no_attach_child_behind(site: str, rundir: Path, sig: s
         if web.poll() is None:
             web.kill()
             web.wait()
-    s = await wait_status("orphans", lambda s: s["clients"] == 1, 10)
+    s = await wait_status("orphans", lambda s: s["clients"] == 0, 10)
     assert s["state"] == "RUNNING"
     assert (await cli("ctl", "orphans", "stop"))[0] == 0
     await wait_gone(s["pid"])

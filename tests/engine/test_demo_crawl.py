@@ -30,7 +30,10 @@ async def test_demo_site_crawl_matches_expected() -> None:
     assert statuses[404] == EXPECTED.not_found
     assert statuses[500] == EXPECTED.server_errors
     assert sum(1 for r in recs if (r.error or "").startswith("BlockedByRobots")) == EXPECTED.robots_blocked
-    assert s.errors == EXPECTED.robots_blocked + EXPECTED.server_errors
+    # one vocabulary (core/outcomes.py): errors are the failed URLs; robots-blocked ones are skipped
+    assert s.errors == EXPECTED.server_errors and s.tally.counts["skipped"] == EXPECTED.robots_blocked
+    assert s.tally.counts["redirected"] == EXPECTED.redirects and s.tally.counts["cancelled"] == 0
+    assert s.tally.classes["4xx"] == EXPECTED.not_found
     assert not any("/partner/more/" in r.url for r in recs)  # an external page is never followed
     assert ({r.content_type for r in recs if r.url.endswith((".pdf", ".json"))}
             == {"application/pdf", "application/json"})

@@ -13,9 +13,10 @@ from support.wholesite import Dropper, whole_site
 from warcio.archiveiterator import ArchiveIterator
 
 from crawltop.core import CrawlConfig, Crawler
+from crawltop.core.output.provenance import referrer_letter
 from crawltop.core.output.warc import WarcSink
 from crawltop.core.parsing.css import css_refs, srcset_urls
-from crawltop.core.queueing.kinds import directives, referrer_letter, requisite_hops
+from crawltop.core.queueing.kinds import directives, requisite_hops
 from crawltop.core.reporting.linkcheck import analyse
 
 WHOLE = {"requisites": True, "external": True, "fragments": True, "max_tries": 2}

@@ -80,7 +80,7 @@ async def test_tables_are_diffed_never_rebuilt() -> None:
         await until(pilot, lambda: app.frames >= 10)
         table = app.workers_table
         assert table.rows_added == 10 and table.rows_removed == 0 and table.cell_updates == 0
-        assert app.errors_panel.table.rows_added == 7
+        assert app.errors_panel.table.rows_added == 5  # the frozen crawl has 5 failed URLs
         assert app.merges_panel.table.rows_added == 4
 
 
@@ -181,3 +181,25 @@ async def test_run_tui_async_exits_on_finish_with_every_record() -> None:
     assert code == 0
     assert crawler.stats.state == "DONE" and sink.closed
     assert len(sink.records) == crawler.frontier.seen_count
+
+
+async def test_80x24_keeps_q_and_tells_cut_rows_apart() -> None:
+    """Issue 27: at 80x24 `q Quit` stays on the key bar, and error rows whose URLs share a
+    long prefix show where they differ (a middle ellipsis), not the same cut prefix."""
+    crawler = FrozenCrawler()
+    base = f"{ROOT}/private/reports/2026/quarterly/finance-department-summary"
+    errs = tuple(ErrorEvent(i, float(i), f"{base}-{name}.pdf", "connection refused", "refused", 1, None, "connect")
+                 for i, name in enumerate(("alpha", "beta", "gamma"), 1))
+    snap = dataclasses.replace(sample_snapshot(), recent_errors=errs, errors=3, errors_by_kind={"connect": 3})
+    crawler.make_snapshot = lambda state: snap  # type: ignore[method-assign]
+    app = CrawlApp(crawler, refresh_hz=20)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.errors_panel.table
+        await until(pilot, lambda: table.row_count == 3)
+        await pilot.pause(0.2)
+        lines = [table.line_of(k) for k in table.row_keys()]
+        assert len(set(lines)) == 3, lines
+        for line, name in zip(lines, ("alpha", "beta", "gamma"), strict=True):
+            assert f"{name}.pdf" in line and "…" in line, line  # the end of the path kept
+        keybar = app.screen.query_one("KeyBar").render().plain
+        assert keybar.rstrip().endswith("q Quit"), keybar

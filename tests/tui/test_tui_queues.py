@@ -118,7 +118,7 @@ async def test_thousands_of_hosts_cost_the_rows_that_fit() -> None:
     app = CrawlApp(crawler, refresh_hz=10)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: len(crawler.stats.hosts) == 600, 15)
-        await until(pilot, lambda: "hosts 600: 600 ready" in app.status_bar.plain, 5)
+        await until(pilot, lambda: "hosts 600: 600 paused" in app.status_bar.plain, 5)
         await pilot.press("H")
         await until(pilot, lambda: isinstance(app.screen, QueuesScreen))
         screen = app.screen
@@ -131,9 +131,11 @@ async def test_thousands_of_hosts_cost_the_rows_that_fit() -> None:
         await pilot.press("pagedown", "pagedown")  # the cursor nears the last row read: read further
         await until(pilot, lambda: len(screen.rows) > 2 * body + 1)
         assert len(screen.rows) <= screen.table.cursor_row + 2 * body + 1 < 600
-        await pilot.press("f")  # ready: every host of a paused crawl
-        await until(pilot, lambda: screen.state == "ready" and screen.table.row_count == len(screen.rows) > 0)
+        await pilot.press("f")  # ready: none, the crawl is paused and so are its hosts (issue 27)
+        await until(pilot, lambda: screen.state == "ready" and screen.table.row_count == 0)
         await pilot.press("f")  # fetching: none
-        await until(pilot, lambda: screen.table.row_count == 0)
+        await until(pilot, lambda: screen.state == "fetching" and screen.table.row_count == 0)
         assert "no host in state fetching" in screen.detail.plain
+        await pilot.press("f", "f", "f")  # waiting, backoff, paused: every host of a paused crawl
+        await until(pilot, lambda: screen.state == "paused" and screen.table.row_count == len(screen.rows) > 0)
         crawler.stop()

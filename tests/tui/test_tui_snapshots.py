@@ -7,9 +7,12 @@ Regenerate after an intended change with:
 """
 from __future__ import annotations
 
-import pytest
-from support.frozen import FrozenCluster, FrozenCrawler
+import dataclasses
 
+import pytest
+from support.frozen import ROOT, FrozenCluster, FrozenCrawler
+
+from crawltop.core.monitor.stats import ErrorEvent, Snapshot
 from crawltop.tui.app import CrawlApp
 
 pytestmark = pytest.mark.timeout(60)
@@ -36,6 +39,28 @@ class TestMainScreen:
 
     def test_tiny_40x12(self, snap_compare) -> None:
         assert snap_compare(CrawlApp(FrozenCrawler()), terminal_size=(40, 12), run_before=settle)
+
+
+class SharedPrefix(FrozenCrawler):
+    """Failed URLs that share a 60-character prefix (issue 27: rows must not all read
+    `/private/report…`)."""
+
+    def make_snapshot(self, state: str) -> Snapshot:
+        base = f"{ROOT}/private/reports/2026/quarterly/finance-department-summary"
+        errs = tuple(ErrorEvent(i, float(i), f"{base}-{name}.pdf", "connection refused",
+                                "Cannot connect to host (connection refused)", 1, None, "connect")
+                     for i, name in enumerate(("alpha", "beta", "gamma"), 1))
+        return dataclasses.replace(super().make_snapshot(state), recent_errors=errs, errors=3,
+                                   errors_by_kind={"connect": 3})
+
+
+class TestEightyColumns:
+    def test_shared_prefix_errors_80x24(self, snap_compare) -> None:
+        """q Quit on the key bar, and the error rows told apart by the ends of their URLs."""
+        assert snap_compare(CrawlApp(SharedPrefix()), terminal_size=(80, 24), run_before=settle)
+
+    def test_shared_prefix_error_list_80x24(self, snap_compare) -> None:
+        assert snap_compare(CrawlApp(SharedPrefix()), press=["e"], terminal_size=(80, 24), run_before=settle)
 
 
 class TestScreens:

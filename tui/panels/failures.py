@@ -24,9 +24,9 @@ def error_cells(e: ErrorEvent, home: frozenset[str] = frozenset()) -> tuple[Cell
 
 class ErrorsTable(LogTable):
     COLUMNS = (
-        Col("kind", "kind", 16),
+        Col("kind", "reason", 18),
         Col("tries", "try", 3),
-        Col("url", "url", None, 10),
+        Col("url", "url", None, 10, cut="middle"),
     )
 
 

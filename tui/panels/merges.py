@@ -17,9 +17,9 @@ def merge_cells(m: MergeEvent, home: frozenset[str] = frozenset()) -> tuple[Cell
 
 class MergesTable(LogTable):
     COLUMNS = (
-        Col("source", "from", None, 8),
+        Col("source", "from", None, 8, cut="middle"),
         Col("arrow", "", 1),
-        Col("target", "target", None, 8),
+        Col("target", "target", None, 8, cut="middle"),
     )
 
 

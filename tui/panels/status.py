@@ -41,6 +41,8 @@ def status_parts(snap: Snapshot) -> tuple:
         " ", (fmt.rate(snap.rate_now), "bold"), (" now  ", label),
         (fmt.rate(snap.rate_avg), "bold"), (" avg", label),
         ("  errors ", label), (fmt.count(snap.errors), "bold $error" if snap.errors else "bold"),
+        *([("  skipped ", label), (fmt.count(snap.skipped), "bold")] if snap.skipped else []),
+        *([("  cancelled ", label), (fmt.count(snap.cancelled), "bold $warning")] if snap.cancelled else []),
         ("  conc ", label), (str(snap.concurrency), "bold"),
         (" busy ", label), (str(snap.busy), "bold"),
         (" idle ", label), (str(snap.idle), "bold"),
@@ -63,13 +65,14 @@ def _beside(snap: Snapshot, label: str) -> list:
     return parts
 
 
-def hosts_parts(snap: Snapshot, width: int = 200) -> list:
+def hosts_parts(snap: Snapshot, width: int = 200, *, always: bool = False) -> list:
     """'hosts 1,000: 37 ready · 50 fetching · 880 waiting · 3 backing off · 30 retired';
     shorter words when that does not fit `width`. Empty for one host in a plain state
-    (or a store that keeps no host states)."""
+    unless `always` (the queues view's header: true for one host too), and for a store
+    that keeps no host states."""
     counts = snap.host_counts
     total = sum(counts.values())
-    if not total or (total == 1 and not any(counts.get(s) for s in NOTABLE)):
+    if not total or (total == 1 and not always and not any(counts.get(s) for s in NOTABLE)):
         return []
     parts: list = []
     for words, sep in ((STATE_WORDS, " · "), (SHORT_WORDS, " · "), (SHORT_WORDS, "·")):

@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from ...core.monitor.sanitize import clean
 from ...core.monitor.stats import Snapshot
+from ...core.outcomes import outcome_line
 from .. import fmt
 from .breakdown import status_parts
 from .keybar import KeyBar
@@ -57,7 +58,8 @@ def summary_content(snap: Snapshot, top_errors: Sequence[tuple[str, int]], *, fa
         if rn:
             p += [(f"{rn:<19}", label), (f"{rv:>9}", "bold")]
         p.append("\n")
-    p += ["\n", ("Statuses  ", "bold"), *status_parts(snap.statuses), "\n"]
+    p += ["\n", ("Outcomes  ", "bold"), outcome_line(snap.outcomes, snap.fetched_classes), "\n"]
+    p += [("Statuses  ", "bold"), *status_parts(snap.statuses), "\n"]
     if snap.errors_by_kind:
         p += [("Errors    ", "bold")]
         for n, (kind, count) in enumerate(sorted(snap.errors_by_kind.items(), key=lambda kv: (-kv[1], kv[0]))):

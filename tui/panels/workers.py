@@ -12,7 +12,7 @@ from .. import fmt
 from ..widgets.line import Line
 from ..widgets.table import Cell, Col, DiffTable, cell
 
-ACTIVE = ("robots", "connecting", "reading", "parsing")
+ACTIVE = ("robots", "sitemap", "pool", "connecting", "sending", "headers", "reading", "parsing")
 STUCK_FACTOR = 5.0
 STUCK_MIN_SECONDS = 5.0
 
@@ -20,12 +20,16 @@ PHASE_STYLE = {
     "waiting": "dim",
     "paused": "yellow",
     "robots": "cyan",
+    "sitemap": "cyan",
+    "pool": "yellow",
     "connecting": "cyan",
+    "sending": "cyan",
+    "headers": "cyan",
     "reading": "green",
     "parsing": "blue",
     "backoff": "magenta",
 }
-PHASE_LABEL = {"backoff": "backing off"}
+PHASE_LABEL = {"backoff": "backing off", "pool": "wait conn", "headers": "wait reply"}
 
 
 def stuck_workers(workers: Sequence[WorkerView], host_avg_ms: dict[str, float] | None = None) -> set[int]:
@@ -58,7 +62,7 @@ class WorkersTable(DiffTable):
         Col("id", "id", 4),
         Col("phase", "phase", 11),
         Col("host", "host", 16, min_table=60),
-        Col("url", "url", None, 10),
+        Col("url", "url", None, 10, cut="middle"),
         Col("tries", "try", 3, min_table=90),
         Col("time", "time", 7),
     )

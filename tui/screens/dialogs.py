@@ -174,7 +174,7 @@ class EventListScreen(Screen[None]):
         table.COLUMNS = self.COLUMNS
         self.table = table
         yield self.heading
-        yield Input(placeholder="filter: type to narrow by URL, kind or message", id=f"{self.id}-filter")
+        yield Input(placeholder="filter: type to narrow by URL, reason or message", id=f"{self.id}-filter")
         yield table
         yield KeyBar()
 
@@ -263,9 +263,9 @@ class ErrorListScreen(EventListScreen):
     COLUMNS = (
         Col("seq", "#", 5, justify="right"),
         Col("at", "at", 7, justify="right"),
-        Col("kind", "kind", 20),
+        Col("kind", "reason", 22),
         Col("tries", "try", 3, justify="right"),
-        Col("url", "url", None, 12, flex=3),
+        Col("url", "url", None, 12, flex=3, cut="middle"),
         Col("message", "message", None, 10, flex=2),
     )
 
@@ -342,7 +342,7 @@ class MergeListScreen(EventListScreen):
         Col("at", "at", 7, justify="right"),
         Col("kind", "kind", 8),
         Col("status", "st", 3),
-        Col("source", "from", None, 12),
+        Col("source", "from", None, 12, cut="middle"),
         Col("target", "target", None, 12),
     )
 

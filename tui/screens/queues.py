@@ -180,7 +180,7 @@ class QueuesScreen(Screen[None]):
         if self.note:
             self.counts.show((self.note, "$warning"))
         else:
-            line = hosts_parts(snap, self.size.width or 80) if snap is not None else []
+            line = hosts_parts(snap, self.size.width or 80, always=True) if snap is not None else []
             self.counts.show(*(line or [(" no host states from this store", "dim")]))
 
     def selected(self) -> HostView | None:

@@ -193,7 +193,7 @@ class PrefixTable(DiffTable):
 
 
 class NextTable(DiffTable):
-    COLUMNS = (Col("n", "#", 3, justify="right"), Col("url", "next URLs to be fetched", None, 16))
+    COLUMNS = (Col("n", "#", 3, justify="right"), Col("url", "next URLs to be fetched", None, 16, cut="middle"))
 
 
 class QueueScreen(Screen[None]):

@@ -32,17 +32,32 @@ class Col:
     justify: str = "left"
     min_table: int = 0  # hide this column when the table is narrower than this
     flex: int = 1  # share of the left-over width, for width=None columns
+    cut: str = "end"  # where text too long for the column is cut: "end", or "middle" (URLs: both ends say the most)
 
 
 def cell(text: object, style: str = "") -> Cell:
     return (str(text), style)
 
 
-def _field(line: Text, text: str, style: str, width: int, justify: str) -> None:
+def middle(text: str, width: int) -> str:
+    """`text` cut to `width` cells with the ellipsis in the middle, the end kept longer: rows of
+    URLs that share a prefix (`/private/report…`) stay told apart by where they differ."""
+    if cell_len(text) <= width or width < 5:
+        return text
+    keep = width - 1
+    head = keep // 3
+    tail = keep - head
+    out = text[:head] + "…" + text[len(text) - tail:]
+    return out if cell_len(out) <= width else text  # wide characters: the end cut below
+
+
+def _field(line: Text, text: str, style: str, width: int, justify: str, cut: str = "end") -> None:
     """Append `text` to `line` as a field exactly `width` cells wide (ellipsis if cut)."""
     if width <= 0:
         return
     text = clean(text, 2000)  # never markup: Text.append takes it literally
+    if cut == "middle":
+        text = middle(text, width)
     length = cell_len(text)
     if length > width:
         t = Text(text, style=style, end="")
@@ -211,7 +226,7 @@ class DiffTable(ScrollView, can_focus=True):
                 _field(line, col.label, "", w, col.justify)
             else:
                 text, style = cells[i]  # type: ignore[index]
-                _field(line, text, style, w, col.justify)
+                _field(line, text, style, w, col.justify, col.cut)
         return line
 
     def _strip(self, text: Text, base: Style) -> Strip:

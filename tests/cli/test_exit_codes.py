@@ -1,0 +1,83 @@
+"""Issue 27: exit codes a script can use (cli/exitcodes.py, the README's table, `crawl --help`).
+
+0 when the crawl ran (to its end, stopped, --max-time), whatever the pages said; 4 when no
+root could be fetched at all, with the reason in words on stderr; 2 for usage.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+
+from aiohttp import web
+from support.ctl import cli
+from support.sites import page
+
+from crawltop.cli.exitcodes import EXIT_CODES
+
+
+async def test_refused_root_exits_4_with_the_reason() -> None:
+    rc, out, err = await cli("crawl", "http://127.0.0.1:9/", "--headless", "--quiet", "--max-tries", "1")
+    assert rc == 4, (out, err)
+    assert err.strip() == "crawltop: no root could be fetched: http://127.0.0.1:9/: connection refused"
+    assert "status codes: none (no server answered)" in out and "connect: connection refused" in out
+
+
+async def test_one_refused_root_of_two_is_not_a_failure(serve) -> None:
+    site = await serve({"/": page()})
+    rc, out, err = await cli("crawl", site.url + "/", "http://127.0.0.1:9/", "--headless", "--quiet",
+                             "--max-tries", "1")
+    assert rc == 0, err
+    assert "errors: 1" in out
+
+
+async def test_pages_that_answer_404_exit_0(serve) -> None:
+    async def gone(request: web.Request) -> web.StreamResponse:
+        return web.Response(status=404)
+
+    site = await serve({"/": gone})
+    rc, out, err = await cli("crawl", site.url + "/", "--headless", "--quiet", "--no-sitemaps")
+    assert rc == 0, err
+    assert "4xx 1" in out and "errors: 0" in out and err == ""  # --quiet: no progress lines
+
+
+async def test_max_time_stops_cleanly_and_exits_0(serve, tmp_path) -> None:
+    site = await serve({"/": page(*[f"/p{i}" for i in range(200)])} | {f"/p{i}": _leaf(0.5) for i in range(200)})
+    started = time.monotonic()
+    rc, out, err = await cli("crawl", site.url + "/", "--headless", "--quiet", "-c", "2", "--no-robots",
+                             "--max-time", "1.5", timeout=60)
+    took = time.monotonic() - started
+    assert rc == 0, err
+    assert took < 20, took  # a margin for a loaded machine; it stops at 1.5 s
+    line = next(ln for ln in out.splitlines() if "outcomes:" in ln)
+    cancelled = int(line.split("cancelled ")[1].split()[0].replace(",", ""))
+    assert cancelled > 100 and "errors: 0" in out  # the queue was cancelled, not failed
+
+
+def test_help_shows_the_exit_codes() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "crawltop.cli", "crawl", "--help"], capture_output=True, text=True)
+    assert EXIT_CODES.strip() in proc.stdout
+    for option in ("--max-time", "--quiet"):
+        assert option in proc.stdout
+
+
+def _leaf(delay: float):
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(delay)
+        return web.Response(text="<p>leaf</p>", content_type="text/html")
+    return handler
+
+
+async def test_max_time_with_state_keeps_the_queue_to_resume(serve, tmp_path) -> None:
+    site = await serve({"/": page(*[f"/p{i}" for i in range(100)])} | {f"/p{i}": _leaf(0.3) for i in range(100)})
+    state = str(tmp_path / "c.db")
+    rc, out, err = await cli("crawl", site.url + "/", "--state", state, "--headless", "--quiet", "-c", "2",
+                             "--no-robots", "--max-time", "1.5", timeout=60)
+    assert rc == 0, err
+    assert "cancelled 0" in out  # kept in the state file, not cancelled
+    first = sum(site.hits.values())
+    rc, out, err = await cli("resume", state, "--headless", "--quiet", "--max-time", "1.5", timeout=60)
+    assert rc == 0, err
+    assert "URLs queued" in err and sum(site.hits.values()) > first  # it went on from there

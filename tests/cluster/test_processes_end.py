@@ -1,0 +1,125 @@
+"""Issue 27: `--processes` ends as one process does. `-o FILE` gives one FILE with every
+record once; Ctrl-C on a crawl of many polite hosts ends within seconds with the report; an
+engine whose parent is SIGKILLed is gone within seconds (with the private redis-server)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from support.cluster import CLI
+from support.sites import counting_site
+
+pytestmark = pytest.mark.timeout(180)
+
+HOSTS = 60
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in "ZX"
+
+
+def _wait_gone(pids: list[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+@pytest.fixture
+def many_hosts():
+    """HOSTS loopback addresses, 30 pages each (tests/support/hostsites.py, its own process)."""
+    addrs = [f"127.0.{i // 200 + 1}.{i % 200 + 1}" for i in range(HOSTS)]
+    srv = subprocess.Popen([sys.executable, str(Path(__file__).parent.parent / "support" / "hostsites.py"), "30",
+                            *addrs], stdout=subprocess.PIPE, text=True)
+    try:
+        ports = json.loads(srv.stdout.readline())
+        yield [f"http://{a}:{p}/" for a, p in ports.items()]
+    finally:
+        srv.terminate()
+        srv.wait(10)
+
+
+def test_one_output_file_with_every_record_once(rundir, tmp_path):
+    out = tmp_path / "all.jsonl"
+    pages = 200
+    with counting_site(pages, 0.01) as site:
+        done = subprocess.run([*CLI, "crawl", site.url, "--processes", "2", "--headless", "-c", "3",
+                               "--name", "one", "--no-sitemaps", "--no-robots", "-o", str(out)],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    urls = [json.loads(line)["url"] for line in out.read_text().splitlines()]
+    assert len(urls) == len(set(urls)) == pages
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["all.jsonl"]  # the per-process files are gone
+    assert f"{pages} records in {out}" in done.stderr
+
+
+def test_ctrl_c_ends_a_polite_many_host_crawl_within_seconds(many_hosts, rundir, tmp_path):
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.Popen([*CLI, "crawl", *many_hosts, "--processes", "2", "--headless", "--delay", "1",
+                             "--scope", "any", "--name", "polite", "-o", str(out)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)
+    engines = [p for p in _children(proc.pid)]
+    proc.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    stdout, stderr = proc.communicate(timeout=60)
+    took = time.monotonic() - started
+    assert took < 40, took  # STOP_GRACE (20 s) + 5 s at worst; seconds in practice
+    print(f"--processes 2 exited {took:.1f} s after SIGINT")
+    assert proc.returncode == 0, stderr[-2000:]
+    assert "crawl 'polite' stopped" in stdout and "crawltop report: crawl polite on Redis" in stdout
+    assert not _wait_gone(engines, 10)  # nothing left behind
+    urls = [json.loads(line)["url"] for line in out.read_text().splitlines()]
+    assert urls and len(urls) == len(set(urls))
+
+
+def test_engines_die_with_a_sigkilled_parent(many_hosts, rundir):
+    proc = subprocess.Popen([*CLI, "crawl", *many_hosts, "--processes", "2", "--headless", "--delay", "1",
+                             "--scope", "any", "--name", "orphans"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    time.sleep(5)
+    ours = _children(proc.pid)  # two engines and the private redis-server
+    assert len(ours) == 3, ours
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    left = _wait_gone(ours, 20)  # ORPHAN_GRACE (5 s) and a margin for a loaded machine
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"still alive after their parent was killed: {left}"
+
+
+def test_a_dead_private_redis_ends_the_crawl(many_hosts, rundir, tmp_path):
+    """The private redis-server killed under a running crawl: the engines are stopped rather
+    than retry it forever, the command ends, and -o FILE keeps what the engines wrote."""
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.Popen([*CLI, "crawl", *many_hosts, "--processes", "2", "--headless", "--delay", "1",
+                             "--scope", "any", "--name", "noredis", "-o", str(out)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(5)
+    kids = _children(proc.pid)
+    servers = [p for p in kids if "redis-server" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
+    assert len(servers) == 1, kids
+    os.kill(servers[0], signal.SIGKILL)
+    started = time.monotonic()
+    _stdout, stderr = proc.communicate(timeout=60)
+    took = time.monotonic() - started
+    assert took < 30, took
+    assert "the private redis-server of 'noredis' is gone: stopping its engines" in stderr
+    assert not _wait_gone(kids, 10)
+    assert out.read_text().count("\n") > 0  # the parts, one after the other
