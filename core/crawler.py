@@ -44,7 +44,6 @@ from .surface import Parts
 VERSION = __version__
 NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
 HOST_KINDS = frozenset(("dns", "connect", "tls"))  # the host could not be reached: it backs off
-OFFLINE_AFTER = 3  # DNS failures of other hosts, none answering: say the machine looks offline
 LARGE_BODY = 1 << 20  # after parsing a body this large, give its memory back (core/parsing/malloc.py)
 
 
@@ -440,16 +439,21 @@ class Crawler:
 
     def _admit(self, url: str, redirects_left: int, depth: int, via: str | None = None, discovery: str = "") -> bool:
         """Queue a URL never seen before, within --max-pages and not ignored."""
-        return self._queue(url, redirects_left, depth, via, discovery) is not None
+        return bool(self._queue(url, redirects_left, depth, via, discovery))
 
     def _queue(self, url: str, redirects_left: int, depth: int, via: str | None, discovery: str) -> str | None:
-        """_admit, returning the URL's queue-view prefix (None: not queued)."""
+        """_admit, returning the URL's queue-view prefix; None when it was seen before, ""
+        when it was refused (--max-pages, an ignore): a refused one was never queued, so no
+        Record will come for the referrers to wait for (core/queueing/follow.py)."""
         if self.config.max_pages is not None and self.frontier.seen_count >= self.config.max_pages:
-            return None
+            return ""
         # Ignores (the `global` set is on by default) are asked only of links never seen: most
         # links are seen already, and for those this is one lookup instead of an Item and add().
-        if self.ignore_rules and (self.frontier.seen(url) or self.steering.stopped(url)):
-            return None
+        if self.ignore_rules:
+            if self.frontier.seen(url):
+                return None
+            if self.steering.stopped(url):
+                return ""
         if not self.frontier.add(Item(url, redirects_left, depth, 0, via, discovery)):
             return None
         return self.queue_stats.added(url)

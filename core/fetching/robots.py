@@ -10,6 +10,7 @@ import asyncio
 import aiohttp
 from protego import Protego
 
+from ..parsing.urls import host_origin
 from .fetch import read_capped
 
 ROBOTS_MAX_BYTES = 512 * 1024  # what Google reads; a hostile server can't feed us more
@@ -47,7 +48,7 @@ class Robots:
 
     def pending(self, url: str) -> bool:
         """True while the origin's robots.txt is not known yet: a check now waits for it."""
-        fut = self._rules.get(url[: url.find("/", url.find("//") + 2)])
+        fut = self._rules.get(host_origin(url))
         return fut is None or not fut.done()
 
     async def check(self, url: str) -> tuple[bool, float]:

@@ -11,16 +11,17 @@ import re
 
 _COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", re.S)
 # url("x") url('x') url(x), and @import "x" / @import 'x' (@import url(x) is the url() form).
-_REF = re.compile(
-    r"""url\(\s*(?:"([^"\n]*)"|'([^'\n]*)'|([^)\s'"]*))\s*\)|@import\s+(?:"([^"\n]*)"|'([^'\n]*)')""",
+_REF = re.compile(  # possessive: `url(` and a megabyte of spaces must not backtrack (quadratic)
+    r"""url\(\s*+(?:"([^"\n]*+)"|'([^'\n]*+)'|([^)\s'"]*+))\s*+\)|@import\s++(?:"([^"\n]*+)"|'([^'\n]*+)')""",
     re.I,
 )
+_ANY = re.compile(r"url\(|@import", re.I)
 MAX_REFS = 10_000  # a hostile stylesheet cannot queue more than this from one body
 
 
 def css_refs(text: str) -> list[str]:
     """The distinct references of a stylesheet, in order; data: URIs and empty ones dropped."""
-    if "url(" not in text and "URL(" not in text and "@import" not in text.lower():
+    if _ANY.search(text) is None:
         return []
     if "/*" in text:
         text = _COMMENT.sub(" ", text)

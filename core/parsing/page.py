@@ -164,8 +164,9 @@ def _fragment(target: str, frag: str, out: list[tuple[str, str]]) -> None:
 
 
 def _meta(ex: Joiner, head: LexborNode, base: str, refs: PageRefs) -> None:
-    """Title, canonical link, meta robots, meta refresh: one small walk of the head's nodes
-    (where HTML puts them; the parser moves a stray one from the body into the head)."""
+    """Title, canonical link, meta robots, meta refresh: one small walk of the head's nodes,
+    where HTML puts them (a `<meta>` written in the body is not read: a walk of the whole
+    tree on every page for what valid pages never do)."""
     for node in head.iter():  # its children: no selector to compile, no walk of the body
         tag = node.tag
         if tag not in _HEAD_TAGS:

@@ -25,50 +25,53 @@ KEEP_REFERRERS = 9  # pages named per broken URL besides its via (the report lis
 MAX_TRACKED = 200_000  # URLs with waiting referrers or fragment links; past it new ones are not tracked
 MAX_PER_RECORD = 100  # broken links or missing fragments named in one Record
 _MASK = 0xFFFFFFFF
-BROKEN, FINE = 1, 0  # a Referrers entry once the URL's Record is written
 
 
 class Referrers:
-    """Pages that refer to a URL already seen, kept until its Record says whether it broke.
+    """Pages that refer to a URL already queued, kept until its Record says whether it broke.
 
-    On the hot path (every link to a URL seen before) one dict lookup. A URL's entry is a
-    list while it waits, [count of the rest, page, hop letter, page, hop letter, ...]; then
-    BROKEN (later referrers go into the referring page's Record) or FINE (a URL referred to
-    again before its Record is likely to be again: remembering that it is fine saves an
-    entry per later reference)."""
+    On the hot path (every link to a URL seen before) a set lookup and a dict lookup. A URL's
+    waiting list is [count of the rest, page, hop letter, page, hop letter, ...]. The lists
+    live in insertion order and the oldest go first when MAX_TRACKED are waiting: a URL
+    recorded fine before a page referred to it again has a list nobody pops, and the oldest
+    lists are those."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, list | int] = {}
+        self._waiting: dict[str, list] = {}
+        self._broken: set[str] = set()
 
     def again(self, url: str, page: str, letter: str, broken_links: list[list[str]]) -> None:
         """`page` refers (by hop `letter`) to `url`, already queued: if it is known broken, the
         page's Record names it (`broken_links`); else the page waits for the URL's Record."""
-        entries = self._entries
-        w = entries.get(url)
+        if url in self._broken:
+            if len(broken_links) < MAX_PER_RECORD:
+                broken_links.append([url, WORDS.get(letter, "a")])
+            return
+        waiting = self._waiting
+        w = waiting.get(url)
         if w is None:
-            if len(entries) < MAX_TRACKED:
-                entries[url] = [0, page, letter]
-        elif w.__class__ is list:
-            if len(w) < 2 * KEEP_REFERRERS + 1:
-                w += (page, letter)  # a list while it waits
-            else:
-                w[0] += 1
-        elif w == BROKEN and len(broken_links) < MAX_PER_RECORD:
-            broken_links.append([url, WORDS.get(letter, "a")])
+            if len(waiting) >= MAX_TRACKED:
+                del waiting[next(iter(waiting))]
+            waiting[url] = [0, page, letter]
+        elif w[-2] == page:  # the same page again (a link and an image of one URL): once
+            return
+        elif len(w) < 2 * KEEP_REFERRERS + 1:
+            w += (page, letter)
+        else:
+            w[0] += 1
 
-    def recorded(self, url: str, broken: bool) -> tuple[list[list[str]], int] | None:
-        """The URL's Record is being written: its waiting referrers if it is broken,
-        as [page, tag] pairs and the count of the rest."""
-        entries = self._entries
-        w = entries.pop(url, None)
-        if broken:
-            if len(entries) < MAX_TRACKED:
-                entries[url] = BROKEN
-            if w.__class__ is list:
-                return [[w[i], WORDS.get(w[i + 1], "a")] for i in range(1, len(w), 2)], w[0]
-        elif w is not None:
-            entries[url] = FINE
-        return None
+    def recorded(self, url: str, broken: bool, via: str | None) -> tuple[list[list[str]], int] | None:
+        """The URL's Record is being written: its waiting referrers if it is broken, as
+        [page, tag] pairs (its `via` left out: the Record names it) and the count of the rest."""
+        w = self._waiting.pop(url, None)
+        if not broken:
+            return None
+        if len(self._broken) < MAX_TRACKED:
+            self._broken.add(url)
+        if w is None:
+            return None
+        pairs = [[w[i], WORDS.get(w[i + 1], "a")] for i in range(1, len(w), 2) if w[i] != via]
+        return pairs, w[0]
 
 
 class Fragments:

@@ -14,7 +14,7 @@ from ..monitor.stats import Stats
 from ..output.provenance import hop
 from ..output.records import Record
 from ..parsing.css import css_refs
-from ..parsing.page import LinkExtractor, PageRefs
+from ..parsing.page import LinkExtractor, PageRefs, Want
 from ..parsing.urls import href_target
 from .findings import Fragments, Referrers
 from .item import Item
@@ -22,7 +22,8 @@ from .kinds import EXTERNAL, PAGE, Kinds, References
 from .scope import Scope
 
 OFFLINE_AFTER = 3  # DNS failures of other hosts, none answering: say the machine looks offline
-# Queue a URL (url, redirects_left, depth, via, discovery): its queue-view prefix, None if not queued.
+# Queue a URL (url, redirects_left, depth, via, discovery): its queue-view prefix; None if it
+# was seen before, "" if it was refused (--max-pages, an ignore).
 Queue = Callable[[str, int, int, str | None, str], str | None]
 
 
@@ -42,14 +43,15 @@ class Follow:
         for its ids, for the fragment links that point to it. `slimmed`: tags were defused
         (core/parsing/defuse.py), so its ids are not known for sure."""
         kinds = self.kinds
-        refs = self.links.read(text, item.url, self.scope.host_ok, kinds.want)
+        want = Want.FRAGMENTS if record.kind == EXTERNAL else kinds.want  # external: its ids, nothing else
+        refs = self.links.read(text, item.url, self.scope.host_ok, want)
         record.title, record.canonical = refs.title, refs.canonical
         robots = kinds.directives(refs.robots, robots_headers)
         record.robots = robots or None
         record.nofollow_links = refs.nofollow_links
         if kinds.fragments:
             missing = self.fragments.parsed(item.url, None if slimmed else refs.ids)
-            if record.kind != EXTERNAL:
+            if record.kind != EXTERNAL and not slimmed:  # a defused page's ids are not all known
                 missing += self._fragments(item.url, refs)
             record.missing_fragments = missing or None
         if record.kind != EXTERNAL:
@@ -66,7 +68,7 @@ class Follow:
         if not record.kind:
             record.kind = self.kinds.kind_of(record.url, record.discovery)
         broken = record.error_kind not in (None, "cancelled", "ignored") or (record.status or 0) >= 400
-        waiting = self.referrers.recorded(record.url, broken)
+        waiting = self.referrers.recorded(record.url, broken, record.via)
         if waiting is not None and (waiting[0] or waiting[1]):
             record.referrers, record.referrers_more = waiting
         if self.kinds.fragments:
@@ -95,10 +97,10 @@ class Follow:
             path = hop(discovery, letter)
             for url in urls:
                 added = queue(url, left, depth, via, path)
-                if added is not None:
+                if added:
                     new += 1
                     inside += added == prefix
-                else:
+                elif added is None:  # seen before ("" is refused: --max-pages, an ignore)
                     again(url, via, letter, broken_links)
         record.num_urls, record.num_new_urls = found, new
         record.broken_links = broken_links or None

@@ -116,11 +116,13 @@ class Kinds:
         scope = self.scope
         allows, excluded, external = scope.allows, scope.excluded, self.external
         if not nofollow:
-            if external:
-                yield References("L", True, [u for u in refs.links if allows(u) or not excluded(u)])
+            if external:  # out of scope is another host: a link --include leaves out is not checked
+                on_site = scope.on_site
+                yield References("L", True, [u for u in refs.links
+                                             if allows(u) or not (on_site(u) or excluded(u))])
             else:
                 yield References("L", True, [u for u in refs.links if allows(u)])
-            if refs.refresh is not None and (allows(refs.refresh) or external):
+            if refs.refresh is not None and (allows(refs.refresh) or (external and not excluded(refs.refresh))):
                 yield References("R", True, [refs.refresh])
         if refs.frames:  # part of the page: fetched whatever its nofollow says
             yield References("E", True, [u for u in refs.frames if allows(u)])
@@ -140,16 +142,17 @@ class Kinds:
             yield References("U", False, [u for u in urls if not self.scope.excluded(u)])
 
     def redirect_allowed(self, kind: str, target: str) -> bool:
-        """Where a redirect may lead: a page's within scope (else it is checked as an
-        external link), a requisite's or an external link's anywhere."""
-        if self.scope.allows(target):
+        """Where a redirect may lead: a page's within scope (else, on another host, it is
+        checked as an external link), a requisite's or an external link's anywhere."""
+        scope = self.scope
+        if scope.allows(target):
             return True
-        if self.scope.excluded(target):
+        if scope.excluded(target):
             return False
-        return kind == REQUISITE or self.external
+        return kind == REQUISITE or kind == EXTERNAL or (self.external and not scope.on_site(target))
 
 
 def is_stylesheet(mime: str, discovery: str) -> bool:
     """A CSS answer, or an untyped one to a `<link>` or `@import` (misconfigured servers)."""
-    return mime == "text/css" or (mime in ("", "application/octet-stream") and referrer_letter(discovery) in "KU")
+    return mime == "text/css" or (mime in ("", "application/octet-stream") and referrer_letter(discovery) == "K")
 

@@ -96,6 +96,17 @@ class Scope:
         scope of pages only: a page's images and its external links are outside it)."""
         return bool(self._exclude) and bool(self._exclude.search(url))
 
+    def on_site(self, url: str) -> bool:
+        """Its host is in scope (whatever --include and --exclude say of the URL): a link
+        there that the patterns leave out is not an external link."""
+        netloc = netloc_of(url)
+        ok = self._by_netloc.get(netloc)
+        if ok is None:
+            if len(self._by_netloc) >= CACHE_MAX:
+                self._by_netloc.clear()
+            ok = self._by_netloc[netloc] = self._host_ok(host_of(url))
+        return ok
+
     def allows(self, url: str) -> bool:
         netloc = netloc_of(url)
         ok = self._by_netloc.get(netloc)

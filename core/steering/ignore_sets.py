@@ -68,6 +68,9 @@ def load(name: str) -> IgnoreSet:
     return IgnoreSet(name, description, tuple(out), repeats=name == "global")
 
 
+MAX_SEGMENTS = 64  # more path segments than this is a trap (no real site nests that deep)
+
+
 def repeated_segments(url: str) -> bool:
     """The path repeats itself: one segment three times in a row (`/css/css/css/`), or a run
     of two or more segments twice in a row (`/a/b/a/b/`). Linear in practice: the
@@ -83,13 +86,15 @@ def repeated_segments(url: str) -> bool:
             end = i
     segs = [s for s in url[slash:end].split("/") if s]
     n = len(segs)
+    if n > MAX_SEGMENTS:  # a hostile page's endless path: a trap by itself, and never a slow check
+        return True
     if n < 3 or len(set(segs)) == n:
         return False
     for i in range(n - 2):  # one segment, three times
         if segs[i] == segs[i + 1] == segs[i + 2]:
             return True
-    for size in range(2, n // 2 + 1):  # a run, twice
+    for size in range(2, n // 2 + 1):  # a run, twice: only where the run's first segment comes back
         for i in range(n - 2 * size + 1):
-            if segs[i:i + size] == segs[i + size:i + 2 * size]:
+            if segs[i] == segs[i + size] and segs[i:i + size] == segs[i + size:i + 2 * size]:
                 return True
     return False

@@ -63,8 +63,15 @@ def export_csv(state_path: str | Iterable[dict], out_path: str, tally: Tally | N
         writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore")
         writer.writeheader()
         for rec in _records(state_path):
-            row = {k: ("" if rec.get(k) is None else rec.get(k)) for k in CSV_FIELDS}
+            row = {k: _cell(rec.get(k)) for k in CSV_FIELDS}
             row["outcome"] = tally.add(rec.get("status"), rec.get("error_kind"), rec.get("error"))
             writer.writerow(row)
             n += 1
     return n
+
+
+def _cell(value: object) -> object:
+    """A CSV cell: nothing for null, JSON for the lists of issue 26 (referrers, findings)."""
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, list) else value

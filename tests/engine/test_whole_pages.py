@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 from support.crawl import crawl
 from support.sites import Handler, page
-from support.wholesite import Dropper, whole_site
+from support.wholesite import Dropper, body, whole_site
 from warcio.archiveiterator import ArchiveIterator
 
 from crawltop.core import CrawlConfig, Crawler
@@ -155,3 +155,23 @@ async def test_a_stylesheet_chain_is_bounded(serve) -> None:
     _, sink = await crawl(site.url + "/", requisites=True)
     assert sorted(r.url.rsplit("/", 1)[1] for r in sink.records if r.kind == "requisite") == [
         f"{i}.css" for i in range(5)]
+
+
+def test_hostile_css_is_linear() -> None:
+    """`url(` and 200 KB of spaces: 29 s with a backtracking regex, milliseconds possessive."""
+    assert css_refs("url(" + " " * 200_000) == []
+    assert css_refs("a { background: Url(x.png) }") == ["x.png"]
+
+
+async def test_include_and_exclude_bound_external_checks_too(serve) -> None:
+    """A link on the site that --include leaves out is not an external link; a meta refresh
+    that --exclude names is never fetched."""
+    home = ('<html><head><meta http-equiv="refresh" content="0; url=/docs/skip"></head><body>'
+            '<a href="/docs/a">a</a><a href="/blog/b">b</a></body></html>')
+    site = await serve({"/": body(home), "/docs/a": page(), "/blog/b": page(), "/docs/skip": page()})
+    _, sink = await crawl(site.url + "/", external=True, requisites=True, include=("/docs/", r"/$"))
+    assert site.hits.get("/docs/skip") == 1  # the refresh is read (and followed) without --exclude
+    _, sink = await crawl(site.url + "/", external=True, requisites=True, include=("/docs/", r"/$"),
+                          exclude=("skip",))
+    assert site.hits.get("/docs/a") == 2 and "/blog/b" not in site.hits and site.hits.get("/docs/skip") == 1
+    assert {r.kind for r in sink.records} == {"page"}
