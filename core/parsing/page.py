@@ -106,7 +106,7 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
             rel = attrs.get("rel")
             if rel is not None and "nofollow" in rel.lower():
                 refs.nofollow_links += 1
-    fragments, join = refs.fragments, ex.join
+    fragments, join, add_link, add_frame = refs.fragments, ex.join, refs.links.add, refs.frames.add
     for href, framed in raw.items():
         href = href.strip()
         if not href:
@@ -134,7 +134,7 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
             continue
         url = join(base, href_)
         if url is not None:
-            (refs.frames if framed else refs.links).add(url)
+            (add_frame if framed else add_link)(url)
             if frags and "#" in href and len(fragments) < MAX_FRAGMENTS:
                 _fragment(url, href.partition("#")[2], fragments)
     head = tree.head

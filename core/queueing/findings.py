@@ -41,24 +41,29 @@ class Referrers:
         self._broken: set[str] = set()
 
     def again(self, url: str, page: str, letter: str, broken_links: list[list[str]]) -> None:
-        """`page` refers (by hop `letter`) to `url`, already queued: if it is known broken, the
-        page's Record names it (`broken_links`); else the page waits for the URL's Record."""
-        if url in self._broken:
-            if len(broken_links) < MAX_PER_RECORD:
-                broken_links.append([url, WORDS.get(letter, "a")])
-            return
-        waiting = self._waiting
-        w = waiting.get(url)
-        if w is None:
-            if len(waiting) >= MAX_TRACKED:
-                del waiting[next(iter(waiting))]
-            waiting[url] = [0, page, letter]
-        elif w[-2] == page:  # the same page again (a link and an image of one URL): once
-            return
-        elif len(w) < 2 * KEEP_REFERRERS + 1:
-            w += (page, letter)
-        else:
-            w[0] += 1
+        self.again_all([url], page, letter, broken_links)
+
+    def again_all(self, urls: list[str], page: str, letter: str, broken_links: list[list[str]]) -> None:
+        """`page` refers (by hop `letter`) to these URLs, already queued: one known broken is
+        named in the page's Record (`broken_links`); for the others the page waits for their
+        Record. One call per page and kind: the loop runs once per link on every page."""
+        broken, waiting, full = self._broken, self._waiting, 2 * KEEP_REFERRERS + 1
+        for url in urls:
+            if url in broken:
+                if len(broken_links) < MAX_PER_RECORD:
+                    broken_links.append([url, WORDS.get(letter, "a")])
+                continue
+            w = waiting.get(url)
+            if w is None:
+                if len(waiting) >= MAX_TRACKED:
+                    del waiting[next(iter(waiting))]
+                waiting[url] = [0, page, letter]
+            elif w[-2] == page:  # the same page again (a link and an image of one URL): once
+                continue
+            elif len(w) < full:
+                w += (page, letter)
+            else:
+                w[0] += 1
 
     def recorded(self, url: str, broken: bool, via: str | None) -> tuple[list[list[str]], int] | None:
         """The URL's Record is being written: its waiting referrers if it is broken, as

@@ -87,7 +87,7 @@ class Follow:
         referrers, so a broken one is reported under every page that uses it."""
         max_depth, via, depth, left = self.config.max_depth, item.url, item.depth + 1, self.config.max_redirect
         deep = max_depth is not None and depth > max_depth
-        again, broken_links = self.referrers.again, [] if record.broken_links is None else record.broken_links
+        again, broken_links = self.referrers.again_all, [] if record.broken_links is None else record.broken_links
         prefix, queue, discovery = self.queue_stats.prefix1(item.url), self.queue, item.discovery
         found = new = inside = 0
         for letter, navigation, urls in refs:
@@ -95,13 +95,16 @@ class Follow:
             if deep and navigation:
                 continue
             path = hop(discovery, letter)
+            seen: list[str] = []
             for url in urls:
                 added = queue(url, left, depth, via, path)
                 if added:
                     new += 1
                     inside += added == prefix
                 elif added is None:  # seen before ("" is refused: --max-pages, an ignore)
-                    again(url, via, letter, broken_links)
+                    seen.append(url)
+            if seen:
+                again(seen, via, letter, broken_links)
         record.num_urls, record.num_new_urls = found, new
         record.broken_links = broken_links or None
         self.queue_stats.fetched(item.url, new, inside)
