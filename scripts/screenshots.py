@@ -36,7 +36,8 @@ async def _until(pilot, cond, timeout: float, what: str) -> None:
 
 
 async def shoot(url: str, out: Path, warmup: float) -> list[Path]:
-    crawler = Crawler(CrawlConfig(roots=(url,), concurrency=10, timeout=5.0))
+    crawler = Crawler(CrawlConfig(roots=(url,), concurrency=10, timeout=5.0,  # the CLI's whole pages
+                                  requisites=True, external=True, fragments=True))
     app = CrawlApp(crawler)
     saved: list[Path] = []
 
