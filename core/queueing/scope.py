@@ -108,13 +108,7 @@ class Scope:
         return ok
 
     def allows(self, url: str) -> bool:
-        netloc = netloc_of(url)
-        ok = self._by_netloc.get(netloc)
-        if ok is None:
-            if len(self._by_netloc) >= CACHE_MAX:
-                self._by_netloc.clear()
-            ok = self._by_netloc[netloc] = self._host_ok(host_of(url))
-        if not ok:
+        if not self.on_site(url):
             return False
         if self._include and not self._include.search(url):
             return False
