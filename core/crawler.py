@@ -649,7 +649,7 @@ class Crawler:
             self.scope.add_root(target)  # a seed that moved: its new host is a root's (seedsRedirectNewSeeds)
         if item.redirects_left <= 0:
             record.fail(errors.TooManyRedirects(f"more than {self.config.max_redirect} redirects"))
-        elif not self.kinds.redirect_allowed(self.kinds.kind_of(item.url, item.discovery), target):
+        elif not self.kinds.redirect_allowed(record.kind, target):  # its kind, set by _process
             return
         elif seen:
             record.merged = True

@@ -41,8 +41,7 @@ class Want(IntFlag):
     ALL_HOSTS = 4  # links to every host (external checks), not only those the scope allows
 
 
-LINKS, REQUISITES, FRAGMENTS, ALL_HOSTS = (int(w) for w in (Want.LINKS, Want.REQUISITES, Want.FRAGMENTS,
-                                                        Want.ALL_HOSTS))
+REQUISITES, FRAGMENTS, ALL_HOSTS = (int(w) for w in (Want.REQUISITES, Want.FRAGMENTS, Want.ALL_HOSTS))
 
 
 class PageRefs:

@@ -11,7 +11,7 @@ Record is ever rewritten:
   and `crawltop report` lists it under the page.
 
 Memory is bounded: a few referrers per URL and a count, and ids kept as sorted 32-bit hashes
-(4 bytes an id, about 100 bytes a page besides). Both live in this process only: a resumed
+(4 bytes an id, about 120 bytes a page besides). Both live in this process only: a resumed
 crawl checks what it parses after the resume.
 """
 from __future__ import annotations
@@ -39,9 +39,6 @@ class Referrers:
     def __init__(self) -> None:
         self._waiting: dict[str, list] = {}
         self._broken: set[str] = set()
-
-    def again(self, url: str, page: str, letter: str, broken_links: list[list[str]]) -> None:
-        self.again_all([url], page, letter, broken_links)
 
     def again_all(self, urls: list[str], page: str, letter: str, broken_links: list[list[str]]) -> None:
         """`page` refers (by hop `letter`) to these URLs, already queued: one known broken is

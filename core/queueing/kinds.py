@@ -24,7 +24,6 @@ from ..parsing.page import PageRefs, Want
 from .scope import Scope
 
 PAGE, REQUISITE, EXTERNAL = "page", "requisite", "external"
-KINDS = (PAGE, REQUISITE, EXTERNAL)
 REQUISITE_LETTERS = frozenset("IYKJVOU")
 MAX_REQUISITE_HOPS = 5  # page -> stylesheet -> @import -> image ... (wpull's requisite depth)
 NOFOLLOW = frozenset(("nofollow", "none"))
