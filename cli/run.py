@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
+from ..core import runloop
 from ..core.surface import Engine
 from .listen import listen
 
@@ -19,7 +19,7 @@ def run_crawler(crawler: Engine, args: argparse.Namespace) -> int:
     if args.headless or not sys.stdout.isatty():
         from .headless import run_headless
 
-        return asyncio.run(run_headless(listening, quiet=getattr(args, "quiet", False), roots_code=not shared))
+        return runloop.run(run_headless(listening, quiet=getattr(args, "quiet", False), roots_code=not shared))
     from ..tui.app import run_tui
     from .hangup import Hangup
     from .headless import exit_code, report

@@ -25,10 +25,10 @@ IMG, SRCSET, LINK, SCRIPT, MEDIA, OBJECT, CSS = "I", "Y", "K", "J", "V", "O", "U
 # <link rel=...> values whose target a page loads to show itself (anything else is metadata).
 _LOADED_RELS = frozenset(("stylesheet", "icon", "shortcut", "apple-touch-icon", "apple-touch-icon-precomposed",
                           "manifest", "preload", "modulepreload", "mask-icon", "search"))
-_NAV = "a[href], area[href], frame[src], iframe[src]"
-_HEAD_TAGS = frozenset(("meta", "link", "title"))
+_HEAD_TAGS = frozenset(("meta", "link", "title", "base"))
 _EMBEDS = ("img, source, link[href], script[src], video, audio, track[src], embed[src], object[data],"
            " input[src], style")
+HREF_CACHE = 50_000  # (directory, href) joins kept: ~150 bytes each
 MAX_FRAGMENTS = 2_000  # fragment links read from one page; a hostile page cannot grow the check past it
 
 
@@ -85,60 +85,60 @@ class LinkExtractor(Joiner):
 def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[str], bool],
               want: Want = Want.LINKS) -> PageRefs:
     """Every reference of one page (see the module docstring); `host_ok` pre-filters absolute
-    navigation links by host unless ALL_HOSTS (requisites come from any host)."""
+    navigation links by host unless ALL_HOSTS (requisites come from any host).
+
+    Navigation is found with `tags()`, not a CSS selector: a document's first selector costs
+    lexbor ~30 µs of set-up, a fifth of the parse, and a links-only crawl needs none."""
     tree = LexborHTMLParser(html)
     refs = PageRefs()
-    base = page_url
-    node = tree.css_first("base[href]")
-    if node is not None:
-        base = ex.join(page_url, (node.attrs.get("href") or "").strip() or page_url) or page_url
+    head = tree.head
+    base = page_url if head is None else _head(ex, head, page_url, refs)
     flags = int(want)  # an IntFlag's & is a Python call: test plain ints on the hot path
     keep = None if flags & ALL_HOSTS else host_ok
     frags = flags & FRAGMENTS
     raw: dict[str, bool] = {}  # href -> written as a frame/iframe src somewhere
-    for node in tree.css(_NAV):
-        if node.tag in ("iframe", "frame"):
-            raw[node.attrs.get("src") or ""] = True
-        else:
+    rels = (b"nofollow" if isinstance(html, bytes) else "nofollow") in html  # most pages: no rel to read
+    for tag in ("a", "area"):
+        for node in tree.tags(tag):
             attrs = node.attrs
-            raw.setdefault(attrs.get("href") or "", False)
-            rel = attrs.get("rel")
-            if rel is not None and "nofollow" in rel.lower():
-                refs.nofollow_links += 1
-    fragments, join, add_link, add_frame = refs.fragments, ex.join, refs.links.add, refs.frames.add
+            href = attrs.get("href")
+            if href is None:
+                continue
+            raw.setdefault(href, False)
+            if rels:
+                rel = attrs.get("rel")
+                if rel is not None and "nofollow" in rel.lower():
+                    refs.nofollow_links += 1
+    for tag in ("iframe", "frame"):
+        for node in tree.tags(tag):
+            src = node.attrs.get("src")
+            if src is not None:
+                raw[src] = True
+    fragments, add_link, add_frame = refs.fragments, refs.links.add, refs.frames.add
+    # One href means the same URL from every page of a directory: the join is cached on
+    # (directory, raw href), and a cached absolute link keeps its host for `keep` (the scope
+    # may change under a crawl, the join never does).
+    cache = ex.hrefs
+    query = base.find("?")
+    where = base[: base.rfind("/", 0, None if query < 0 else query) + 1]
     for href, framed in raw.items():
-        href = href.strip()
-        if not href:
+        hit = cache.get((where, href))
+        if hit is None:
+            hit = _href(ex, base, href)
+            if hit[3]:
+                if len(cache) >= HREF_CACHE:
+                    cache.clear()
+                cache[(where, href)] = hit
+        url, host, frag, _ = hit
+        if url is None:
+            if frag is not None and frags and len(fragments) < MAX_FRAGMENTS:  # "#x": the base itself
+                _fragment(base, frag, fragments)
             continue
-        if href[0] == "#":  # the base itself (canonical already): nothing to join
-            if frags and len(fragments) < MAX_FRAGMENTS:
-                _fragment(base, href[1:], fragments)
+        if host is not None and keep is not None and not keep(host):
             continue
-        # href_target (core/parsing/urls.py), inlined: this loop runs once per link
-        if "#" in href:  # the fragment never reaches the URL: join (and cache) without it
-            head_ = href[: href.index("#")]
-            if not head_[-1].isspace():  # "a #b": canonical() would strip that space
-                href_ = head_
-            else:
-                href_ = href
-        else:
-            href_ = href
-        m = _SCHEME.match(href_)
-        if m is not None:
-            if m.group(1).lower() not in _DEFAULT_PORT:
-                continue
-            if keep is not None and not keep(_raw_host(href_[m.end():])):
-                continue
-        elif keep is not None and href_.startswith("//") and not keep(_raw_host(href_)):
-            continue
-        url = join(base, href_)
-        if url is not None:
-            (add_frame if framed else add_link)(url)
-            if frags and "#" in href and len(fragments) < MAX_FRAGMENTS:
-                _fragment(url, href.partition("#")[2], fragments)
-    head = tree.head
-    if head is not None:
-        _meta(ex, head, base, refs)
+        (add_frame if framed else add_link)(url)
+        if frag is not None and frags and len(fragments) < MAX_FRAGMENTS:
+            _fragment(url, frag, fragments)
     if flags & REQUISITES:
         _requisites(ex, tree, base, refs)
     if frags:
@@ -154,6 +154,31 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     return refs
 
 
+def _href(ex: Joiner, base: str, href: str) -> tuple[str | None, str | None, str | None, bool]:
+    """(URL, its raw host if the href was absolute, its fragment, cacheable) of one raw href:
+    href_target (core/parsing/urls.py) with the host kept for the scope's pre-filter. A
+    fragment-only or query-only href depends on the whole base: never cached."""
+    href = href.strip()
+    if not href:
+        return None, None, None, True
+    if href[0] == "#":
+        return None, None, href[1:], False
+    frag = None
+    if "#" in href:  # the fragment never reaches the URL: join (and cache) without it
+        head, _, frag = href.partition("#")
+        if not head[-1].isspace():  # "a #b": canonical() would strip that space
+            href = head
+    host = None
+    m = _SCHEME.match(href)
+    if m is not None:
+        if m.group(1).lower() not in _DEFAULT_PORT:
+            return None, None, None, True
+        host = _raw_host(href[m.end():])
+    elif href.startswith("//"):
+        host = _raw_host(href)
+    return ex.join(base, href), host, frag, href[0] != "?"
+
+
 def _fragment(target: str, frag: str, out: list[tuple[str, str]]) -> None:
     """A navigation link's fragment worth checking: not `#`, `#top`, a text fragment
     (`#:~:text=`) or a client-side route (`#/...`, `#!...`)."""
@@ -162,11 +187,13 @@ def _fragment(target: str, frag: str, out: list[tuple[str, str]]) -> None:
     out.append((target, unquote(frag) if "%" in frag else frag))
 
 
-def _meta(ex: Joiner, head: LexborNode, base: str, refs: PageRefs) -> None:
-    """Title, canonical link, meta robots, meta refresh: one small walk of the head's nodes,
-    where HTML puts them (a `<meta>` written in the body is not read: a walk of the whole
-    tree on every page for what valid pages never do)."""
-    for node in head.iter():  # its children: no selector to compile, no walk of the body
+def _head(ex: Joiner, head: LexborNode, page_url: str, refs: PageRefs) -> str:
+    """The page's base URL, and its title, canonical link, meta robots and meta refresh: one
+    small walk of the head's children, where HTML puts them (a `<base>` or `<meta>` written
+    in the body is not read: a walk of the whole tree on every page for what valid pages
+    never do)."""
+    base_href = canonical = refresh = None
+    for node in head.iter():  # its children: no selector to set up, no walk of the body
         tag = node.tag
         if tag not in _HEAD_TAGS:
             continue
@@ -175,17 +202,28 @@ def _meta(ex: Joiner, head: LexborNode, base: str, refs: PageRefs) -> None:
                 refs.title = " ".join(node.text().split())[:300]
             continue
         attrs = node.attrs
-        if tag == "link":
+        if tag == "base":
+            if base_href is None:
+                base_href = attrs.get("href")
+        elif tag == "link":
             rel = (attrs.get("rel") or "").lower().split()
-            if "canonical" in rel and refs.canonical is None:
-                refs.canonical = ex.join(base, (attrs.get("href") or "").strip() or "#")
-            continue
-        name = (attrs.get("name") or "").lower()
-        if name == "robots":
-            content = (attrs.get("content") or "").lower()
-            refs.robots = ",".join(filter(None, (refs.robots, *(d.strip() for d in content.split(",")))))
-        elif (attrs.get("http-equiv") or "").lower() == "refresh" and refs.refresh is None:
-            refs.refresh = _refresh_url(ex, base, attrs.get("content") or "")
+            if "canonical" in rel and canonical is None:
+                canonical = (attrs.get("href") or "").strip() or "#"
+        else:
+            name = (attrs.get("name") or "").lower()
+            if name == "robots":
+                content = (attrs.get("content") or "").lower()
+                refs.robots = ",".join(filter(None, (refs.robots, *(d.strip() for d in content.split(",")))))
+            elif (attrs.get("http-equiv") or "").lower() == "refresh" and refresh is None:
+                refresh = attrs.get("content") or ""
+    base = page_url
+    if base_href is not None:
+        base = ex.join(page_url, base_href.strip() or page_url) or page_url
+    if canonical is not None:
+        refs.canonical = ex.join(base, canonical)
+    if refresh is not None:
+        refs.refresh = _refresh_url(ex, base, refresh)
+    return base
 
 
 def _refresh_url(ex: Joiner, base: str, content: str) -> str | None:
