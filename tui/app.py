@@ -22,6 +22,7 @@ from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.timer import Timer
 
+from ..core import runloop
 from ..core.errors import describe
 from ..core.monitor.queueview import QueueView
 from ..core.monitor.sanitize import clean
@@ -650,4 +651,4 @@ async def run_tui_async(
 def run_tui(crawler: Monitor, *, exit_on_finish: bool = False, refresh_hz: float = 4.0,
             hangup: HangupPolicy | None = None) -> int:
     """Blocking entry point for the CLI: `sys.exit(run_tui(crawler, exit_on_finish=...))`."""
-    return asyncio.run(run_tui_async(crawler, exit_on_finish=exit_on_finish, refresh_hz=refresh_hz, hangup=hangup))
+    return runloop.run(run_tui_async(crawler, exit_on_finish=exit_on_finish, refresh_hz=refresh_hz, hangup=hangup))

@@ -23,6 +23,7 @@ from ..output.provenance import WORDS
 
 KEEP_REFERRERS = 9  # pages named per broken URL besides its via (the report lists 10); the rest are counted
 MAX_TRACKED = 200_000  # URLs with waiting referrers or fragment links; past it new ones are not tracked
+MAX_FINE = 4_000_000  # URLs known recorded fine (~30 bytes each); past it they wait as any other
 MAX_PER_RECORD = 100  # broken links or missing fragments named in one Record
 _MASK = 0xFFFFFFFF
 
@@ -32,20 +33,24 @@ class Referrers:
 
     On the hot path (every link to a URL seen before) a set lookup and a dict lookup. A URL's
     waiting list is [count of the rest, page, hop letter, page, hop letter, ...]. The lists
-    live in insertion order and the oldest go first when MAX_TRACKED are waiting: a URL
-    recorded fine before a page referred to it again has a list nobody pops, and the oldest
-    lists are those."""
+    live in insertion order and the oldest go first when MAX_TRACKED are waiting; a URL
+    recorded fine is remembered (up to MAX_FINE) so that links to it cost one lookup."""
 
     def __init__(self) -> None:
         self._waiting: dict[str, list] = {}
         self._broken: set[str] = set()
+        # Recorded fine: most links on a site point to pages already fetched, and for those
+        # a page must neither wait nor leave a list behind (a set slot each, the URL shared).
+        self._fine: set[str] = set()
 
     def again_all(self, urls: list[str], page: str, letter: str, broken_links: list[list[str]]) -> None:
         """`page` refers (by hop `letter`) to these URLs, already queued: one known broken is
         named in the page's Record (`broken_links`); for the others the page waits for their
         Record. One call per page and kind: the loop runs once per link on every page."""
-        broken, waiting, full = self._broken, self._waiting, 2 * KEEP_REFERRERS + 1
+        fine, broken, waiting, full = self._fine, self._broken, self._waiting, 2 * KEEP_REFERRERS + 1
         for url in urls:
+            if url in fine:
+                continue
             if url in broken:
                 if len(broken_links) < MAX_PER_RECORD:
                     broken_links.append([url, WORDS.get(letter, "a")])
@@ -67,6 +72,8 @@ class Referrers:
         [page, tag] pairs (its `via` left out: the Record names it) and the count of the rest."""
         w = self._waiting.pop(url, None)
         if not broken:
+            if len(self._fine) < MAX_FINE:
+                self._fine.add(url)
             return None
         if len(self._broken) < MAX_TRACKED:
             self._broken.add(url)

@@ -2,13 +2,13 @@
 framing, without asyncio or the engine, so those commands start at once (issue 27)."""
 from __future__ import annotations
 
-import json
 import socket
 from pathlib import Path
 from typing import Any
 
 from ... import __version__
 from ..errors import RemoteError
+from ..jsonfast import DecodeError, dumps, loads
 
 # The protocol's version and the longest reply line (core/sockets/protocol.py takes them from here).
 PROTOCOL = 1
@@ -17,15 +17,15 @@ MAX_REPLY = 16 * 1024 * 1024
 
 def encode(message: dict[str, Any]) -> bytes:
     """One JSON line (core/sockets/protocol.py's framing)."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode() + b"\n"
+    return dumps(message) + b"\n"
 
 
 def decode(line: bytes) -> dict[str, Any]:
     """A reply line -> its object; RemoteError for anything else (the server's own decode
     raises ProtocolError instead)."""
     try:
-        message = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        message = loads(line)
+    except (UnicodeDecodeError, DecodeError) as exc:
         raise RemoteError(f"not a JSON line from the crawl: {exc}") from None
     if not isinstance(message, dict):
         raise RemoteError("not a JSON object from the crawl")

@@ -34,7 +34,6 @@ without an edit here. Adding a command is one COMMANDS entry (see the comment th
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import types
 import typing
@@ -43,6 +42,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from ..errors import ProtocolError
+from ..jsonfast import DecodeError, loads
 from ..monitor.stats import RING, Snapshot
 from .blocking import MAX_REPLY as MAX_REPLY  # the framing, shared with the blocking client
 from .blocking import PROTOCOL as PROTOCOL
@@ -96,8 +96,8 @@ HEADLINE = ("state", "paused", "pages", "requisites", "externals", "records", "q
 def decode(line: bytes) -> dict[str, Any]:
     """One received line -> its object; ProtocolError for anything else."""
     try:
-        message = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        message = loads(line)
+    except (UnicodeDecodeError, DecodeError) as exc:
         raise ProtocolError(f"not a JSON line: {exc}") from None
     if not isinstance(message, dict):
         raise ProtocolError("a message must be a JSON object")
