@@ -20,7 +20,7 @@ import aiohttp
 from .. import __version__
 from . import errors
 from .config import CrawlConfig
-from .fetching.fetch import REDIRECTS, Response, backoff, decode, fetch_once, on_sent, retry_after, retryable
+from .fetching.fetch import REDIRECTS, Response, backoff, decode, fetch_once, retry_after, retryable
 from .fetching.robots import Robots
 from .fetching.session import CrawlSession
 from .fetching.sitemaps import Sitemaps, is_sitemap
@@ -246,12 +246,12 @@ class Crawler:
         timeout = aiohttp.ClientTimeout(
             total=self.config.timeout * 3, sock_connect=self.config.timeout, sock_read=self.config.timeout
         )
-        # issue 21: headers, proxy and cookie jar live in core/fetching/session.py. The trace
-        # (core/fetching/fetch.py on_sent) gives every fetch its worker's phases (issue 27: an
-        # await per response chunk, no visible cost, BENCHMARKS.md); a request's gap counts
-        # from when its headers leave only when a delay is asked for (else from just before).
+        # issue 21: headers, proxy and cookie jar live in core/fetching/session.py; its
+        # connector and request class give every fetch its worker's phases (issue 27,
+        # core/fetching/steps.py); a request's gap counts from when its headers leave only
+        # when a delay is asked for (else from just before).
         self._http = CrawlSession(self.config, self.agent, self.roots)
-        self._session = self._http.open(timeout, [on_sent()])  # phases always; gaps only when asked
+        self._session = self._http.open(timeout)
         token = self.agent.split("/", 1)[0].split(" ", 1)[0] or "crawltop"
         self._robots = Robots(self._session, token, self.config.timeout) if self.config.robots else None
         if self.config.sitemaps:

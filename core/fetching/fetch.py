@@ -17,6 +17,7 @@ from multidict import CIMultiDictProxy
 from ..monitor.sanitize import clean
 from ..output.provenance import new_hasher, payload_digest
 from ..parsing.defuse import slim, tag_heavy
+from .steps import HOOKS
 
 REDIRECTS = frozenset((301, 302, 303, 307, 308))
 HTML_TYPES = frozenset(("text/html", "application/xhtml+xml"))
@@ -47,9 +48,16 @@ async def fetch_once(
 ) -> Response:
     """GET without following redirects; read at most max_bytes of (decoded) body.
     `sent` is called when the request's headers are written, `phase` as the request moves
-    on (see `on_sent`), `reading` once the response's headers are in."""
-    ctx = {"sent": sent, "phase": phase} if sent is not None or phase is not None else None
-    async with session.get(url, allow_redirects=False, trace_request_ctx=ctx) as resp:
+    on (core/fetching/steps.py), `reading` once the response's headers are in."""
+    token = HOOKS.set((sent, phase) if sent is not None or phase is not None else None)
+    try:
+        return await _get(session, url, max_bytes, reading)
+    finally:
+        HOOKS.reset(token)
+
+
+async def _get(session: aiohttp.ClientSession, url: str, max_bytes: int, reading: Callable[[], None]) -> Response:
+    async with session.get(url, allow_redirects=False) as resp:
         reading()
         sha1 = new_hasher()
         body, truncated = await read_capped(resp, max_bytes, sha1)
@@ -69,41 +77,6 @@ async def fetch_once(
             request_headers=resp.request_info.headers,
             digest=payload_digest(sha1),
         )
-
-
-def on_sent() -> aiohttp.TraceConfig:
-    """A request's steps, as they happen, for whoever passed callbacks to fetch_once:
-
-    * politeness counts a gap from when a request really leaves (`sent`), not from when a
-      worker asked for it: a busy loop or a new connection can stand between the two;
-    * a worker's phase says what it waits for (issue 27): a free connection (`pool`),
-      a new one (`connecting`: DNS, TCP, TLS), `sending`, the response's `headers`; on a
-      keep-alive connection the fetch goes straight from sending to headers.
-    Tracing costs an await per response chunk (aiohttp sends the chunk signal to every
-    trace), about a microsecond: measured in BENCHMARKS.md (issue 27)."""
-    trace = aiohttp.TraceConfig()
-
-    def step(name: str) -> Callable[[object, Any, object], Any]:
-        async def hook(session: object, ctx: Any, params: object) -> None:
-            request_ctx = ctx.trace_request_ctx
-            if request_ctx and request_ctx.get("phase") is not None:
-                request_ctx["phase"](name)
-        return hook
-
-    async def headers_sent(session: object, ctx: Any, params: object) -> None:
-        request_ctx = ctx.trace_request_ctx
-        if request_ctx:
-            if request_ctx.get("sent") is not None:
-                request_ctx["sent"]()
-            if request_ctx.get("phase") is not None:
-                request_ctx["phase"]("headers")
-
-    trace.on_connection_queued_start.append(step("pool"))
-    trace.on_connection_queued_end.append(step("sending"))
-    trace.on_connection_create_start.append(step("connecting"))
-    trace.on_connection_create_end.append(step("sending"))
-    trace.on_request_headers_sent.append(headers_sent)
-    return trace
 
 
 def _raw_content_type(value: str | None) -> str | None:

@@ -22,6 +22,7 @@ from ..config import CrawlConfig
 from ..errors import UsageError
 from ..secrets import CREDENTIALS, parse_headers, split_proxy
 from . import cookies as cookiefile
+from .steps import StepConnector, StepRequest
 
 SAVE_EVERY = 5.0  # seconds between saves of a --state crawl's cookie jar, when it changed
 ProxyFor = Callable[[URL], tuple[URL | None, BasicAuth | None]]
@@ -90,22 +91,19 @@ class CrawlSession:
             cookiefile.load(self.jar, self.config.cookie_jar)
         self._saved = self._text()
 
-    def open(self, timeout: aiohttp.ClientTimeout,
-             trace_configs: list[aiohttp.TraceConfig] | None = None) -> aiohttp.ClientSession:
+    def open(self, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
         self.load_cookies()
         with warnings.catch_warnings():  # proxy_auth: see _basic()
             warnings.simplefilter("ignore", DeprecationWarning)
-            self.session = self._session(timeout, trace_configs)
+            self.session = self._session(timeout)
         if self.config.cookie_jar:
             self._saver = asyncio.get_running_loop().create_task(self._autosave())
         return self.session
 
-    def _session(self, timeout: aiohttp.ClientTimeout,
-                 trace_configs: list[aiohttp.TraceConfig] | None) -> aiohttp.ClientSession:
+    def _session(self, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
         return aiohttp.ClientSession(
-            trace_configs=trace_configs,
             timeout=timeout,
-            connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+            connector=StepConnector(limit=0, ttl_dns_cache=300),
             headers=self.defaults,
             skip_auto_headers=self.skip or None,
             cookie_jar=self.jar,
@@ -198,11 +196,11 @@ def _request_class(credentials: list[tuple[str, str]], hosts: frozenset[str],
     """A ClientRequest that adds credentials for allowed hosts and picks the env proxy:
     aiohttp builds one per request and per redirect hop, so no hop escapes the rules."""
     if not credentials and env_proxy is None:
-        return ClientRequest
+        return StepRequest
     cookie = "; ".join(v for n, v in credentials if n.lower() == "cookie")
     others = [(n, v) for n, v in credentials if n.lower() != "cookie"]
 
-    class CrawlRequest(ClientRequest):
+    class CrawlRequest(StepRequest):
         def update_headers(self, headers) -> None:
             super().update_headers(headers)
             if credentials and host_key(self.url.host) in hosts:

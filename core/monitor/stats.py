@@ -21,7 +21,7 @@ TOP_HOSTS = 20
 ERROR_URLS_MAX = 10_000
 
 # A worker's phase (issue 27: each means what it says): waiting for a due URL, paused,
-# fetching robots.txt or probing a sitemap, then a fetch's steps (core/fetching/fetch.py on_sent):
+# fetching robots.txt or probing a sitemap, then a fetch's steps (core/fetching/steps.py):
 # waiting for a free connection, connecting (DNS, TCP, TLS), sending, waiting for the
 # response's headers, reading the body; then parsing; backoff.
 PHASES = ("waiting", "paused", "robots", "sitemap", "pool", "connecting", "sending", "headers", "reading",

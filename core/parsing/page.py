@@ -15,7 +15,7 @@ from collections.abc import Callable
 from enum import IntFlag
 from urllib.parse import unquote
 
-from selectolax.lexbor import LexborHTMLParser, LexborNode
+from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser, LexborNode
 
 from .css import css_refs, srcset_urls
 from .urls import _DEFAULT_PORT, _SCHEME, Joiner, _raw_host, href_target
@@ -28,7 +28,9 @@ _LOADED_RELS = frozenset(("stylesheet", "icon", "shortcut", "apple-touch-icon", 
 _HEAD_TAGS = frozenset(("meta", "link", "title", "base"))
 _EMBEDS = ("img, source, link[href], script[src], video, audio, track[src], embed[src], object[data],"
            " input[src], style")
-HREF_CACHE = 50_000  # (directory, href) joins kept: ~150 bytes each
+# One selector engine for every page: a document's own (tree.css) costs lexbor ~30 µs to
+# set up, a fifth of the parse; this one was set up once, and is told which tree to walk.
+_SELECT = LexborCSSSelector()
 MAX_FRAGMENTS = 2_000  # fragment links read from one page; a hostile page cannot grow the check past it
 
 
@@ -87,8 +89,7 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     """Every reference of one page (see the module docstring); `host_ok` pre-filters absolute
     navigation links by host unless ALL_HOSTS (requisites come from any host).
 
-    Navigation is found with `tags()`, not a CSS selector: a document's first selector costs
-    lexbor ~30 µs of set-up, a fifth of the parse, and a links-only crawl needs none."""
+    Navigation is found with `tags()`, the rest with the shared `_SELECT`: never `tree.css`."""
     tree = LexborHTMLParser(html)
     refs = PageRefs()
     head = tree.head
@@ -97,7 +98,6 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     keep = None if flags & ALL_HOSTS else host_ok
     frags = flags & FRAGMENTS
     raw: dict[str, bool] = {}  # href -> written as a frame/iframe src somewhere
-    rels = (b"nofollow" if isinstance(html, bytes) else "nofollow") in html  # most pages: no rel to read
     for tag in ("a", "area"):
         for node in tree.tags(tag):
             attrs = node.attrs
@@ -105,45 +105,53 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
             if href is None:
                 continue
             raw.setdefault(href, False)
-            if rels:
-                rel = attrs.get("rel")
-                if rel is not None and "nofollow" in rel.lower():
+            rel = attrs.get("rel")
+            if rel is not None:
+                if "nofollow" in rel.lower():
                     refs.nofollow_links += 1
     for tag in ("iframe", "frame"):
         for node in tree.tags(tag):
             src = node.attrs.get("src")
             if src is not None:
                 raw[src] = True
-    fragments, add_link, add_frame = refs.fragments, refs.links.add, refs.frames.add
-    # One href means the same URL from every page of a directory: the join is cached on
-    # (directory, raw href), and a cached absolute link keeps its host for `keep` (the scope
-    # may change under a crawl, the join never does).
-    cache = ex.hrefs
-    query = base.find("?")
-    where = base[: base.rfind("/", 0, None if query < 0 else query) + 1]
+    fragments, join, add_link, add_frame = refs.fragments, ex.join, refs.links.add, refs.frames.add
     for href, framed in raw.items():
-        hit = cache.get((where, href))
-        if hit is None:
-            hit = _href(ex, base, href)
-            if hit[3]:
-                if len(cache) >= HREF_CACHE:
-                    cache.clear()
-                cache[(where, href)] = hit
-        url, host, frag, _ = hit
-        if url is None:
-            if frag is not None and frags and len(fragments) < MAX_FRAGMENTS:  # "#x": the base itself
-                _fragment(base, frag, fragments)
+        href = href.strip()
+        if not href:
             continue
-        if host is not None and keep is not None and not keep(host):
+        if href[0] == "#":  # the base itself (canonical already): nothing to join
+            if frags and len(fragments) < MAX_FRAGMENTS:
+                _fragment(base, href[1:], fragments)
             continue
-        (add_frame if framed else add_link)(url)
-        if frag is not None and frags and len(fragments) < MAX_FRAGMENTS:
-            _fragment(url, frag, fragments)
+        # href_target (core/parsing/urls.py), inlined: this loop runs once per link. (A cache
+        # of joins on (directory, href) was tried: on a real crawl it missed more than it hit,
+        # and cost 20 MB and 5% CPU. BENCHMARKS.md, "Speed on one core".)
+        if "#" in href:  # the fragment never reaches the URL: join (and cache) without it
+            head_ = href[: href.index("#")]
+            if not head_[-1].isspace():  # "a #b": canonical() would strip that space
+                href_ = head_
+            else:
+                href_ = href
+        else:
+            href_ = href
+        m = _SCHEME.match(href_)
+        if m is not None:
+            if m.group(1).lower() not in _DEFAULT_PORT:
+                continue
+            if keep is not None and not keep(_raw_host(href_[m.end():])):
+                continue
+        elif keep is not None and href_.startswith("//") and not keep(_raw_host(href_)):
+            continue
+        url = join(base, href_)
+        if url is not None:
+            (add_frame if framed else add_link)(url)
+            if frags and "#" in href and len(fragments) < MAX_FRAGMENTS:
+                _fragment(url, href.partition("#")[2], fragments)
     if flags & REQUISITES:
         _requisites(ex, tree, base, refs)
     if frags:
         ids = refs.ids = set()
-        for node in tree.css("[id], a[name]"):
+        for node in _SELECT.find("[id], a[name]", tree.root) if tree.root is not None else ():
             value = node.id
             if value:
                 ids.add(value)
@@ -152,31 +160,6 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
                 if value:
                     ids.add(value)
     return refs
-
-
-def _href(ex: Joiner, base: str, href: str) -> tuple[str | None, str | None, str | None, bool]:
-    """(URL, its raw host if the href was absolute, its fragment, cacheable) of one raw href:
-    href_target (core/parsing/urls.py) with the host kept for the scope's pre-filter. A
-    fragment-only or query-only href depends on the whole base: never cached."""
-    href = href.strip()
-    if not href:
-        return None, None, None, True
-    if href[0] == "#":
-        return None, None, href[1:], False
-    frag = None
-    if "#" in href:  # the fragment never reaches the URL: join (and cache) without it
-        head, _, frag = href.partition("#")
-        if not head[-1].isspace():  # "a #b": canonical() would strip that space
-            href = head
-    host = None
-    m = _SCHEME.match(href)
-    if m is not None:
-        if m.group(1).lower() not in _DEFAULT_PORT:
-            return None, None, None, True
-        host = _raw_host(href[m.end():])
-    elif href.startswith("//"):
-        host = _raw_host(href)
-    return ex.join(base, href), host, frag, href[0] != "?"
 
 
 def _fragment(target: str, frag: str, out: list[tuple[str, str]]) -> None:
@@ -249,7 +232,10 @@ def _requisites(ex: Joiner, tree: LexborHTMLParser, base: str, refs: PageRefs) -
                 if url is not None:
                     req.setdefault(url, letter)
 
-    for node in tree.css(_EMBEDS):
+    root = tree.root
+    if root is None:
+        return
+    for node in _SELECT.find(_EMBEDS, root):
         tag, attrs = node.tag, node.attrs
         if tag == "img":
             add(attrs.get("src"), IMG)
@@ -275,7 +261,7 @@ def _requisites(ex: Joiner, tree: LexborHTMLParser, base: str, refs: PageRefs) -
                 add(attrs.get("src"), IMG)
         elif tag == "style":
             _css(node.text(), add)
-    for node in tree.css("[style]"):  # a walk in C: cheaper than searching the whole text for url(
+    for node in _SELECT.find("[style]", root):  # a walk in C: cheaper than searching the whole text for url(
         _css(node.attrs.get("style") or "", add)
 
 

@@ -98,8 +98,6 @@ class Joiner:
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, str], str | None] = {}
-        # core/parsing/page.py: (directory, raw href) -> (url, host, fragment, cacheable)
-        self.hrefs: dict[tuple[str, str], tuple[str | None, str | None, str | None, bool]] = {}
 
     def join(self, base: str, href: str) -> str | None:
         """urljoin + canonical, cached on the part of the base the result depends on."""

@@ -3,6 +3,8 @@ second, a paused crawl's hosts read paused, the queues header true for one host.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 
 from aiohttp import web
 from support.sites import page
@@ -50,6 +52,33 @@ async def test_keep_alive_fetch_waits_for_headers_not_connecting(serve) -> None:
     finally:
         release.set()
         await asyncio.wait_for(task, 10)
+
+
+async def test_a_fetch_whose_connection_is_not_made_yet_shows_connecting() -> None:
+    """A listening socket whose accept queue is full drops new SYNs: the crawler's connect
+    hangs, and its worker must say `connecting` (core/fetching/steps.py), not `sending`."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(0)
+    host, port = srv.getsockname()
+    fillers = []
+    for _ in range(3):  # fill the accept queue without blocking this test
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex((host, port))
+        fillers.append(s)
+    await asyncio.sleep(0.2)
+    crawler = Crawler(CrawlConfig(roots=(f"http://{host}:{port}/",), concurrency=1, robots=False, sitemaps=False,
+                                  timeout=5.0))
+    task = asyncio.create_task(crawler.crawl())
+    try:
+        await wait_until(lambda: {w.phase for w in crawler.stats.snapshot().workers} == {"connecting"}, 3)
+    finally:
+        crawler.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)
+        for s in (*fillers, srv):
+            s.close()
 
 
 async def test_a_paused_crawl_shows_its_hosts_paused(serve) -> None:
