@@ -36,11 +36,10 @@ class StepConnector(aiohttp.TCPConnector):
     """Says `pool` while a request waits for a free connection, `connecting` while a new one
     is made, and `sending` after either."""
 
-    async def _wait_for_available_connection(self, *args: Any, **kwargs: Any) -> Any:
+    async def _wait_for_available_connection(self, *args: Any, **kwargs: Any) -> None:
         _phase("pool")
-        result = await super()._wait_for_available_connection(*args, **kwargs)  # type: ignore[misc]
+        await super()._wait_for_available_connection(*args, **kwargs)
         _phase("sending")
-        return result
 
     async def _create_connection(self, *args: Any, **kwargs: Any) -> Any:
         _phase("connecting")
