@@ -301,3 +301,17 @@ async def test_truncated_body_digest_matches_the_warc_and_fetched_at_is_the_last
     assert flaky_rec.tries == 2 and len(tries) == 2 and tries[1] - tries[0] >= 0.1
     when = datetime.strptime(flaky_rec.fetched_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
     assert tries[0] + 0.1 <= when <= tries[1] + 0.001
+
+
+def test_payload_digest_is_base32_of_the_sha1() -> None:
+    """The table-driven base32 (core/output/provenance.py) against the standard library's."""
+    import base64
+    import hashlib
+
+    from crawltop.core.output.provenance import new_hasher, payload_digest
+
+    for n in range(0, 300, 7):
+        body = bytes(range(256))[:n] * 3
+        h = new_hasher()
+        h.update(body)
+        assert payload_digest(h) == "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
