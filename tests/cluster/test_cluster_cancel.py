@@ -25,6 +25,12 @@ pytestmark = pytest.mark.timeout(120)
 TICKS = 40  # a call is a few ticks: every offset of several calls is tried
 
 
+async def _beating(link: Link, r) -> None:
+    """The heartbeat's shape: round trips through the Link, back to back."""
+    while True:
+        await link.call(lambda: r.hget("crawltop:{cancel}:meta", "status"))
+
+
 async def _cancel_at_every_tick(client_of) -> list[int]:
     """The ticks at which a cancel was lost: the task still running 2 s after it."""
     lost = []
@@ -32,11 +38,7 @@ async def _cancel_at_every_tick(client_of) -> list[int]:
         r = client_of()
         link = Link(r)
 
-        async def beating() -> None:  # the heartbeat's shape: round trips, back to back
-            while True:
-                await link.call(lambda: r.hget("crawltop:{cancel}:meta", "status"))
-
-        task = asyncio.ensure_future(beating())
+        task = asyncio.ensure_future(_beating(link, r))
         for _ in range(tick):
             await asyncio.sleep(0)
         task.cancel()
