@@ -15,8 +15,9 @@ def run_monitor(url: str, name: str, *, exit_on_finish: bool = False, on_hangup:
     from ..tui.app import CrawlApp
 
     async def run() -> int:
-        r = cluster.client(url)
-        roots = json.loads(await r.hget(Keys(name).meta, "roots") or b"[]")
+        r = cluster.client(url, linked=True)  # the view's Link bounds its calls (core/cluster/link.py)
+        async with asyncio.timeout(10):
+            roots = json.loads(await r.hget(Keys(name).meta, "roots") or b"[]")
         view = ClusterView(r, name, roots)
         app = CrawlApp(view,
                        exit_on_finish=exit_on_finish, hangup=on_hangup)

@@ -32,6 +32,7 @@ from .monitor import run_monitor
 PROGRESS_EVERY = 2.0
 ORPHAN_GRACE = 5.0  # an engine whose parent died has this long to stop cleanly, then exits
 STOP_GRACE = 20.0  # after Ctrl-C, engines still running this long are sent SIGTERM, then SIGKILL
+KILL_AFTER = 5.0  # and SIGKILL this long after the SIGTERM
 
 Main = Callable[[Sequence[str]], int]  # `crawltop join ...` in a child: its argv, its exit code
 
@@ -192,6 +193,14 @@ def exit_with_parent(parent: int, grace: float = ORPHAN_GRACE) -> None:
     threading.Thread(target=watchdog, name="exit-with-parent", daemon=True).start()
 
 
+def stop_grace() -> float:
+    """STOP_GRACE, or CRAWLTOP_STOP_GRACE=SECONDS (the tests stop an engine on purpose)."""
+    try:
+        return float(os.environ.get("CRAWLTOP_STOP_GRACE") or STOP_GRACE)
+    except ValueError:
+        return STOP_GRACE
+
+
 def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop_now: bool = False,
           redis_alive: Callable[[], bool] | None = None) -> int:
     """Progress of the whole crawl on stderr until every child is gone; Ctrl-C stops the
@@ -201,6 +210,7 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
     keys = Keys(name)
     r = redis.Redis.from_url(url, socket_timeout=5)
     stopping = stop_now  # (--on-hangup stop after the monitor's terminal went away)
+    grace = stop_grace()
 
     def stop(*_: object) -> None:
         nonlocal stopping
@@ -220,9 +230,9 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
             if redis_alive is not None and not redis_alive() and not stopping:
                 print(f"crawltop: the private redis-server of {name!r} is gone: stopping its engines",
                       file=sys.stderr, flush=True)
-                stopping, sent = True, time.monotonic() - STOP_GRACE  # nothing to tell through Redis
+                stopping, sent = True, time.monotonic() - grace  # nothing to tell through Redis
             if sent:
-                escalate(children, time.monotonic() - sent)
+                escalate(children, time.monotonic() - sent, grace)
             time.sleep(0.1)
             if time.monotonic() - shown < PROGRESS_EVERY:
                 continue
@@ -250,10 +260,10 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
     return 0 if all(c == 0 for c in codes) else 1
 
 
-def escalate(children: list[Forked], since_stop: float) -> None:
-    """Engines that have not stopped STOP_GRACE seconds after the stop get SIGTERM (their
+def escalate(children: list[Forked], since_stop: float, grace: float = STOP_GRACE) -> None:
+    """Engines that have not stopped `grace` seconds after the stop get SIGTERM (their
     clean stop again, or their way out), and SIGKILL 5 s later: Ctrl-C always ends."""
-    sig = signal.SIGKILL if since_stop > STOP_GRACE + 5 else signal.SIGTERM if since_stop > STOP_GRACE else None
+    sig = signal.SIGKILL if since_stop > grace + KILL_AFTER else signal.SIGTERM if since_stop > grace else None
     if sig is None:
         return
     for c in children:

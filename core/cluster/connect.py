@@ -25,10 +25,15 @@ from .keys import MAGIC, OLD_MAGICS, Keys, process_id
 PER_PROCESS = {"concurrency", "output", "start_paused", "backoff"}
 
 
-def client(url: str, *, timeout: float = 10.0) -> aioredis.Redis:
+def client(url: str, *, timeout: float = 10.0, linked: bool = False) -> aioredis.Redis:
+    """`linked`: a long-lived client whose every call goes through a Link (an engine's
+    frontier, a monitor's view), whose tasks are cancelled when they end. It gets no
+    socket timeout, so redis-py never wraps a write in `asyncio.wait_for`, which loses a
+    cancel on Python 3.11 (link.py says how); the Link bounds each round trip instead.
+    Connecting stays bounded by `timeout` either way."""
     try:
-        return aioredis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
-                                       health_check_interval=30)
+        return aioredis.Redis.from_url(url, socket_timeout=None if linked else timeout,
+                                       socket_connect_timeout=timeout, health_check_interval=30)
     except ValueError as exc:
         raise UsageError(f"bad --redis URL {url!r}: {exc} (want redis://HOST:PORT/DB or unix:///PATH)") from None
 
@@ -130,5 +135,5 @@ def frontier(url: str, name: str, config: CrawlConfig, *, lease: float | None = 
     15 s; CRAWLTOP_LEASE=SECONDS changes it (the tests kill processes)."""
     lease = lease or float(os.environ.get("CRAWLTOP_LEASE") or 0) or None
     kwargs = {} if lease is None else {"lease": lease}
-    return RedisFrontier(client(url), Keys(name), process_id(), max_pages=config.max_pages, **kwargs)
+    return RedisFrontier(client(url, linked=True), Keys(name), process_id(), max_pages=config.max_pages, **kwargs)
 

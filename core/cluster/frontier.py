@@ -6,6 +6,7 @@ and how"); how this process batches its calls to them is RedisFrontier's docstri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -375,11 +376,10 @@ class RedisFrontier:
                 idle = 0.01
             else:
                 sleep, idle = idle, min(idle * 2, 0.2)
-            if sleep > 0:
-                try:
-                    await asyncio.wait_for(self._poke.wait(), sleep)
-                except TimeoutError:
-                    pass
+            if sleep > 0:  # asyncio.timeout, not wait_for: that loses a cancel on 3.11 (link.py)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(sleep):
+                        await self._poke.wait()
 
     async def _listen(self) -> None:
         """The bell (core/cluster/scripts.py): another process made a host due while we

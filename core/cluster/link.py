@@ -5,6 +5,14 @@ It counts round trips, says whether Redis is `down` (the monitor shows REDIS DOW
 decides what a failure means: an outage (connection lost, timeout, Redis loading) is
 retried with backoff by `call` and only reported by `once`; any other Redis error, or a
 refused password, is fatal: `on_error` stops the crawl with it, never a hang.
+
+Each round trip is bounded here (`timeout`, with `asyncio.timeout`), not by redis-py's
+socket timeout: with one, redis-py wraps every command's write in `asyncio.wait_for`,
+which on Python 3.11 returns normally when a cancel arrives just as the write completes
+(CPython #86296, fixed in 3.12 by basing wait_for on asyncio.timeout). The task cancelled
+then goes on as if it never was: that is how an engine's heartbeat outlived its crawl
+after Ctrl-C on `--processes` and kept the process alive (issue 27). So the clients a Link
+uses come from `connect.client(url, linked=True)`: no socket timeout, no wait_for.
 """
 from __future__ import annotations
 
@@ -19,15 +27,17 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..errors import UsageError
 
-OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
+OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)  # TimeoutError is an OSError
 MAX_WAIT = 2.0  # seconds between tries at most, while Redis is away
+TIMEOUT = 10.0  # one round trip at most: a Redis that does not answer is an outage
 
 T = TypeVar("T")
 
 
 class Link:
-    def __init__(self, client: aioredis.Redis) -> None:
+    def __init__(self, client: aioredis.Redis, *, timeout: float = TIMEOUT) -> None:
         self.redis = client
+        self.timeout = timeout  # each try of a round trip (TimeoutError: an outage)
         self.down = False  # Redis unreachable right now: calls are being retried
         self.round_trips = 0
         self.closed = False  # after close(): an outage is no longer waited out
@@ -41,7 +51,8 @@ class Link:
         wait = 0.05
         while True:
             try:
-                result = await fn()
+                async with asyncio.timeout(self.timeout):
+                    result = await fn()
             except AuthenticationError as exc:  # a ConnectionError to redis-py, but no outage
                 raise self._fatal(exc) from None
             except OUTAGE:
@@ -61,7 +72,8 @@ class Link:
         """One round trip, not retried (a monitor polls again anyway): any failure marks
         the link down and is raised."""
         try:
-            result = await request
+            async with asyncio.timeout(self.timeout):
+                result = await request
         except (*OUTAGE, RedisError):
             self._set_down(True)
             raise
@@ -95,3 +107,13 @@ class Link:
             self.down = down
             if self.on_down is not None:
                 self.on_down(down)
+
+
+async def cancel_and_wait(task: asyncio.Future[Any], *, again: float = 0.5) -> None:
+    """Cancel `task` and return once it has ended, cancelling it again every `again`
+    seconds while it runs on: a cancel can still be lost in any library's
+    `asyncio.wait_for` on Python 3.11 (see above), and a task we stop must not keep its
+    process alive. Never raises what the task raised; our own cancel goes through."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait((task,), timeout=again)

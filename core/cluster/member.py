@@ -29,7 +29,7 @@ from ..surface import HasRoots, Parts
 from . import scripts
 from .frontier import ROWS, RedisFrontier
 from .keys import decode_item
-from .link import OUTAGE
+from .link import OUTAGE, cancel_and_wait
 from .procs import ProcessInfo
 
 BEAT = 1.0  # seconds between heartbeats
@@ -138,8 +138,7 @@ class Member:
         try:
             await self.engine.crawl()
         finally:
-            beat.cancel()
-            await asyncio.gather(beat, return_exceptions=True)
+            await cancel_and_wait(beat)  # not a bare cancel(): on 3.11 one can be lost (link.py)
             # Issue 27: a leave that cannot finish must not keep the process alive (seen: an
             # engine DONE for 14 minutes, retrying a Redis that was gone). Shortly before the
             # timeout the link stops waiting out outages, so no retry loop outlives it.
@@ -147,10 +146,12 @@ class Member:
             give_up = loop.call_later(LEAVE_TIMEOUT - 0.5, setattr, self.frontier.link, "closed", True)
             try:
                 self._leaving = loop.time()
-                await asyncio.wait_for(self.leave(), LEAVE_TIMEOUT)
+                async with asyncio.timeout(LEAVE_TIMEOUT):
+                    await self.leave()
             except (TimeoutError, UsageError, *OUTAGE):  # told by `left` == False; the leases expire
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.frontier.close(), 2.0)
+                    async with asyncio.timeout(2.0):
+                        await self.frontier.close()
             finally:
                 give_up.cancel()
 

@@ -25,7 +25,7 @@ from . import commands
 from .combine import WORKER_BLOCK, Rings, merge
 from .frontier import LEASE
 from .keys import Keys
-from .link import OUTAGE, Link
+from .link import OUTAGE, Link, cancel_and_wait
 from .member import Member
 from .procs import ProcessInfo, ProcessRow
 
@@ -220,11 +220,11 @@ class ClusterView:
 
     async def _quietly(self, coro: Awaitable[Any]) -> None:
         with contextlib.suppress(*OUTAGE, RedisError):
-            await coro
+            await self.link.once(coro)  # bounded there: the client has no socket timeout
 
     async def _send(self, op: str, arg: int | None, proc: str | None) -> None:
         with contextlib.suppress(*OUTAGE, RedisError):
-            await commands.command(self.redis, self.keys, op, arg, proc)
+            await self.link.once(commands.command(self.redis, self.keys, op, arg, proc))
             await self.read()
 
     # -- the crawl -------------------------------------------------------------------------
@@ -239,9 +239,7 @@ class ClusterView:
             await asyncio.wait((poll, detach), return_when=asyncio.FIRST_COMPLETED)
             detach.cancel()
         finally:
-            poll.cancel()
-            with contextlib.suppress(BaseException):
-                await poll
+            await cancel_and_wait(poll)
 
     async def _poll(self) -> None:
         wait = POLL

@@ -22,6 +22,16 @@ async def test_refused_root_exits_4_with_the_reason() -> None:
     assert "status codes: none (no server answered)" in out and "connect: connection refused" in out
 
 
+async def test_unresolvable_root_exits_4_with_the_reason() -> None:
+    # A label may not begin with a hyphen (RFC 1123), so the C library's resolver refuses
+    # the name itself ("Name or service not known") without asking any DNS server: the test
+    # stays on this machine. (`nonexistent.invalid` would send a query to resolv.conf's server.)
+    rc, out, err = await cli("crawl", "http://-x.invalid/", "--headless", "--quiet", "--max-tries", "1")
+    assert rc == 4, (out, err)
+    assert err.strip() == "crawltop: no root could be fetched: http://-x.invalid/: name does not resolve"
+    assert "status codes: none (no server answered)" in out and "dns: name does not resolve" in out
+
+
 async def test_one_refused_root_of_two_is_not_a_failure(serve) -> None:
     site = await serve({"/": page()})
     rc, out, err = await cli("crawl", site.url + "/", "http://127.0.0.1:9/", "--headless", "--quiet",

@@ -69,9 +69,9 @@ def test_one_output_file_with_every_record_once(rundir, tmp_path):
 
 
 def test_ctrl_c_ends_a_polite_many_host_crawl_within_seconds(many_hosts, rundir, tmp_path):
-    # Known and open (see the stop note of issues 26/27): now and then one engine does not
-    # end after SIGINT and the parent's escalation ends it after STOP_GRACE (exit non-zero).
-    # The bound is asserted every time; the clean exit is asserted on one of two tries.
+    # Twice, each a clean exit: the hang this caught now and then (an engine's heartbeat
+    # whose cancel was lost in redis-py's wait_for on Python 3.11) is fixed at its cause
+    # (core/cluster/link.py; test_cluster_cancel.py provokes it deterministically).
     for attempt in range(2):
         out = tmp_path / f"r{attempt}.jsonl"
         proc = subprocess.Popen([*CLI, "crawl", *many_hosts, "--processes", "2", "--headless", "--delay", "1",
@@ -83,13 +83,40 @@ def test_ctrl_c_ends_a_polite_many_host_crawl_within_seconds(many_hosts, rundir,
         started = time.monotonic()
         stdout, stderr = proc.communicate(timeout=60)
         took = time.monotonic() - started
-        assert took < 40, took  # STOP_GRACE (20 s) + 5 s at worst; seconds in practice
         print(f"--processes 2 exited {took:.1f} s after SIGINT (rc {proc.returncode})")
-        assert not _wait_gone(engines, 10)  # nothing left behind, even when escalated
-        if proc.returncode == 0:
-            break
-    assert proc.returncode == 0, stderr[-2000:]
-    assert f"crawl 'polite{attempt}' stopped" in stdout and f"crawltop report: crawl polite{attempt} on Redis" in stdout
+        assert not _wait_gone(engines, 10)  # nothing left behind
+        assert proc.returncode == 0, stderr[-2000:]
+        assert took < 15, took  # seconds, not the parent's escalation (STOP_GRACE, 20 s)
+        assert "exit codes 0, 0" in stdout, stdout[-2000:]
+        assert f"crawl 'polite{attempt}' stopped" in stdout
+        assert f"crawltop report: crawl polite{attempt} on Redis" in stdout
+        urls = [json.loads(line)["url"] for line in out.read_text().splitlines()]
+        assert urls and len(urls) == len(set(urls))
+
+
+def test_an_engine_that_does_not_stop_is_ended_by_the_parent(many_hosts, rundir, tmp_path):
+    """The escalation after Ctrl-C, with an engine that really hangs (SIGSTOPped): SIGTERM
+    after the grace (CRAWLTOP_STOP_GRACE here), SIGKILL 5 s later; the command ends non-zero,
+    the other engine's clean exit and the whole crawl's report and FILE kept."""
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.Popen([*CLI, "crawl", *many_hosts, "--processes", "2", "--headless", "--delay", "1",
+                             "--scope", "any", "--name", "hung", "-o", str(out)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CRAWLTOP_STOP_GRACE": "2"})
+    time.sleep(5)
+    kids = _children(proc.pid)
+    engines = [p for p in kids if b"redis-server" not in Path(f"/proc/{p}/cmdline").read_bytes()]
+    assert len(engines) == 2, kids
+    os.kill(engines[0], signal.SIGSTOP)  # hangs: no stop, no SIGTERM handled, until killed
+    proc.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    stdout, stderr = proc.communicate(timeout=60)
+    took = time.monotonic() - started
+    assert 2 + 5 <= took < 25, took  # the grace, then SIGTERM (pending in a stopped process), then SIGKILL
+    assert proc.returncode == 1, stderr[-2000:]
+    assert "crawl 'hung' stopped" in stdout and "(exit codes -9, 0)" in stdout, stdout[-2000:]
+    assert "crawltop report: crawl hung on Redis" in stdout
+    assert not _wait_gone(kids, 10)
     urls = [json.loads(line)["url"] for line in out.read_text().splitlines()]
     assert urls and len(urls) == len(set(urls))
 
