@@ -39,12 +39,11 @@ class Want(IntFlag):
 
     LINKS = 0
     REQUISITES = 1
-    FRAGMENTS = 2  # fragment links, and the page's own ids if it has any
+    FRAGMENTS = 2  # fragment links and the page's own ids
     ALL_HOSTS = 4  # links to every host (external checks), not only those the scope allows
-    IDS = 8  # with FRAGMENTS: the page's ids even if it has no fragment link (other pages link to them)
 
 
-REQUISITES, FRAGMENTS, ALL_HOSTS, IDS = (int(w) for w in (Want.REQUISITES, Want.FRAGMENTS, Want.ALL_HOSTS, Want.IDS))
+REQUISITES, FRAGMENTS, ALL_HOSTS = (int(w) for w in (Want.REQUISITES, Want.FRAGMENTS, Want.ALL_HOSTS))
 
 
 class PageRefs:
@@ -59,7 +58,7 @@ class PageRefs:
         self.requisites: dict[str, str] = {}  # url -> the hop letter of its first referrer
         self.refresh: str | None = None  # <meta http-equiv=refresh>'s URL
         self.fragments: list[tuple[str, str]] = []  # (target, fragment) of navigation links
-        self.ids: set[str] | None = None  # element ids and <a name>s (None: not read, see Want.IDS)
+        self.ids: set[str] | None = None  # element ids and <a name>s, when FRAGMENTS was asked for
         self.title: str | None = None
         self.canonical: str | None = None
         self.robots = ""  # <meta name=robots> content, lower-case
@@ -150,7 +149,7 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
                 _fragment(url, href.partition("#")[2], fragments)
     if flags & REQUISITES:
         _requisites(ex, tree, base, refs)
-    if frags and (fragments or flags & IDS):  # the walk for ids is a tenth of the parse: only when asked
+    if frags:
         ids = refs.ids = set()
         for node in _SELECT.find("[id], a[name]", tree.root) if tree.root is not None else ():
             value = node.id

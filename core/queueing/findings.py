@@ -89,10 +89,6 @@ class Fragments:
     def __init__(self) -> None:
         self._ids: dict[str, array | None] = {}  # parsed page -> its ids' hashes (None: unknown)
         self._waiting: dict[str, list[tuple[str, str]]] = {}  # target -> (page, fragment)
-        # Has any page linked to another's fragment? Until then pages' ids are not read (a
-        # site without such links never pays for them); a page parsed before the first one
-        # has unknown ids, and a fragment link to it is not judged.
-        self.linked = False
 
     def parsed(self, url: str, ids: set[str] | None) -> list[list[str]]:
         """A page's ids are known (None: not reliably, e.g. a defused page): the fragment
@@ -114,7 +110,6 @@ class Fragments:
         parsed waits (True). `own` is the referring page's ids, for links to itself."""
         if target == page:
             return own is None or frag in own
-        self.linked = True
         if target in self._ids:
             hashes = self._ids[target]
             return hashes is None or _has(hashes, frag)

@@ -21,7 +21,6 @@ from .item import Item
 from .kinds import EXTERNAL, PAGE, Kinds, References
 from .scope import Scope
 
-_EXTERNAL_WANT = Want.FRAGMENTS | Want.IDS
 OFFLINE_AFTER = 3  # DNS failures of other hosts, none answering: say the machine looks offline
 # Queue a URL (url, redirects_left, depth, via, discovery): its queue-view prefix; None if it
 # was seen before, "" if it was refused (--max-pages, an ignore).
@@ -44,10 +43,7 @@ class Follow:
         for its ids, for the fragment links that point to it. `slimmed`: tags were defused
         (core/parsing/defuse.py), so its ids are not known for sure."""
         kinds = self.kinds
-        if record.kind == EXTERNAL:  # its ids, nothing else
-            want = _EXTERNAL_WANT
-        else:
-            want = kinds.want_ids if self.fragments.linked else kinds.want
+        want = Want.FRAGMENTS if record.kind == EXTERNAL else kinds.want  # external: its ids, nothing else
         refs = self.links.read(text, item.url, self.scope.host_ok, want)
         record.title, record.canonical = refs.title, refs.canonical
         robots = kinds.directives(refs.robots, robots_headers)

@@ -85,7 +85,6 @@ class Kinds:
         if config.external:
             want |= Want.ALL_HOSTS
         self.want = want
-        self.want_ids = want | Want.IDS  # once pages link to each other's fragments (core/queueing/findings.py)
 
     def kind_of(self, url: str, discovery: str) -> str:
         """The kind a queued URL was reached as (the answer may still make it a page)."""

@@ -175,18 +175,3 @@ async def test_include_and_exclude_bound_external_checks_too(serve) -> None:
                           exclude=("skip",))
     assert site.hits.get("/docs/a") == 2 and "/blog/b" not in site.hits and site.hits.get("/docs/skip") == 1
     assert {r.kind for r in sink.records} == {"page"}
-
-
-async def test_ids_are_read_once_pages_link_to_each_others_fragments(serve) -> None:
-    """Pages' ids are read only once a page links to another's fragment (core/queueing/
-    findings.py `linked`): /c, parsed after /b's fragment links, is judged; /a, parsed before
-    any, has unknown ids and a fragment link to it is not judged (no false alarm either)."""
-    site = await serve({
-        "/": page("/a"),
-        "/a": page("/b", extra='<h2 id="here">a</h2>'),
-        "/b": page("/a#gone", "/c#there", "/c#gone", "/c"),
-        "/c": page(extra='<h2 id="there">c</h2>'),
-    })
-    _, sink = await crawl(site.url + "/", fragments=True, concurrency=1)
-    missing = [tuple(m) for r in sink.records for m in (r.missing_fragments or ())]
-    assert missing == [(site.url + "/b", site.url + "/c", "gone")], missing
