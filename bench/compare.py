@@ -55,6 +55,21 @@ RSS_TARGET_MB = 150.0
 BEFORE_ARGS: list[str] = []
 
 
+STACK_PROBE = """
+import aiohttp.http_parser as p
+from crawltop.core import jsonfast, runloop
+c = p.HttpResponseParser.__module__ == "aiohttp._http_parser"
+print(f"aiohttp {__import__('aiohttp').__version__} C parser {'on' if c else 'OFF'}, loop {runloop.loop_name()}, "
+      f"json {'orjson' if jsonfast.orjson is not None else 'stdlib'}")
+"""
+
+
+def stack() -> str:
+    """What the engine runs on (issue 29): aiohttp's C extensions, the loop, the JSON library."""
+    done = subprocess.run([str(VENV_PY), "-c", STACK_PROBE], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or f"unknown ({done.stderr.strip()[-200:]})"
+
+
 def warm_cache(site: Path) -> None:
     """Read every file once so the first tool does not pay for a cold page cache."""
     for dirpath, _dirs, files in os.walk(site):
@@ -137,6 +152,7 @@ def main() -> None:
     print(f"site: {len(expected)} HTML pages, {len(manifest['redirects'])} URLs that 301, "
           f"{len(manifest['dead'])} that 404, {manifest['bytes'] / 1e6:.0f} MB; "
           f"concurrency {a.concurrency}, robots off, {a.runs} rounds; cores: {os.cpu_count()}")
+    print(f"crawltop's stack: {stack()}")
 
     results: dict[str, list[RunResult]] = {t: [] for t in tools}
     with serve(site_dir(), a.port) as ng:
