@@ -1,13 +1,14 @@
-"""The engine's event loop: uvloop where it is installed, the standard loop elsewhere.
+"""The engine's event loop: the standard one, or uvloop when CRAWLTOP_LOOP=uvloop asks.
 
-One crawltop process is bound by one core, and the loop's own work (selectors, callbacks,
-transports) is a fifth of it: uvloop does that work in C (BENCHMARKS.md, "Speed on one
-core"). It is optional so that crawltop installs and runs wherever Python does;
-CRAWLTOP_LOOP=asyncio picks the standard loop (to compare the two, or to rule uvloop out).
+uvloop was measured as the engine's default loop (issue 29) and did not pay: the same CPU
+per page on bench/compare.py (0.46 ms both, 4 interleaved rounds) and 0.4% fewer
+instructions (BENCHMARKS.md, "Speed on one core"). The engine's time is in its own Python
+and in lexbor, not in the loop. The switch stays, for measuring it again on another load.
 """
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -16,14 +17,15 @@ T = TypeVar("T")
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's loop, unless it is missing or CRAWLTOP_LOOP=asyncio; None: the standard one."""
-    if os.environ.get("CRAWLTOP_LOOP", "").lower() == "asyncio":
+    """uvloop's loop if CRAWLTOP_LOOP=uvloop and it is installed; None: the standard one."""
+    if os.environ.get("CRAWLTOP_LOOP", "").lower() != "uvloop":
         return None
     try:
-        import uvloop
+        uvloop = importlib.import_module("uvloop")  # not a dependency: typed as Any
     except ImportError:
         return None
-    return uvloop.new_event_loop
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
 
 
 def loop_name() -> str:
