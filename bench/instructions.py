@@ -2,14 +2,17 @@
 cannot blur.
 
     .venv/bin/python bench/instructions.py
-    BENCH_CRAWLTOP_BEFORE=/path/to/old/crawltop .venv/bin/python bench/instructions.py --before-args ""
+    BENCH_CRAWLTOP_BEFORE=/path/to/old/crawltop .venv/bin/python bench/instructions.py
+    BENCH_CRAWLTOP_BEFORE=... bench/instructions.py --before-args "--no-requisites --no-external -q"
+                                       # an older build that knows these flags: give them
 
 On a shared machine CPU seconds move by 10% from run to run; the number of instructions a
 crawl executes moves by well under 1%. Each build crawls a 3,933-page copy of the
 compare.py site (4 of its 20 sections: the same pages, links, redirects and dead links),
 served by nginx, under `valgrind --tool=callgrind`, once whole and once with --max-pages 1;
 the difference divided by the records written is its instructions per record, start-up
-left out. Builds run side by side (one per core). The counts are user-space instructions:
+left out. A build's two crawls run side by side (one per core), the builds one after the
+other. The counts are user-space instructions:
 they miss the kernel's share and cache effects, so quote them beside compare.py's CPU
 seconds, never instead of them.
 """
@@ -44,7 +47,10 @@ def count(binary: str, args: list[str], root: str, out: Path) -> tuple[float, in
     lines = [ln for ln in done.stderr.splitlines() if "Collected" in ln]
     if not lines:
         sys.exit(f"{binary}: no count from valgrind (exit {done.returncode}): {done.stderr[-400:]}")
-    records = sum(1 for _ in open(out)) if out.exists() else 0
+    records = 0
+    if out.exists():
+        with open(out) as fh:
+            records = sum(1 for _ in fh)
     return int(lines[-1].split()[-1]) / 1e6, records
 
 
@@ -61,7 +67,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--crawltop-args", default="--no-requisites --no-external -q",
                     help="this build's flags (default: requisites and external off, as compare.py's budget)")
-    ap.add_argument("--before-args", default="", help="the flags of BENCH_CRAWLTOP_BEFORE (default: none)")
+    ap.add_argument("--before-args", default="",
+                    help="the flags of BENCH_CRAWLTOP_BEFORE (default: none, for a build older than issue 26, "
+                         "which has no requisites, external checks or -q)")
     a = ap.parse_args()
     ensure_work()
     site, manifest = small_site()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -196,9 +197,10 @@ def exit_with_parent(parent: int, grace: float = ORPHAN_GRACE) -> None:
 def stop_grace() -> float:
     """STOP_GRACE, or CRAWLTOP_STOP_GRACE=SECONDS (the tests stop an engine on purpose)."""
     try:
-        return float(os.environ.get("CRAWLTOP_STOP_GRACE") or STOP_GRACE)
+        grace = float(os.environ.get("CRAWLTOP_STOP_GRACE") or STOP_GRACE)
     except ValueError:
         return STOP_GRACE
+    return grace if math.isfinite(grace) and grace >= 0 else STOP_GRACE  # nan would never escalate
 
 
 def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop_now: bool = False,

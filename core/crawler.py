@@ -545,7 +545,7 @@ class Crawler:
         last = attempt >= self.config.max_tries
         started = loop.time()
         sched.started(host, started)
-        self.stats.set_phase(ws, "sending")  # the trace says "pool" or "connecting" when it must wait
+        self.stats.set_phase(ws, "sending")  # core/fetching/steps.py says "pool" or "connecting" when it must wait
         record.fetched_at = utc_iso()
         session = self._session
         assert session is not None  # crawl() opened it before any worker started

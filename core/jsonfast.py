@@ -1,7 +1,11 @@
 """JSON through orjson where it is installed: a record and a control message are made on
 every URL and every frame, and orjson writes one in a third of the time of the standard
 encoder (BENCHMARKS.md, "Speed on one core"). The standard library stays the fallback,
-and is asked whatever orjson refuses, so an error reads as it always did."""
+and is asked whatever orjson refuses (an integer past 64 bits, a lone surrogate), so such a
+value is written as before or refused in json's words. Where orjson differs from json:
+NaN and infinities become null (json with allow_nan=False refuses them, as the protocol
+always did); dataclasses, datetimes and enums are written; on reading, an integer past 64
+bits becomes a float. Nothing crawltop sends is any of these."""
 from __future__ import annotations
 
 import json
@@ -12,7 +16,7 @@ try:
 except ImportError:  # pragma: no cover - orjson is a dependency; the fallback is for odd platforms
     orjson = None  # type: ignore[assignment]
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False)
 DecodeError = json.JSONDecodeError  # orjson's is a subclass of it
 
 
@@ -21,7 +25,7 @@ def dumps(obj: Any) -> bytes:
     if orjson is not None:
         try:
             return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
-        except (TypeError, orjson.JSONEncodeError):
+        except TypeError:  # orjson.JSONEncodeError is one
             pass  # json.dumps says what is wrong, or writes what orjson will not
     return _ENCODER.encode(obj).encode()
 
@@ -31,7 +35,7 @@ def dumps_str(obj: Any) -> str:
     if orjson is not None:
         try:
             return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
-        except (TypeError, orjson.JSONEncodeError):
+        except TypeError:  # orjson.JSONEncodeError is one
             pass
     return _ENCODER.encode(obj)
 

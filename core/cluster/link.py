@@ -117,3 +117,5 @@ async def cancel_and_wait(task: asyncio.Future[Any], *, again: float = 0.5) -> N
     while not task.done():
         task.cancel()
         await asyncio.wait((task,), timeout=again)
+    if not task.cancelled():
+        task.exception()  # retrieved: asyncio must not log "Task exception was never retrieved"

@@ -96,7 +96,7 @@ _SHIFTS = range(150, -1, -10)
 def payload_digest(sha1: hashlib._Hash) -> str:
     """WARC's form of a SHA-1: `sha1:` + base32, as warcio writes WARC-Payload-Digest
     (base64.b32encode is pure Python and costs twice this, on every page)."""
-    n = int.from_bytes(sha1.digest(), "big")
+    n = int.from_bytes(sha1.digest(), "big")  # 160 bits: _SHIFTS is for SHA-1 alone
     return "sha1:" + "".join([_B32_PAIRS[(n >> s) & 1023] for s in _SHIFTS])
 
 

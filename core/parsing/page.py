@@ -25,7 +25,7 @@ IMG, SRCSET, LINK, SCRIPT, MEDIA, OBJECT, CSS = "I", "Y", "K", "J", "V", "O", "U
 # <link rel=...> values whose target a page loads to show itself (anything else is metadata).
 _LOADED_RELS = frozenset(("stylesheet", "icon", "shortcut", "apple-touch-icon", "apple-touch-icon-precomposed",
                           "manifest", "preload", "modulepreload", "mask-icon", "search"))
-_HEAD_TAGS = frozenset(("meta", "link", "title", "base"))
+_HEAD_TAGS = frozenset(("meta", "link", "title"))
 _EMBEDS = ("img, source, link[href], script[src], video, audio, track[src], embed[src], object[data],"
            " input[src], style")
 # One selector engine for every page: a document's own (tree.css) costs lexbor ~30 µs to
@@ -89,11 +89,20 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     """Every reference of one page (see the module docstring); `host_ok` pre-filters absolute
     navigation links by host unless ALL_HOSTS (requisites come from any host).
 
-    Navigation is found with `tags()`, the rest with the shared `_SELECT`: never `tree.css`."""
+    Navigation is found with `tags()` (a, area, then iframe and frame: not in document
+    order, which only orders `fragments`), the rest with the shared `_SELECT`: never
+    `tree.css`."""
     tree = LexborHTMLParser(html)
     refs = PageRefs()
+    base = page_url
+    for node in tree.tags("base"):  # the first with an href, wherever it is (a walk in C: ~2 µs)
+        href = node.attrs.get("href")
+        if href is not None:
+            base = ex.join(page_url, href.strip() or page_url) or page_url
+            break
     head = tree.head
-    base = page_url if head is None else _head(ex, head, page_url, refs)
+    if head is not None:
+        _head(ex, head, base, refs)
     flags = int(want)  # an IntFlag's & is a Python call: test plain ints on the hot path
     keep = None if flags & ALL_HOSTS else host_ok
     frags = flags & FRAGMENTS
@@ -170,12 +179,11 @@ def _fragment(target: str, frag: str, out: list[tuple[str, str]]) -> None:
     out.append((target, unquote(frag) if "%" in frag else frag))
 
 
-def _head(ex: Joiner, head: LexborNode, page_url: str, refs: PageRefs) -> str:
-    """The page's base URL, and its title, canonical link, meta robots and meta refresh: one
-    small walk of the head's children, where HTML puts them (a `<base>` or `<meta>` written
-    in the body is not read: a walk of the whole tree on every page for what valid pages
-    never do)."""
-    base_href = canonical = refresh = None
+def _head(ex: Joiner, head: LexborNode, base: str, refs: PageRefs) -> None:
+    """The page's title, canonical link, meta robots and meta refresh: one small walk of the
+    head's children, where HTML puts them (a `<meta>` written in the body is not read: a
+    walk of the whole tree on every page for what valid pages never do)."""
+    canonical = refresh = None
     for node in head.iter():  # its children: no selector to set up, no walk of the body
         tag = node.tag
         if tag not in _HEAD_TAGS:
@@ -185,10 +193,7 @@ def _head(ex: Joiner, head: LexborNode, page_url: str, refs: PageRefs) -> str:
                 refs.title = " ".join(node.text().split())[:300]
             continue
         attrs = node.attrs
-        if tag == "base":
-            if base_href is None:
-                base_href = attrs.get("href")
-        elif tag == "link":
+        if tag == "link":
             rel = (attrs.get("rel") or "").lower().split()
             if "canonical" in rel and canonical is None:
                 canonical = (attrs.get("href") or "").strip() or "#"
@@ -199,14 +204,10 @@ def _head(ex: Joiner, head: LexborNode, page_url: str, refs: PageRefs) -> str:
                 refs.robots = ",".join(filter(None, (refs.robots, *(d.strip() for d in content.split(",")))))
             elif (attrs.get("http-equiv") or "").lower() == "refresh" and refresh is None:
                 refresh = attrs.get("content") or ""
-    base = page_url
-    if base_href is not None:
-        base = ex.join(page_url, base_href.strip() or page_url) or page_url
     if canonical is not None:
         refs.canonical = ex.join(base, canonical)
     if refresh is not None:
         refs.refresh = _refresh_url(ex, base, refresh)
-    return base
 
 
 def _refresh_url(ex: Joiner, base: str, content: str) -> str | None:

@@ -23,7 +23,10 @@ from ..output.provenance import WORDS
 
 KEEP_REFERRERS = 9  # pages named per broken URL besides its via (the report lists 10); the rest are counted
 MAX_TRACKED = 200_000  # URLs with waiting referrers or fragment links; past it new ones are not tracked
-MAX_FINE = 4_000_000  # URLs known recorded fine (~30 bytes each); past it they wait as any other
+# URLs known recorded fine. With the memory frontier the string is shared with its seen set
+# (a set slot, ~30 bytes); with --state or Redis it is this set's own (~130 bytes): bounded
+# like the rest, past it a link to such a URL costs a waiting list as before.
+MAX_FINE = 200_000
 MAX_PER_RECORD = 100  # broken links or missing fragments named in one Record
 _MASK = 0xFFFFFFFF
 
@@ -40,7 +43,7 @@ class Referrers:
         self._waiting: dict[str, list] = {}
         self._broken: set[str] = set()
         # Recorded fine: most links on a site point to pages already fetched, and for those
-        # a page must neither wait nor leave a list behind (a set slot each, the URL shared).
+        # a page must neither wait nor leave a list behind (up to MAX_FINE of them).
         self._fine: set[str] = set()
 
     def again_all(self, urls: list[str], page: str, letter: str, broken_links: list[list[str]]) -> None:

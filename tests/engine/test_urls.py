@@ -38,6 +38,19 @@ def test_frameset_frames() -> None:
     assert LinkExtractor().links(html, "http://h.com/d/") == {"http://h.com/d/left.html", "http://h.com/right"}
 
 
+@pytest.mark.parametrize("html", [
+    "<html><head><title>t</title></head><body><base href='/sub/'><a href='p'>x</a></body></html>",
+    "Notice: undefined index\n<!doctype html><html><head><base href='/sub/'></head><a href='p'>x</a>",
+    "<div>x</div><html><head><base href=/sub/></head><a href=p>x</a>",
+    "<head><span></span><base href='/sub/'></head><a href='p'>x</a>",
+    "<html><head><base target=_blank><base href='/sub/'><base href='/other/'></head><a href='p'>x</a>",
+])
+def test_the_first_base_with_an_href_counts_wherever_it_is(html: str) -> None:
+    """Browsers take the document's first <base href>, in the head or not (a stray notice
+    before the doctype puts it in the body)."""
+    assert LinkExtractor().links(html, "http://h.com/d/page.html") == {"http://h.com/sub/p"}
+
+
 def test_join_cache_depends_on_the_right_part_of_the_base() -> None:
     le = LinkExtractor()
     assert le.join("http://h.com/a/b", "c") == "http://h.com/a/c"
