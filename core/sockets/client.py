@@ -15,6 +15,7 @@ from typing import Any, cast
 from ... import __version__
 from ..errors import CrawlLost, ProtocolError, RemoteError
 from ..monitor.stats import HostView, Snapshot
+from ..monitor.summary import Summary, of_snapshot
 from ..surface import Parts
 from .blocking import Client
 from .protocol import MAX_REPLY, PROTOCOL, SnapshotDecoder, decode, encode
@@ -39,6 +40,9 @@ class HeldStats:
     @property
     def errors(self) -> int:
         return self.snap.errors
+
+    def summary(self) -> Summary:
+        return of_snapshot(self.snap)
 
 
 class RemoteStats(HeldStats):
@@ -106,7 +110,7 @@ class RemoteCrawler:
             raise RemoteError(f"cannot connect to {path}: {exc}") from None
         try:
             hello = await _ask(reader, writer, {"op": "hello", "id": 0, "protocol": PROTOCOL,
-                                                "version": __version__}, timeout)
+                                                "version": __version__, "client": "crawltop attach"}, timeout)
             first = await _ask(reader, writer, {"op": "snapshot", "id": 1, "workers": workers}, timeout)
         except BaseException:
             writer.close()
