@@ -87,6 +87,10 @@ class Board:
             self._read_ended = now
             self._load_ended()
 
+    def look_now(self) -> None:
+        """Look at the run directory at the next tick (a crawl was just started)."""
+        self._scanned = -SCAN
+
     # -- live crawls ------------------------------------------------------------------
     def _sockets(self) -> list[Path]:
         d = run_dir(create=False)
