@@ -52,8 +52,8 @@ class Row:
     @property
     def state(self) -> str:
         """RUNNING, PAUSED, STOPPING; or how it ended, in words."""
-        if self.how == "stopped":
-            return f"stopped by {self.by}" if self.by else "stopped"
+        if self.how == "stopped":  # "stopped (ctl)": who asked, in a word (the detail line says more)
+            return f"stopped ({self.by.removeprefix('crawltop ')})" if self.by else "stopped"
         if self.how:
             return self.how
         return self.summary.state if self.summary is not None else "starting"

@@ -84,9 +84,9 @@ class TopApp(App[Open | None]):
         await self.refresh_now()
         if self._selected is not None and self._selected in self.table.row_keys():
             self.table.move_cursor(row=self.table.get_row_index(self._selected))
-        self.run_worker(self._loop(), name="crawltop-top-refresh", group="refresh", exclusive=True)
+        self.run_worker(self._refresh_loop(), name="crawltop-top-refresh", group="refresh", exclusive=True)
 
-    async def _loop(self) -> None:
+    async def _refresh_loop(self) -> None:
         """One refresh, then sleep: a slow one delays the next, they never overlap."""
         while True:
             await asyncio.sleep(self.interval)
@@ -143,7 +143,10 @@ class TopApp(App[Open | None]):
             self.detail.show((" no crawls: ", "dim"), hint)
             return
         s = row.summary
-        first: list[Any] = [(f" {row.name}", "bold"), f"  {row.state}"]
+        state = f"stopped by {row.by}" if row.how == "stopped" and row.by else row.state
+        first: list[Any] = [(f" {row.name}", "bold"), f"  {state}"]
+        if row.mode and row.live:
+            first.append((f" ({row.mode})", "dim"))
         if row.pid:
             first.append((f"  pid {row.pid}", "dim"))
         if s is not None and row.live:

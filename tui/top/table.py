@@ -22,17 +22,17 @@ STATE_STYLE = {"RUNNING": "$success", "PAUSED": "$warning", "STOPPING": "$warnin
 
 class CrawlsTable(DiffTable):
     COLUMNS = (
-        Col("name", "name", None, 8, flex=2),
-        Col("state", "state", 10),
-        Col("mode", "mode", 8, min_table=110),
+        Col("name", "name", 14),
+        Col("state", "state", 13),
+        Col("mode", "mode", 8, min_table=130),
         Col("pages", "pages", 7, justify="right"),
         Col("spark", "pages/s", SPARK_CELLS),
         Col("rate", "", 5, justify="right"),
         Col("queued", "queued", 7, justify="right"),
         Col("failed", "failed", 6, justify="right"),
-        Col("hosts", "rdy/wait/bo", 11, justify="right", min_table=100),
+        Col("hosts", "rdy/wait/bo", 11, justify="right", min_table=130),
         Col("elapsed", "elapsed", 7, justify="right"),
-        Col("root", "root", None, 8, flex=3, min_table=96),
+        Col("root", "root", None, 8, min_table=96, cut="middle"),
     )
 
     def order(self, keys: Sequence[str]) -> None:
