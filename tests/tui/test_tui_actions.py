@@ -29,6 +29,7 @@ KEYS = {
     "a": ["add_seed"], "h": ["toggle_host"], "t": ["host_delay"], "P": ["process('pause')"],
     "R": ["process('resume')"], "K": ["process('stop')"], "q": ["quit"], "d": ["detach"],
     "ctrl+c": ["quit"], "ctrl+q": ["quit"],
+    "escape": ["back"],  # issue 30: only in a monitor opened from the dashboard (check_action)
 }
 
 
@@ -107,7 +108,22 @@ async def test_help_lists_the_table_for_this_crawl() -> None:
     async with app.run_test(size=(100, 60)) as pilot:
         text = await help_text(pilot, app)
         for row in ACTIONS:
-            assert f"{row.shown_key} " in text and row.description[1:] in text, row.id
+            shown = f"{row.shown_key} " in text and row.description[1:] in text
+            assert shown == (row.when != "list"), row.id
+        await pilot.press("escape", "escape")  # the help closes; a plain attach stays
+        await pilot.pause(0.1)
+        assert not app.crawler.detached and app.is_running
+
+    # opened from the dashboard (issue 30): esc goes back to the list, and says so
+    crawler = Remote()
+    app = CrawlApp(crawler, from_list=True)
+    async with app.run_test(size=(100, 60)) as pilot:
+        text = await help_text(pilot, app)
+        assert "esc " in text and "back to the list of crawls; this one goes on" in text
+        await pilot.press("escape")  # closes the help
+        await pilot.press("escape")  # back to the list
+        await until(pilot, lambda: crawler.detached)
+    assert app.return_code == 0
 
 
 async def palette_entries(pilot, app: CrawlApp) -> dict[str, str]:
