@@ -9,7 +9,7 @@ call; `when` only says whether it exists at all for this kind of crawl.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 from textual.actions import parse
@@ -155,9 +155,13 @@ TOP_OWN: tuple[Action, ...] = (
 )
 
 
+TOP_QUIET = ("more10", "fewer10")  # on the dashboard, out of the key bar (80 columns hold the rest)
+
+
 def top_actions() -> tuple[Action, ...]:
     """The dashboard's rows, in the key bar's order: open, the shared ones, then its own."""
-    shared = tuple(row for row in ACTIONS if row.id in TOP_SHARED)
+    shared = tuple(replace(row, show=False) if row.id in TOP_QUIET else row
+                   for row in ACTIONS if row.id in TOP_SHARED)
     return (TOP_OWN[0], *shared, *TOP_OWN[1:])
 
 # Keys the help screen lists besides the actions: Textual's own, and the panels'.

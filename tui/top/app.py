@@ -32,7 +32,7 @@ from ..terminal import driver_class
 from ..widgets.line import Line
 from .dialogs import ConfirmStop, NewCrawlPrompt
 from .launch import parse_command, parse_secrets, start_crawl
-from .table import SORTS, CrawlsTable, cells, sorted_rows
+from .table import SORTS, CrawlsTable, cells, host_numbers, sorted_rows
 
 REFRESH = 0.5  # seconds: 2 Hz, the floor; a summary is O(1), so more would be cheap too
 MAX_CONCURRENCY = 10_000
@@ -123,7 +123,7 @@ class TopApp(App[Open | None]):
         live = [r for r in rows if r.live]
         paused = sum(1 for r in live if r.paused or r.state == "PAUSED")
         rate = sum(r.summary.rate_now for r in live if r.summary is not None)
-        parts: list[Any] = [(" crawltop ", "bold"), f" {len(live)} running" if live else " no crawl running"]
+        parts: list[Any] = [(" crawltop ", "bold"), f" {len(live) - paused} running" if live else " no crawl running"]
         if paused:
             parts.append((f", {paused} paused", "$warning"))
         ended = len(rows) - len(live)
@@ -151,6 +151,9 @@ class TopApp(App[Open | None]):
             first.append((f"  pid {row.pid}", "dim"))
         if s is not None and row.live:
             first.append((f"  {s.concurrency} workers", "dim"))
+        hosts = host_numbers(row)
+        if hosts is not None:
+            first.append((f"  hosts: {hosts[0]} ready, {hosts[1]} waiting, {hosts[2]} backing off", "dim"))
         if s is not None and s.notice:
             first.append((f"  {s.notice}", "$warning"))
         second = f" {outcome_line(s.outcomes, s.fetched_classes)}" if s is not None else " no numbers yet"

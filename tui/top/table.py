@@ -22,15 +22,15 @@ STATE_STYLE = {"RUNNING": "$success", "PAUSED": "$warning", "STOPPING": "$warnin
 
 class CrawlsTable(DiffTable):
     COLUMNS = (
-        Col("name", "name", 14),
+        Col("name", "name", 12),
         Col("state", "state", 13),
-        Col("mode", "mode", 8, min_table=130),
-        Col("pages", "pages", 7, justify="right"),
+        Col("mode", "mode", 8, min_table=140),
+        Col("pages", "pages", 6, justify="right"),
         Col("spark", "pages/s", SPARK_CELLS),
         Col("rate", "", 5, justify="right"),
         Col("queued", "queued", 7, justify="right"),
         Col("failed", "failed", 6, justify="right"),
-        Col("hosts", "rdy/wait/bo", 11, justify="right", min_table=130),
+        Col("hosts", "rdy/wait/bo", 11, justify="right", min_table=110),
         Col("elapsed", "elapsed", 7, justify="right"),
         Col("root", "root", None, 8, min_table=96, cut="middle"),
     )
@@ -56,11 +56,17 @@ def spark(row: Row) -> str:
     return bars(buckets(data, SPARK_CELLS, "mean"), 1)[0].rjust(SPARK_CELLS)
 
 
-def hosts(row: Row) -> str:
+def host_numbers(row: Row) -> tuple[int, int, int] | None:
+    """Hosts ready (or fetching), waiting, backing off; None for a crawl that is not running."""
     if row.summary is None or not row.live:
-        return ""
+        return None
     c = row.summary.host_counts
-    return f"{c.get('ready', 0) + c.get('fetching', 0)}/{c.get('waiting', 0)}/{c.get('backoff', 0)}"
+    return c.get("ready", 0) + c.get("fetching", 0), c.get("waiting", 0), c.get("backoff", 0)
+
+
+def hosts(row: Row) -> str:
+    n = host_numbers(row)
+    return "" if n is None else "/".join(map(str, n))
 
 
 def elapsed(row: Row, now: float | None = None) -> float:

@@ -1,0 +1,42 @@
+"""Snapshot tests of the dashboard (`crawltop` alone, issue 30) with fixed data: live,
+paused, done, stopped, lost crawls (tests/support/frozen.py FrozenBoard). Its behaviour
+is tested against real crawls in tests/control/test_top.py. Regenerate after an intended
+change with:
+    .venv/bin/pytest tests/tui/test_top_snapshots.py --snapshot-update
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.frozen import FrozenBoard
+
+from crawltop.tui.top.app import TopApp
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def settle(pilot) -> None:
+    await pilot.pause(0.1)
+    await pilot.wait_for_scheduled_animations()
+
+
+def app() -> TopApp:
+    return TopApp(FrozenBoard(), cwd=Path("/home/ops/crawls"), refresh=3600)  # type: ignore[arg-type]
+
+
+class TestDashboard:
+    def test_dashboard_80x24(self, snap_compare) -> None:
+        assert snap_compare(app(), terminal_size=(80, 24), run_before=settle)
+
+    def test_dashboard_120x40(self, snap_compare) -> None:
+        assert snap_compare(app(), terminal_size=(120, 40), run_before=settle)
+
+    def test_sorted_by_pages_filtered_80x24(self, snap_compare) -> None:
+        assert snap_compare(app(), press=["o", "o", "slash", "l", "o", "enter"], terminal_size=(80, 24), run_before=settle)
+
+    def test_new_crawl_prompt_80x24(self, snap_compare) -> None:
+        assert snap_compare(app(), press=["n"], terminal_size=(80, 24), run_before=settle)
+
+    def test_help_80x24(self, snap_compare) -> None:
+        assert snap_compare(app(), press=["question_mark"], terminal_size=(80, 24), run_before=settle)
