@@ -6,6 +6,7 @@ change with:
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,21 @@ class TestDashboard:
 
     def test_help_80x24(self, snap_compare) -> None:
         assert snap_compare(app(), press=["question_mark"], terminal_size=(80, 24), run_before=settle)
+
+
+async def _colours() -> set[str]:
+    top = app()
+    async with top.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        svg = top.export_screenshot()
+    colours = set(re.findall(r"fill=\"#([0-9a-f]{6})\"", svg)) | set(re.findall(r"fill: #([0-9a-f]{6})", svg))
+    return {c for c in colours if not c[0:2] == c[2:4] == c[4:6]}  # drop the greys
+
+
+CHROME = {"ff5f57", "febc2e", "28c840", "c5c8c6"}  # the SVG's window dots, its default foreground
+
+
+async def test_dashboard_no_color(monkeypatch) -> None:
+    assert len(await _colours() - CHROME) > 3  # states and sparklines in colour
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert await _colours() <= CHROME
