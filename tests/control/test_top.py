@@ -8,12 +8,16 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import signal
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.ctl import cli, status, wait_gone, wait_status
 from support.sites import counting_site
+from support.tmux import Tmux, needs_tmux
 from support.wait import until
 
 from crawltop.core.sockets import ended
@@ -82,7 +86,8 @@ async def test_dashboard_lists_acts_opens_starts_and_sees_a_crawl_lost(site: str
         remote = await RemoteCrawler.connect(resolve("big"))
         monitor = CrawlApp(remote, from_list=True)
         async with monitor.run_test(size=(120, 40)) as pilot:
-            await until(pilot, lambda: monitor.last_snapshot is not None and monitor.last_snapshot.state == "PAUSED", 10)
+            await until(pilot, lambda: monitor.last_snapshot is not None
+                        and monitor.last_snapshot.state == "PAUSED", 10)
             await pilot.press("escape")  # back to the list; the crawl goes on
             await until(pilot, lambda: not monitor.is_running, 5)
         assert remote.detached and remote.ended is None
@@ -160,3 +165,44 @@ async def wait_status_gone(name: str, timeout: float = 30) -> None:
 def _screen_text(app: TopApp) -> str:
     """Everything the screen shows now (its SVG screenshot: the text is in it, escaped)."""
     return app.export_screenshot()
+
+
+@needs_tmux
+async def test_dashboard_in_tmux(site: str, rundir: Path, tmux: Tmux) -> None:
+    """`crawltop` alone in a real terminal: keys sent to the pane, the pane captured."""
+    await detached("crawl", site, "--name", "one", "-c", "2")
+    await detached("crawl", site, "--name", "two", "-c", "2")
+    tmux.new(shlex.join([sys.executable, "-m", "crawltop.cli"]), 100, 30)
+    await until_screen(tmux, lambda s: "one" in s and "two" in s and s.count("RUNNING") >= 2, "both crawls")
+    tmux.run("send-keys", "p")  # the first row (one) is selected
+    await wait_status("one", lambda s: s["state"] == "PAUSED", 15)
+    assert (await status("two"))["state"] == "RUNNING"
+    await until_screen(tmux, lambda s: "PAUSED" in s, "PAUSED on the dashboard")
+
+    tmux.run("send-keys", "Enter")  # its monitor, the screen of attach
+    await until_screen(tmux, lambda s: "Workers 2" in s, "the monitor of one")
+    await wait_status("one", lambda s: s["clients"] >= 2, 15)  # the dashboard's link and the monitor
+    tmux.run("send-keys", "Escape")  # back to the list
+    await until_screen(tmux, lambda s: "pages/s" in s and "sorted by name" in s, "the dashboard again")
+    await wait_status("one", lambda s: s["clients"] == 1, 15)  # the monitor is gone, the crawl goes on
+    tmux.run("send-keys", "q")
+    await until_screen(tmux, lambda s: "sorted by name" not in s, "the dashboard closed")
+    assert (await status("one"))["state"] == "PAUSED" and (await status("two"))["state"] == "RUNNING"
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    t = Tmux()
+    yield t
+    t.kill_server()
+
+
+async def until_screen(tmux: Tmux, cond, what: str, timeout: float = 60) -> str:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        screen = tmux.screen()
+        if cond(screen):
+            return screen
+        assert loop.time() < deadline, f"never saw {what}:\n{screen}"
+        await asyncio.sleep(0.3)

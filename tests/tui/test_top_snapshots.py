@@ -34,7 +34,8 @@ class TestDashboard:
         assert snap_compare(app(), terminal_size=(120, 40), run_before=settle)
 
     def test_sorted_by_pages_filtered_80x24(self, snap_compare) -> None:
-        assert snap_compare(app(), press=["o", "o", "slash", "l", "o", "enter"], terminal_size=(80, 24), run_before=settle)
+        assert snap_compare(app(), press=["o", "o", "slash", "l", "o", "enter"], terminal_size=(80, 24),
+                            run_before=settle)
 
     def test_new_crawl_prompt_80x24(self, snap_compare) -> None:
         assert snap_compare(app(), press=["n"], terminal_size=(80, 24), run_before=settle)
