@@ -127,7 +127,7 @@ ACTIONS: tuple[Action, ...] = (
            urgent=("ctrl+c", "ctrl+q")),
     Action("detach", "d", "detach", "Detach", "Detach",
            "Close this monitor; the crawl goes on (attached monitors only)", when="remote"),
-    Action("back", "escape", "back", "List", "Back to the list",
+    Action("back", "escape", "to_list", "List", "Back to the list",
            "Back to the list of crawls; this one goes on", display="esc", show=False, when="list"),
 )
 

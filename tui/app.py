@@ -328,7 +328,7 @@ class CrawlApp(App[int]):
             return self._finished and not isinstance(screen, SummaryScreen)
         if action == "detach":
             return self.can_detach and (not self._finished or self.from_list)
-        if action == "back":
+        if action == "to_list":
             return self.from_list
         if action == "process":
             panel = self.processes_panel
@@ -362,7 +362,7 @@ class CrawlApp(App[int]):
             detach.detach()
             self.exit(0)
 
-    def action_back(self) -> None:
+    def action_to_list(self) -> None:
         """esc on a monitor opened from the dashboard: back to the list, the crawl goes on."""
         if self.from_list:
             self.action_detach()

@@ -29,7 +29,7 @@ KEYS = {
     "a": ["add_seed"], "h": ["toggle_host"], "t": ["host_delay"], "P": ["process('pause')"],
     "R": ["process('resume')"], "K": ["process('stop')"], "q": ["quit"], "d": ["detach"],
     "ctrl+c": ["quit"], "ctrl+q": ["quit"],
-    "escape": ["back"],  # issue 30: only in a monitor opened from the dashboard (check_action)
+    "escape": ["to_list"],  # issue 30: only in a monitor opened from the dashboard (check_action)
 }
 
 
