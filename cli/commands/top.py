@@ -3,7 +3,7 @@
 The dashboard and the monitor it opens take turns on the terminal: `enter` ends the
 dashboard's app with the crawl to open, this loop runs that crawl's monitor (the screen
 of `attach`) until it is left with esc or d, then opens the dashboard again on the same
-board (core/sockets/board.py), so its links and its list of ended crawls carry over.
+board (core/dashboard/board.py), so its links and its list of ended crawls carry over.
 """
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ NICE = 5  # as attach: on a busy machine the crawls come first
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     top = sub.add_parser("top", help="every crawl of this user on one screen (also: crawltop with no command)")
+    top.add_argument("--redis", metavar="URL", default=None,
+                     help="also list every crawl shared through this Redis (rows NAME@redis)")
     top.add_argument("--no-start", action="store_true",
                      help="turn off n (start a crawl); what `web --all` serves unless it has --allow-start")
 
@@ -36,20 +38,24 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     except (UsageError, OSError) as exc:
         print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
         return 1
+    if args.redis:
+        from ...core.cluster import connect as cluster
+
+        cluster.client(args.redis)  # a bad URL: one line and exit 2, before the screen
     import asyncio
 
     with contextlib.suppress(OSError):
         os.nice(NICE)
-    return asyncio.run(dashboard(can_start=not args.no_start, cwd=Path.cwd()))
+    return asyncio.run(dashboard(can_start=not args.no_start, cwd=Path.cwd(), redis=args.redis))
 
 
-async def dashboard(*, can_start: bool, cwd: Path, headless: bool = False) -> int:
+async def dashboard(*, can_start: bool, cwd: Path, headless: bool = False, redis: str | None = None) -> int:
     """The dashboard, and the monitors it opens, until the person quits."""
-    from ...core.sockets.board import Board
+    from ...core.dashboard.board import Board
     from ...tui.top.app import Open, TopApp
     from .attach import attach
 
-    board = Board()
+    board = Board(redis)
     selected: str | None = None
     sort = "name"
     try:
@@ -60,7 +66,11 @@ async def dashboard(*, can_start: bool, cwd: Path, headless: bool = False) -> in
             if not isinstance(result, Open):
                 return 0
             selected = result.name
-            path = run_dir(create=False) / result.name
-            await attach(path, headless=headless, from_list=True)
+            if result.name.endswith("@redis") and redis:
+                from ..monitor import monitor_async
+
+                await monitor_async(redis, result.name.removesuffix("@redis"), from_list=True, headless=headless)
+                continue
+            await attach(run_dir(create=False) / result.name, headless=headless, from_list=True)
     finally:
         await board.close()

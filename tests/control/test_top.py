@@ -20,8 +20,8 @@ from support.sites import counting_site
 from support.tmux import Tmux, needs_tmux
 from support.wait import until
 
+from crawltop.core.dashboard.board import Board
 from crawltop.core.sockets import ended
-from crawltop.core.sockets.board import Board
 from crawltop.core.sockets.client import RemoteCrawler
 from crawltop.core.sockets.rundir import resolve
 from crawltop.tui.app import CrawlApp

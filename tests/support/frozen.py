@@ -351,12 +351,12 @@ class FrozenCluster(FrozenCrawler):
 # -- the dashboard (issue 30): a board with fixed rows ----------------------------------
 
 class FrozenBoard:
-    """core/sockets/board.py Board's face with fixed rows: live, paused, ended four ways.
+    """core/dashboard/board.py Board's face with fixed rows: live, paused, ended four ways.
     For the dashboard's snapshot tests only; its behaviour tests watch real crawls."""
 
     def __init__(self) -> None:
+        from crawltop.core.dashboard.board import Row
         from crawltop.core.monitor.summary import Summary
-        from crawltop.core.sockets.board import Row
 
         def summary(state: str, pages: int, rate: float, queued: int, failed: int, elapsed: float,
                     hosts: dict[str, int], phase: float = 0.0, conc: int = 8) -> Summary:
@@ -386,6 +386,10 @@ class FrozenBoard:
         self.links = {name: None for name, row in self.rows.items() if row.live}  # the live ones answer
         self.lost_now: list[str] = []
         self.sent: list[tuple[str, str, dict]] = []
+        self.redis_problem = ""
+
+    def can_command(self, name: str) -> bool:
+        return name in self.links
 
     async def tick(self, now: float | None = None) -> None:
         return None

@@ -1,6 +1,6 @@
 """`crawltop` alone: every crawl of this user on this machine on one screen, htop-style.
 
-The model is core/sockets/board.py `Board`: one link per live crawl asking for an O(1)
+The model is core/dashboard/board.py `Board`: one link per live crawl asking for an O(1)
 summary, the summaries ended crawls left, lost ones. This app reads it on a timer (2 Hz,
 re-armed after each refresh, like the monitor's) and acts on the selected crawl with the
 main screen's own actions (tui/actions.py: the same keys and words). `enter` ends this
@@ -18,10 +18,10 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.widgets import Input
 
+from ...core.dashboard.board import Board, Row
 from ...core.errors import RemoteError
 from ...core.monitor.sanitize import clean
 from ...core.outcomes import outcome_line
-from ...core.sockets.board import Board, Row
 from .. import fmt
 from ..actions import TOP_NAV, bindings, help_lines, top_actions
 from ..palette import TopCommands
@@ -134,6 +134,8 @@ class TopApp(App[Open | None]):
         parts.append((f" · sorted by {self.sort}", "dim"))
         if self.filter_text:
             parts.append((f" · filter {clean(self.filter_text, 40)!r}", "$accent"))
+        if self.board.redis_problem:
+            parts.append((f" · {clean(self.board.redis_problem, 120)}", "bold $error"))
         self.heading.show(*parts)
 
     def _show_detail(self) -> None:
@@ -180,14 +182,16 @@ class TopApp(App[Open | None]):
         if self.filter_input.has_focus and action not in ("sort",):
             return False
         row = self.selected_row()
-        live = row is not None and row.live and row.name in self.board.links
+        live = row is not None and self.board.can_command(row.name)
         paused = row is not None and (row.paused or row.state == "PAUSED")
         if action == "pause":
             return live and not paused
         if action == "resume":
             return live and paused
-        if action in ("open", "more", "stop", "ignore"):
+        if action in ("open", "more", "stop"):
             return live
+        if action == "ignore":  # a shared crawl's ignores: in its monitor (enter, then i)
+            return live and row is not None and row.mode != "redis"
         if action == "fewer":
             if not live:
                 return False

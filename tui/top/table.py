@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...core.sockets.board import Row
+from ...core.dashboard.board import Row
 from .. import fmt
 from ..panels.sparks import bars, buckets
 from ..widgets.table import Cell, Col, DiffTable, cell

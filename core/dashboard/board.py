@@ -7,6 +7,9 @@ on, or a link that drops without the crawl's bye, is a crawl whose process died:
 says `lost` (with its last numbers, if this board saw any), the dead socket is removed as
 `ls` does, and a summary is left for the other dashboards, so it is reported once.
 
+With a Redis URL, the crawls shared through that Redis are rows too, named `NAME@redis`
+(core/dashboard/shared.py reads them; their keys write the crawl's control hash).
+
 No Textual here: the TUI (tui/top/) calls `tick()` from its timer and reads `rows`.
 """
 from __future__ import annotations
@@ -18,13 +21,18 @@ import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RemoteError
 from ..monitor.summary import Summary, from_wire, to_wire
-from . import ended
-from .rundir import NAME, clean_stale, run_dir
-from .watch import Link
+from ..sockets import ended
+from ..sockets.rundir import NAME, clean_stale, run_dir
+from ..sockets.watch import Link
+
+if TYPE_CHECKING:  # redis is imported only by a board given a Redis URL
+    import redis.asyncio as aioredis
+
+    from .shared import RedisCrawl
 
 SCAN = 1.0  # seconds between looks at the run directory for new crawls
 ENDED_SCAN = 2.0  # and at the ended summaries
@@ -62,7 +70,12 @@ class Row:
 class Board:
     """Every crawl's row, kept fresh by `tick()`."""
 
-    def __init__(self) -> None:
+    def __init__(self, redis_url: str | None = None) -> None:
+        self.redis_url = redis_url
+        self.redis_problem = ""  # why the Redis rows are not fresh, if they are not
+        self._redis: aioredis.Redis | None = None
+        self._shared: dict[str, RedisCrawl] = {}
+        self._redis_scanned = -SCAN
         self.links: dict[str, Link] = {}
         self.rows: dict[str, Row] = {}
         self.lost_now: list[str] = []  # names found lost since the last look (the TUI says so once)
@@ -86,6 +99,34 @@ class Board:
         if now - self._read_ended >= ENDED_SCAN:
             self._read_ended = now
             self._load_ended()
+        if self.redis_url is not None:
+            await self._tick_redis(now)
+
+    # -- crawls shared through Redis -------------------------------------------------------
+    async def _tick_redis(self, now: float) -> None:
+        from redis.exceptions import RedisError
+
+        from ..cluster import connect as cluster
+        from .shared import SUFFIX, RedisCrawl, names
+
+        try:
+            if self._redis is None:
+                self._redis = cluster.client(self.redis_url or "")
+            if now - self._redis_scanned >= SCAN:
+                self._redis_scanned = now
+                for name in await names(self._redis):
+                    self._shared.setdefault(name, RedisCrawl(name))
+            await asyncio.gather(*(c.read(self._redis, now) for c in self._shared.values()))
+            self.redis_problem = ""
+        except (RedisError, OSError, ValueError) as exc:
+            self.redis_problem = f"Redis at {self.redis_url}: {exc}"[:200]
+        for c in self._shared.values():
+            key = c.name + SUFFIX
+            how = "" if c.status == "running" else ("done" if c.status == "finished" else "stopped")
+            if how and key in self._dismissed:
+                continue
+            self.rows[key] = Row(key, root=c.root, started=c.started, mode="redis", paused=c.paused,
+                                 summary=c.summary, how=how)
 
     def look_now(self) -> None:
         """Look at the run directory at the next tick (a crawl was just started)."""
@@ -180,19 +221,44 @@ class Board:
                 del self.rows[name]
 
     def dismiss(self, name: str) -> bool:
-        """Forget an ended crawl, here and in the run directory; False for a live one."""
+        """Forget an ended crawl, here and in the run directory; False for a live one. (A
+        shared crawl's row is forgotten here only: the crawl stays in Redis.)"""
         row = self.rows.get(name)
         if row is None or row.live:
             return False
         del self.rows[name]
+        if row.mode == "redis":
+            self._dismissed[name] = 0.0
+            return True
         self._dismissed[name] = row.ended or 0.0
         self._ended_seen.pop(name, None)
         ended.dismiss(name)
         return True
 
     # -- commands -------------------------------------------------------------------------
+    def can_command(self, name: str) -> bool:
+        """A live crawl this board can send keys to."""
+        row = self.rows.get(name)
+        if row is None or not row.live:
+            return False
+        if row.mode == "redis":
+            return self._redis is not None
+        link = self.links.get(name)
+        return link is not None and link.open_
+
     async def command(self, name: str, op: str, **args: Any) -> Any:
         """Send one of the protocol's commands to a live crawl; RemoteError if it cannot."""
+        row = self.rows.get(name)
+        if row is not None and row.mode == "redis" and self._redis is not None:
+            from redis.exceptions import RedisError
+
+            from .shared import SUFFIX, control
+
+            try:
+                await control(self._redis, name.removesuffix(SUFFIX), op, **args)
+            except (RedisError, ValueError) as exc:
+                raise RemoteError(str(exc)) from None
+            return None
         link = self.links.get(name)
         if link is None or not link.open_:
             raise RemoteError(f"{name} is not running")
@@ -204,3 +270,7 @@ class Board:
         links, self.links = list(self.links.values()), {}
         for link in links:
             await link.close()
+        if self._redis is not None:
+            redis, self._redis = self._redis, None
+            with contextlib.suppress(Exception):
+                await redis.aclose()
