@@ -33,6 +33,11 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     from ..orphan import watch_web_parent
 
     watch_web_parent()  # served by `crawltop web --all`: end with it
+    if not os.environ.get("TEXTUAL_DRIVER") and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # a script's `crawltop` with no command: say so, do not draw a screen into a pipe
+        print("crawltop: the dashboard needs a terminal; `crawltop ls` lists the crawls as text "
+              "(crawltop --help: every command)", file=sys.stderr)
+        return 2
     try:
         run_dir(create=True)
     except (UsageError, OSError) as exc:
