@@ -365,7 +365,7 @@ class Stats:
                        rate_avg=self.pages / elapsed if elapsed > 0 else 0.0,
                        concurrency=self.target_concurrency, requisites=self.requisites,
                        externals=self.externals, outcomes=dict(self.tally.counts),
-                       fetched_classes=dict(self.tally.classes), host_counts=self.host_counts(),
+                       fetched_classes=dict(self.tally.classes), host_counts=dict(self.host_counts()),
                        spark=spark, notice=self.notice)
 
     def snapshot(self) -> Snapshot:

@@ -45,6 +45,9 @@ class Summary:
         return self.outcomes.get(FAILED, 0)
 
 
+FIELDS = tuple(f.name for f in dataclasses.fields(Summary))
+
+
 def of_snapshot(snap: Any) -> Summary:
     """A summary from a full snapshot (a monitor that holds one: core/sockets/client.py HeldStats)."""
     return Summary(state=snap.state, elapsed=snap.elapsed, pages=snap.pages, records=snap.records,
@@ -56,21 +59,23 @@ def of_snapshot(snap: Any) -> Summary:
 
 
 def to_wire(summary: Summary) -> dict[str, Any]:
-    """JSON-ready: floats to the millisecond, as snapshots travel."""
-    out = dataclasses.asdict(summary)
-    for key, value in out.items():
+    """JSON-ready: floats to the millisecond, as snapshots travel. (By hand: dataclasses.asdict
+    deep-copies, 4x the cost of the whole request; the dicts here are the summary's own copies.)"""
+    out: dict[str, Any] = {}
+    for name in FIELDS:
+        value = getattr(summary, name)
         if isinstance(value, float):
-            out[key] = round(value, 3)
+            value = round(value, 3)
         elif isinstance(value, tuple):
-            out[key] = list(value)
+            value = list(value)
+        out[name] = value
     return out
 
 
 def from_wire(data: dict[str, Any]) -> Summary:
     """A Summary from its wire form; unknown fields are left out, missing ones keep their
     defaults (an engine a version apart still shows its row). KeyError if the required ones are missing."""
-    names = {f.name for f in dataclasses.fields(Summary)}
-    kwargs = {k: v for k, v in data.items() if k in names}
+    kwargs = {k: v for k, v in data.items() if k in FIELDS}
     if "spark" in kwargs:
         kwargs["spark"] = tuple(int(v) for v in kwargs["spark"])
     for name in ("outcomes", "fetched_classes", "host_counts"):
