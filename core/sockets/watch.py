@@ -39,6 +39,7 @@ class Link:
         self.ended: str | None = None  # the bye's reason: "ended" | "failed"
         self.lost = False  # the connection dropped without a bye
         self.summaries = 0  # replies received (the benchmark and tests read it)
+        self.asked = 0.0  # when the board last asked (its clock): rows off the screen are asked less
         self._reader, self._writer = reader, writer
         self._next = 0
         self._pending: dict[int, tuple[str, asyncio.Future[Any] | None]] = {}

@@ -391,7 +391,7 @@ class FrozenBoard:
     def can_command(self, name: str) -> bool:
         return name in self.links
 
-    async def tick(self, now: float | None = None) -> None:
+    async def tick(self, now: float | None = None, shown: set[str] | None = None) -> None:
         return None
 
     def look_now(self) -> None:

@@ -94,9 +94,21 @@ class TopApp(App[Open | None]):
 
     # -- the picture ---------------------------------------------------------------
     async def refresh_now(self) -> None:
-        await self.board.tick()
+        await self.board.tick(shown=self._shown())
         self.frames += 1
         self.show()
+
+    def _shown(self) -> set[str] | None:
+        """The crawls whose rows are on the screen (and the selected one); None before layout."""
+        height = self.table.body_height if self.table.size.height else 0
+        if not height:
+            return None
+        top = int(self.table.scroll_offset.y)
+        shown = set(self.table.row_keys()[max(0, top - 1):top + height + 1])  # a row either side
+        selected = self.table.selected_key()
+        if selected is not None:
+            shown.add(selected)
+        return shown
 
     @property
     def rows(self) -> list[Row]:
