@@ -79,6 +79,7 @@ class TopApp(App[Open | None]):
         yield KeyBar()
 
     async def on_mount(self) -> None:
+        self.table.on_moved = self._selection_moved
         self.filter_input.cursor_blink = False
         self.table.focus()
         await self.refresh_now()
@@ -120,11 +121,14 @@ class TopApp(App[Open | None]):
             self.table.sync((r.name, cells(r)) for r in rows)
             self.table.order([r.name for r in rows])
             self._show_heading()
-            self._show_detail()
         for name in self.board.lost_now:
             self.notify(f"{name} is lost: its process ended without finishing (killed or crashed); "
                         "its socket is removed", title="crawl lost", severity="error", timeout=10, markup=False)
         self.board.lost_now.clear()
+        self._selection_moved()
+
+    def _selection_moved(self) -> None:
+        self._show_detail()
         key = self._bindings_state()
         if key != self._binding_key:
             self._binding_key = key

@@ -35,6 +35,14 @@ class CrawlsTable(DiffTable):
         Col("root", "root", None, 8, min_table=96, cut="middle"),
     )
 
+    on_moved: Callable[[], None] | None = None  # the app: the detail line and the keys follow the cursor
+
+    def move_cursor(self, *, row: int, animate: bool = False, scroll: bool = True) -> None:
+        before = self.cursor_row
+        super().move_cursor(row=row, animate=animate, scroll=scroll)
+        if self.cursor_row != before and self.on_moved is not None:
+            self.on_moved()
+
     def order(self, keys: Sequence[str]) -> None:
         """Show the rows in this order (the sort), the cursor staying on its crawl."""
         keys = [k for k in keys if k in self._cells]
