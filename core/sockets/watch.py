@@ -44,6 +44,7 @@ class Link:
         self._next = 0
         self._pending: dict[int, tuple[str, asyncio.Future[Any] | None]] = {}
         self._asking = False
+        self._op = "summary"  # "status" for an engine older than the summary request (its fields suffice)
         self._task = asyncio.create_task(self._read(), name=f"crawltop-watch-{self.name}")
 
     @classmethod
@@ -75,7 +76,7 @@ class Link:
         """A summary request, unless one is still in flight."""
         if not self._asking and self.open_:
             self._asking = True
-            self._send("summary", {}, None)
+            self._send(self._op, {}, None)
 
     async def request(self, op: str, **args: Any) -> Any:
         """A command, awaited: its result; RemoteError on an error reply or a closed link."""
@@ -122,14 +123,16 @@ class Link:
             self.ended = str(message.get("reason", "ended"))
             return
         op, fut = self._pending.pop(message.get("id"), ("", None))  # type: ignore[arg-type]
-        if op == "summary":
+        if op in ("summary", "status"):
             self._asking = False
+            if not message.get("ok") and "unknown command" in str(message.get("error")):
+                self._op = "status"  # an older engine: its status carries a summary's fields
         if not message.get("ok"):
             if fut is not None:
                 fut.set_exception(RemoteError(str(message.get("error"))))
             return
         result = message.get("result")
-        if op == "summary" and isinstance(result, dict):
+        if op in ("summary", "status") and isinstance(result, dict):
             with contextlib.suppress(KeyError, TypeError, ValueError):
                 self.summary = from_wire(result)
                 self.summaries += 1
