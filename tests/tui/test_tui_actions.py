@@ -183,3 +183,20 @@ async def test_palette_leaves_out_what_this_crawl_lacks() -> None:
                 assert row.title not in entries, row.id
         await pilot.press("escape")
         app.crawler.stop()
+
+
+def test_the_dashboard_acts_with_the_main_screens_rows() -> None:
+    """Issue 30: the dashboard's keys on the selected crawl are the main screen's rows: the
+    same key, label, title and words; its bindings are made from its table."""
+    from crawltop.tui.actions import TOP_SHARED, top_actions
+    from crawltop.tui.top.app import TopApp
+
+    main = {row.id: row for row in ACTIONS}
+    top = {row.id: row for row in top_actions()}
+    for key in TOP_SHARED:
+        a, b = main[key], top[key]
+        assert (a.key, a.action, a.label, a.title, a.description) == (b.key, b.action, b.label, b.title,
+                                                                       b.description), key
+    keys = {b.key: b.action for b in TopApp.BINDINGS if not isinstance(b, tuple)}
+    assert keys["p"] in ("pause", "resume") and keys["plus"] == "more(1)" and keys["i"] == "ignore"
+    assert keys["enter"] == "open" and keys["k"] == "stop" and keys["n"] == "new" and keys["slash"] == "filter"
