@@ -37,7 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from common import proc_tree_cpu  # noqa: E402
+from common import machine_cpu, proc_tree_cpu  # noqa: E402
 
 from crawltop.core import CrawlConfig, Crawler  # noqa: E402
 from crawltop.core.sockets.rundir import claim  # noqa: E402
@@ -158,6 +158,7 @@ async def rate_loss(url: str, pairs: int, window: float) -> tuple[float, float, 
     task = asyncio.create_task(crawler.crawl())
     rates: dict[str, list[float]] = {"headless": [], "watched": []}
     shares: list[float] = []  # the dashboard's own share of a core in each watched window
+    per_page: dict[str, list[float]] = {"headless": [], "watched": []}  # the crawl's CPU a page
     served: list[float] = []  # requests a second the crawl answered in each watched window
     dash = Dashboard()
     try:
@@ -172,14 +173,22 @@ async def rate_loss(url: str, pairs: int, window: float) -> tuple[float, float, 
                 os.kill(dash.proc.pid, signal.SIGCONT if watched else signal.SIGSTOP)
                 await asyncio.sleep(0.6)  # a tick either way: the first requests (or the last) are in
                 p0, t0, d0, r0 = crawler.stats.pages, time.perf_counter(), dash.cpu(), server.requests
+                c0, (busy0, total0) = time.process_time(), machine_cpu()
                 await asyncio.sleep(window)
                 dt = time.perf_counter() - t0
-                rate = (crawler.stats.pages - p0) / dt
+                pages = crawler.stats.pages - p0
+                rate = pages / dt
+                cpu_page = (time.process_time() - c0) / max(1, pages)
+                busy1, total1 = machine_cpu()
+                machine = (busy1 - busy0) / max(1e-9, total1 - total0) * (os.cpu_count() or 1)
                 if watched:
                     shares.append((dash.cpu() - d0) / dt)
                     served.append((server.requests - r0) / dt)
                 rates["watched" if watched else "headless"].append(rate)
-                print(f"  pair {i + 1} {'watched ' if watched else 'unwatched'} {rate:7.1f} pages/s", flush=True)
+                per_page["watched" if watched else "headless"].append(cpu_page)
+                print(f"  pair {i + 1} {'watched ' if watched else 'unwatched'} {rate:7.1f} pages/s  "
+                      f"{cpu_page * 1e6:5.0f} us of the crawl's CPU a page  machine busy {machine:.2f} cores",
+                      flush=True)
     finally:
         os.kill(dash.proc.pid, signal.SIGCONT)
         dash.close()
@@ -189,6 +198,9 @@ async def rate_loss(url: str, pairs: int, window: float) -> tuple[float, float, 
     ratios = [w / h for w, h in zip(rates["watched"], rates["headless"], strict=True)]
     print(f"  watched windows: the crawl answered {statistics.median(served):.1f} requests/s; the dashboard's own "
           f"process used {statistics.median(shares) * 100:.2f}% of a core (medians)")
+    u, w = statistics.median(per_page["headless"]), statistics.median(per_page["watched"])
+    print(f"  the crawl's CPU a page: unwatched {u * 1e6:.0f} us, watched {w * 1e6:.0f} us: ratio {w / u:.3f} "
+          "(what watching adds to the crawl's own work)")
     return statistics.median(rates["headless"]), statistics.median(rates["watched"]), ratios
 
 
