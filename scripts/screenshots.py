@@ -277,20 +277,21 @@ async def shoot_dashboard(out: Path, warmup: float) -> list[Path]:
     saved: list[Path] = []
     board = Board()
     try:
-        await asyncio.sleep(4.0)
-        ctl("news", "stop")
         import json
 
-        os.kill(json.loads(ctl("mirror", "status"))["pid"], signal.SIGKILL)
-        await asyncio.sleep(warmup)
-        ctl("shop", "pause")
-        await asyncio.sleep(1.0)
         app = TopApp(board, cwd=tmp)
         async with app.run_test(size=(120, 40)) as pilot:
-            await _until(pilot, lambda: len(board.rows) == 5 and board.rows["shop"].state == "PAUSED", 30,
-                         "the five crawls")
-            board.lost_now.clear()
+            await _until(pilot, lambda: len(board.rows) == 5, 30, "the five crawls")
+            await pilot.pause(4.0)
+            ctl("news", "stop")  # stopped from a script; mirror killed while watched: lost, with its numbers
+            os.kill(json.loads(ctl("mirror", "status"))["pid"], signal.SIGKILL)
+            await pilot.pause(warmup)
+            ctl("shop", "pause")
+            await _until(pilot, lambda: board.rows["shop"].state == "PAUSED" and board.rows["mirror"].how == "lost",
+                         30, "shop paused, mirror lost")
             await pilot.pause(1.5)
+            app.clear_notifications()
+            await pilot.pause(0.3)
             app.save_screenshot(filename="dashboard.svg", path=str(out))
             await pilot.resize_terminal(80, 24)
             await pilot.pause(1.0)
