@@ -96,7 +96,7 @@ class Board:
             self._scanned = now
             await self._scan()
         for name, link in list(self.links.items()):
-            if link.open_:
+            if link.connected:
                 if shown is None or name in shown or now - link.asked >= HIDDEN:
                     link.asked = now
                     link.ask()
@@ -251,7 +251,7 @@ class Board:
         if row.mode == "redis":
             return self._redis is not None
         link = self.links.get(name)
-        return link is not None and link.open_
+        return link is not None and link.connected
 
     async def command(self, name: str, op: str, **args: Any) -> Any:
         """Send one of the protocol's commands to a live crawl; RemoteError if it cannot."""
@@ -267,7 +267,7 @@ class Board:
                 raise RemoteError(str(exc)) from None
             return None
         link = self.links.get(name)
-        if link is None or not link.open_:
+        if link is None or not link.connected:
             raise RemoteError(f"{name} is not running")
         result = await link.request(op, **args)
         link.ask()

@@ -69,12 +69,12 @@ class Link:
         return cls(path, reader, writer, reply["result"])
 
     @property
-    def open_(self) -> bool:
+    def connected(self) -> bool:
         return self.ended is None and not self.lost and not self._writer.is_closing()
 
     def ask(self) -> None:
         """A summary request, unless one is still in flight."""
-        if not self._asking and self.open_:
+        if not self._asking and self.connected:
             self._asking = True
             self._send(self._op, {}, None)
 
@@ -85,7 +85,7 @@ class Link:
         return await fut
 
     def _send(self, op: str, args: dict[str, Any], fut: asyncio.Future[Any] | None) -> None:
-        if not self.open_:
+        if not self.connected:
             if fut is not None:
                 fut.set_exception(RemoteError(f"{self.name} is not connected"))
             return

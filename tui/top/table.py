@@ -130,8 +130,6 @@ def matches(row: Row, text: str) -> bool:
 
 
 def sorted_rows(rows: Sequence[Row], sort: str, text: str = "") -> list[Row]:
+    """The rows the filter keeps, in the sort's order (live crawls first either way)."""
     key, reverse = SORTS[sort]
-    shown = [r for r in rows if matches(r, text)]
-    if reverse:  # live first, then the number, largest first; name ascending for ties is not worth a second pass
-        return sorted(shown, key=key, reverse=True)
-    return sorted(shown, key=key)
+    return sorted((r for r in rows if matches(r, text)), key=key, reverse=reverse)
