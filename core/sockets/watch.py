@@ -17,6 +17,7 @@ from typing import Any
 from ... import __version__
 from ..errors import ProtocolError, RemoteError
 from ..monitor.summary import Summary, from_wire, of_snapshot
+from .client import pump
 from .protocol import MAX_REPLY, PROTOCOL, SnapshotDecoder, decode, encode
 
 CLIENT = "crawltop top"
@@ -98,15 +99,7 @@ class Link:
 
     async def _read(self) -> None:
         try:
-            while True:
-                line = await self._reader.readline()
-                if not line or not line.endswith(b"\n"):
-                    break
-                self._receive(decode(line))
-                if self.ended is not None:
-                    break
-        except (OSError, ValueError, ProtocolError):
-            pass
+            await pump(self._reader, self._receive, lambda: self.ended is not None)
         finally:
             self._writer.close()
             if self.ended is None:
