@@ -3,8 +3,9 @@
 
 `<run dir>/.ended/<name>.json` (0600, written atomically): its name, pid, root, when it
 started and ended, how it ended (done, stopped and by what, failed) and its summary
-(core/monitor/summary.py). It stays until a dashboard dismisses it, or until a crawl of
-the same name ends and writes its own. Never part of `ls` (a dot directory, not a socket).
+(core/monitor/summary.py). It stays until a dashboard dismisses it, until a crawl of the
+same name ends and writes its own, or until KEEP newer ones push it out. Never part of
+`ls` (a dot directory, not a socket).
 No asyncio here: the dashboard reads these from a timer on its loop, a few small files.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .rundir import NAME, run_dir
 
 DIR = ".ended"
 MAX_BYTES = 64 * 1024  # a summary is well under 2 KiB; anything bigger is not ours
+KEEP = 200  # summaries kept: a cron job's hourly crawls must not grow the list (and the dir) forever
 
 
 def ended_dir(*, create: bool = False) -> Path:
@@ -40,9 +42,21 @@ def write(name: str, record: dict[str, Any]) -> Path | None:
             json.dump(record, f, separators=(",", ":"))
         final = d / f"{name}.json"
         os.replace(tmp, final)
+        _prune(d)
         return final
     except OSError:
         return None
+
+
+def _prune(d: Path) -> None:
+    """Keep the KEEP newest summaries."""
+    entries = [e for e in os.scandir(d) if e.name.endswith(".json") and e.is_file(follow_symlinks=False)]
+    if len(entries) <= KEEP:
+        return
+    entries.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime, reverse=True)
+    for e in entries[KEEP:]:
+        with contextlib.suppress(OSError):
+            os.unlink(e.path)
 
 
 def read_all() -> dict[str, dict[str, Any]]:

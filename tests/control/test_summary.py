@@ -84,3 +84,14 @@ async def test_done_and_sigterm_leave_how_they_ended(rundir: Path) -> None:
 
         ended.dismiss("small")
         assert set(ended.read_all()) == {"big"}
+
+
+def test_the_newest_summaries_are_kept(rundir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cron job's crawls must not grow the list forever: the KEEP newest stay."""
+    monkeypatch.setattr(ended, "KEEP", 5)
+    for i in range(8):
+        ended.write(f"c{i}", {"name": f"c{i}", "how": "done", "ended": float(i), "summary": {}})
+        os.utime(rundir / ".ended" / f"c{i}.json", (1_000 + i, 1_000 + i))
+    ended.write("last", {"name": "last", "how": "done", "ended": 9.0, "summary": {}})
+    assert sorted(ended.read_all()) == ["c4", "c5", "c6", "c7", "last"]
+    assert oct((rundir / ".ended").stat().st_mode & 0o777) == "0o700"
