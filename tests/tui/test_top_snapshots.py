@@ -60,3 +60,22 @@ async def test_dashboard_no_color(monkeypatch) -> None:
     assert len(await _colours() - CHROME) > 3  # states and sparklines in colour
     monkeypatch.setenv("NO_COLOR", "1")
     assert await _colours() <= CHROME
+
+
+async def test_dashboard_palette_offers_what_applies() -> None:
+    """ctrl+p on the dashboard: its table's actions, those that apply to the selected row."""
+    from support.wait import until
+    from textual.command import CommandList, CommandPalette
+
+    top = app()
+    async with top.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.1)
+        assert top.selected_row() is not None and top.selected_row().name == "blog"  # running: no dismiss
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: isinstance(top.screen, CommandPalette))
+        options = top.screen.query_one(CommandList)
+        await until(pilot, lambda: options.option_count > 0)
+        await pilot.pause(0.2)
+        titles = {str(options.get_option_at_index(i).prompt).split("\n")[0] for i in range(options.option_count)}
+        assert {"Open selected crawl", "Pause crawl", "Stop selected crawl…", "Start a crawl…"} <= titles
+        assert "Resume crawl" not in titles and "Dismiss ended crawl" not in titles

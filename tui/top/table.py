@@ -32,7 +32,7 @@ class CrawlsTable(DiffTable):
         Col("failed", "failed", 6, justify="right"),
         Col("hosts", "rdy/wait/bo", 11, justify="right", min_table=110),
         Col("elapsed", "elapsed", 7, justify="right"),
-        Col("root", "root", None, 8, min_table=96, cut="middle"),
+        Col("root", "root", None, 8, min_table=96),
     )
 
     on_moved: Callable[[], None] | None = None  # the app: the detail line and the keys follow the cursor
@@ -103,7 +103,7 @@ def cells(row: Row) -> tuple[Cell, ...]:
         cell(fmt.compact(s.failed) if s else "", "$error" if s is not None and s.failed and row.live else dim),
         cell(hosts(row), dim),
         cell(fmt.duration(elapsed(row)) if s is not None or row.started else "", dim),
-        cell(row.root, "dim"),
+        cell(row.root.split("://", 1)[-1], "dim"),  # the host first; the detail line has the whole URL
     )
 
 
