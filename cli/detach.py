@@ -20,11 +20,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..core.secrets import SECRET_ARGS, SECRET_OPTIONS
 from ..core.sockets.rundir import state_dir
 from .listen import DETACH_FD, DETACH_LOG
 
-SECRET_ARGS = "CRAWLTOP_SECRET_ARGS"
-SECRET_OPTIONS = ("--header", "--proxy")
 READY_TIMEOUT = 600.0  # a resume of a big state file may take a while to open
 
 

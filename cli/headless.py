@@ -106,9 +106,17 @@ async def run_headless(crawler: Engine, *, out: TextIO = sys.stdout, err: TextIO
                        quiet: bool = False, roots_code: bool = True) -> int:
     """Crawl to the end (or to Ctrl-C, which stops cleanly) and print the report; the exit
     code says whether any root could be fetched (EXIT_CODES)."""
+    from ..core.sockets.server import Listening
+
+    def on_signal(name: str) -> None:
+        if isinstance(crawler, Listening):
+            crawler.stop_by(name)  # the ended summary says who stopped it (core/sockets/ended.py)
+        else:
+            crawler.stop()
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, crawler.stop)
+        loop.add_signal_handler(sig, on_signal, sig.name)
     ticker = None if quiet else asyncio.create_task(_progress(crawler, err))
     try:
         await crawler.crawl()

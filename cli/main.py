@@ -13,18 +13,19 @@ from .. import __version__ as VERSION
 from ..core.errors import UsageError
 from ..core.monitor.sanitize import clean
 from . import detach, shared
-from .commands import attach, crawl, ctl, demo, export, join, ls, report, resume, web
+from .commands import attach, crawl, ctl, demo, export, join, ls, report, resume, top, web
 from .options import Parser
 
 # In --help's order. Each has add_parser(sub) and run(args, argv) -> exit code.
 COMMANDS = {"crawl": crawl, "demo": demo, "resume": resume, "export": export, "join": join,
-            "ls": ls, "ctl": ctl, "attach": attach, "web": web, "report": report}
+            "top": top, "ls": ls, "ctl": ctl, "attach": attach, "web": web, "report": report}
 
 __all__ = ["build_parser", "console", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="crawltop", description="htop for a web crawler")
+    parser = Parser(prog="crawltop", description="htop for a web crawler; with no command, every crawl "
+                    "of this user on one screen (crawltop top)")
     parser.add_argument("--version", action="version", version=f"crawltop {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for command in COMMANDS.values():
@@ -33,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = [*(sys.argv[1:] if argv is None else argv), *detach.hidden_args()]  # secrets of a --detach
+    given = list(sys.argv[1:] if argv is None else argv)
+    argv = [*(given or ["top"]), *detach.hidden_args()]  # alone: the dashboard; secrets of a --detach
     args = build_parser().parse_args(argv)
     try:
         if getattr(args, "detach", False):

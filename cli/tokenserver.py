@@ -50,16 +50,23 @@ class TokenServer(Server):
         return app
 
 
-def serve_web(name: str, port: int, *, redis: str | None = None) -> int:
-    """Serve `crawltop attach NAME [--redis URL]`; prints the URL with its token first."""
+def serve_web(name: str, port: int, *, redis: str | None = None, dashboard: bool = False,
+              allow_start: bool = False) -> int:
+    """Serve `crawltop attach NAME [--redis URL]`, or with `dashboard` `crawltop top`
+    (`--no-start` unless `allow_start`); prints the URL with its token first."""
     token = secrets.token_urlsafe(24)
     # `exec`: the shell textual-serve starts becomes the attach, so its parent is us (cli/orphan.py)
-    command = "exec " + shlex.join([sys.executable, "-m", "crawltop.cli", "attach", name,
-                                    *(["--redis", redis] if redis else [])])
-    print(f"crawltop web: the monitor of {name!r} at http://127.0.0.1:{port}/?token={token}", flush=True)
+    if dashboard:
+        args = ["top", *([] if allow_start else ["--no-start"])]
+        what, title = "every crawl" + (" (n starts crawls)" if allow_start else ""), "crawltop"
+    else:
+        args = ["attach", name, *(["--redis", redis] if redis else [])]
+        what, title = f"the monitor of {name!r}", f"crawltop {name}"
+    command = "exec " + shlex.join([sys.executable, "-m", "crawltop.cli", *args])
+    print(f"crawltop web: {what} at http://127.0.0.1:{port}/?token={token}", flush=True)
     os.environ[WEB_PID] = str(os.getpid())  # each attach child dies with us (cli/orphan.py)
     try:
-        TokenServer(command, token=token, host="127.0.0.1", port=port, title=f"crawltop {name}").serve()
+        TokenServer(command, token=token, host="127.0.0.1", port=port, title=title).serve()
     finally:
         sys.unraisablehook = _quiet_at_exit
     return 0

@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from .config import CrawlConfig
 
 REDACTED = "REDACTED"
+# The options whose values never go on a command line (`ps` shows it to everyone): a detaching
+# parent (cli/detach.py) and the dashboard's `n` (tui/top/launch.py) pass them to the crawl in
+# this environment variable, as a JSON list, which only its user can read.
+SECRET_OPTIONS = ("--header", "--proxy")
+SECRET_ARGS = "CRAWLTOP_SECRET_ARGS"
 # Credential headers: sent only to the roots' hosts (or --header-host), redacted everywhere.
 CREDENTIALS = frozenset(("authorization", "cookie", "proxy-authorization"))
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name

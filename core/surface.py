@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .monitor.stats import HostView, Snapshot
+from .monitor.summary import Summary
 
 if TYPE_CHECKING:  # types only: `ctl` and `ls` import this without the frontier (issue 27)
     from .monitor.queueview import QueueView
@@ -22,6 +23,7 @@ class MonitorStats(Protocol):
     @property
     def state(self) -> str: ...
     def snapshot(self) -> Snapshot: ...
+    def summary(self) -> Summary: ...  # O(1): the dashboard's row (core/monitor/summary.py)
     def top_error_urls(self, n: int = 10) -> list[tuple[str, int]]: ...
 
 

@@ -2,6 +2,8 @@
 
     .venv/bin/python scripts/screenshots.py [--out screenshots]      (or: make screenshots)
 
+First (or alone, with `--only dashboard`) the dashboard, `crawltop` alone, over five
+detached demo crawls: running, paused, stopped, ended by themselves, killed.
 The demo site runs in a child process with its realistic latency, the crawl runs with
 the real engine, and the app is driven headlessly with the same keys a person presses:
 the live screen mid-crawl (120x40 and 80x24), `p` (paused), `e` (the error list), then
@@ -249,17 +251,78 @@ async def shoot_cluster(out: Path, warmup: float) -> list[Path]:
     return saved
 
 
+async def shoot_dashboard(out: Path, warmup: float) -> list[Path]:
+    """`crawltop` alone: five detached demo crawls in a private run directory, one paused,
+    one stopped with `ctl`, one that ended by itself (--max-pages), one killed (lost); the
+    dashboard at 120x40 and 80x24. The crawls are stopped after."""
+    import os
+    import signal
+    import tempfile
+
+    from crawltop.core.dashboard.board import Board
+    from crawltop.tui.top.app import TopApp
+
+    tmp = Path(tempfile.mkdtemp(prefix="crawltop-shots-"))
+    os.environ["CRAWLTOP_RUN_DIR"], os.environ["XDG_STATE_HOME"] = str(tmp / "run"), str(tmp / "state")
+    cli = [sys.executable, "-m", "crawltop.cli"]
+    crawls = {"docs": ["-c", "8"], "shop": ["-c", "4"], "news": ["-c", "2"], "wiki": ["-c", "4", "--max-pages", "60"],
+              "mirror": ["-c", "2"]}
+    for name, opts in crawls.items():
+        subprocess.run([*cli, "demo", "--detach", "--name", name, "--timeout", "5", *opts], check=True,
+                       capture_output=True, text=True)
+
+    def ctl(name: str, *args: str) -> str:
+        return subprocess.run([*cli, "ctl", name, *args], capture_output=True, text=True).stdout
+
+    saved: list[Path] = []
+    board = Board()
+    try:
+        import json
+
+        app = TopApp(board, cwd=tmp)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, lambda: len(board.rows) == 5, 30, "the five crawls")
+            await pilot.pause(4.0)
+            ctl("news", "stop")  # stopped from a script; mirror killed while watched: lost, with its numbers
+            os.kill(json.loads(ctl("mirror", "status"))["pid"], signal.SIGKILL)
+            await pilot.pause(warmup)
+            ctl("shop", "pause")
+            await _until(pilot, lambda: board.rows["shop"].state == "PAUSED" and board.rows["mirror"].how == "lost",
+                         30, "shop paused, mirror lost")
+            await pilot.pause(1.5)
+            app.clear_notifications()
+            await pilot.pause(0.3)
+            app.save_screenshot(filename="dashboard.svg", path=str(out))
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause(1.0)
+            app.save_screenshot(filename="dashboard-80x24.svg", path=str(out))
+            saved += [out / "dashboard.svg", out / "dashboard-80x24.svg"]
+    finally:
+        await board.close()
+        for name in crawls:
+            ctl(name, "stop")
+    for path in saved:
+        print(f"  {path.relative_to(REPO) if path.is_relative_to(REPO) else path}", flush=True)
+    return saved
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds of crawl before the first shot")
-    parser.add_argument("--only", choices=("local", "attached", "queue", "hosts", "cluster"), default=None,
-                        help="only the same-loop shots, only the attached monitor and `ls`, only "
+    parser.add_argument("--only", choices=("local", "attached", "queue", "hosts", "cluster", "dashboard"),
+                        default=None,
+                        help="only the dashboard of five crawls (`crawltop` alone), "
+                             "only the same-loop shots, only the attached monitor and `ls`, only "
                              "the queue view flagging the demo's calendar trap, only a polite crawl of "
                              "ten hosts (the host queues, H), or only two processes sharing the demo "
                              "crawl on Redis (default: all)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.only in (None, "dashboard"):
+        asyncio.run(shoot_dashboard(args.out.resolve(), min(args.warmup, 10.0)))
+        if args.only == "dashboard":
+            return
     if args.only in (None, "cluster"):
         asyncio.run(shoot_cluster(args.out.resolve(), min(args.warmup, 8.0)))
         if args.only == "cluster":

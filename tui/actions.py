@@ -9,7 +9,7 @@ call; `when` only says whether it exists at all for this kind of crawl.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 from textual.actions import parse
@@ -19,8 +19,9 @@ from textual.keys import format_key
 CONC = Binding.Group("conc", compact=False)  # the concurrency steps, kept together
 
 # "remote": only a monitor of a crawl in another process (core/sockets/client.py); "cluster": only a
-# crawl shared through Redis (core/cluster/view.py).
-When = Literal["always", "remote", "cluster"]
+# crawl shared through Redis (core/cluster/view.py); "list": only a monitor opened from the
+# dashboard (`crawltop` alone, tui/top/), which esc takes back to the list.
+When = Literal["always", "remote", "cluster", "list"]
 
 
 class Crawl(Protocol):
@@ -31,6 +32,9 @@ class Crawl(Protocol):
 
     @property
     def cluster(self) -> bool: ...  # a crawl shared through Redis
+
+    @property
+    def from_list(self) -> bool: ...  # opened from the dashboard
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,8 @@ class Action:
             return crawl.can_detach
         if self.when == "cluster":
             return crawl.cluster
+        if self.when == "list":
+            return crawl.from_list
         return True
 
     def bindings(self) -> list[Binding]:
@@ -121,7 +127,42 @@ ACTIONS: tuple[Action, ...] = (
            urgent=("ctrl+c", "ctrl+q")),
     Action("detach", "d", "detach", "Detach", "Detach",
            "Close this monitor; the crawl goes on (attached monitors only)", when="remote"),
+    Action("back", "escape", "to_list", "List", "Back to the list",
+           "Back to the list of crawls; this one goes on", display="esc", show=False, when="list"),
 )
+
+# The dashboard (`crawltop` alone, tui/top/): the keys that act on the selected crawl are the
+# main screen's own rows (the same words), then the dashboard's.
+TOP_SHARED = ("pause", "resume", "more", "fewer", "more10", "fewer10", "ignore")
+TOP_OWN: tuple[Action, ...] = (
+    Action("open", "enter", "open", "Open", "Open selected crawl",
+           "Open the selected crawl's monitor (esc or d comes back to the list)"),
+    Action("stop", "k", "stop", "Stop", "Stop selected crawl…",
+           "Stop the selected crawl (asks first): in-flight work is put back, records flushed"),
+    Action("new", "n", "new", "New", "Start a crawl…",
+           "Start a crawl, detached: a URL and options as on the command line"),
+    Action("dismiss", "x", "dismiss", "Dismiss", "Dismiss ended crawl",
+           "Remove the selected ended crawl from the list"),
+    Action("sort", "o", "sort(1)", "Sort", "Next sort order",
+           "Sort by the next column: name, state, pages, rate, queued, failed, elapsed (O: back)"),
+    Action("sort-back", "O", "sort(-1)", "Sort back", "Previous sort order", "Sort by the previous column",
+           display="O", show=False),
+    Action("filter", "slash", "filter", "Filter", "Filter crawls…", "Type to filter by name, state or root",
+           display="/"),
+    Action("help", "question_mark", "help", "Help", "Help: keys", "Every key", display="?"),
+    Action("quit", "q", "quit", "Quit", "Quit crawltop", "Quit the dashboard; the crawls go on",
+           urgent=("ctrl+c", "ctrl+q")),
+)
+
+
+TOP_QUIET = ("more10", "fewer10")  # on the dashboard, out of the key bar (80 columns hold the rest)
+
+
+def top_actions() -> tuple[Action, ...]:
+    """The dashboard's rows, in the key bar's order: open, the shared ones, then its own."""
+    shared = tuple(replace(row, show=False) if row.id in TOP_QUIET else row
+                   for row in ACTIONS if row.id in TOP_SHARED)
+    return (TOP_OWN[0], *shared, *TOP_OWN[1:])
 
 # Keys the help screen lists besides the actions: Textual's own, and the panels'.
 NAV_KEYS: tuple[tuple[str, str], ...] = (
@@ -133,10 +174,10 @@ NAV_KEYS: tuple[tuple[str, str], ...] = (
 )
 
 
-def bindings() -> list[BindingType]:
-    """CrawlApp.BINDINGS: each action's key (same order as the table: the key bar's order)
-    first, then the aliases, which must not take the key bar's place."""
-    rows = [row.bindings() for row in ACTIONS]
+def bindings(table: tuple[Action, ...] = ACTIONS) -> list[BindingType]:
+    """CrawlApp.BINDINGS (or the dashboard's, from top_actions()): each action's key (same order
+    as the table: the key bar's order) first, then the aliases, which must not take the key bar's place."""
+    rows = [row.bindings() for row in table]
     out: list[BindingType] = [r[0] for r in rows]
     return out + [b for r in rows for b in r[1:]]
 
@@ -145,10 +186,12 @@ def _lower(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def help_lines(crawl: Crawl) -> list[tuple[str, str]]:
-    """(key, what it does) for the help screen: every action this crawl has, then the rest."""
-    rows = [row for row in ACTIONS if row.applies(crawl)]
-    lines = [(row.shown_key, _lower(row.description)) for row in rows] + list(NAV_KEYS)
+def help_lines(crawl: Crawl | None, table: tuple[Action, ...] = ACTIONS,
+               nav: tuple[tuple[str, str], ...] = NAV_KEYS) -> list[tuple[str, str]]:
+    """(key, what it does) for the help screen: every action this crawl has (all of the
+    table's for the dashboard, crawl None), then the rest."""
+    rows = [row for row in table if crawl is None or row.applies(crawl)]
+    lines = [(row.shown_key, _lower(row.description)) for row in rows] + list(nav)
     aliased = [row for row in rows if row.aliases]
     if aliased:
         keys = " ".join(format_key(key) for row in aliased for key in row.aliases)
@@ -160,3 +203,10 @@ def help_lines(crawl: Crawl) -> list[tuple[str, str]]:
 def palette(crawl: Crawl) -> Iterator[Action]:
     """The rows the command palette may offer (check_action decides which it does)."""
     return (row for row in ACTIONS if row.applies(crawl))
+
+
+TOP_NAV: tuple[tuple[str, str], ...] = (
+    ("↑ ↓ pgup pgdn", "move the selection (home, end too)"),
+    ("ctrl+p", "command palette: every action by name"),
+    ("escape", "clear the filter, close a prompt or help"),
+)

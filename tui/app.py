@@ -88,8 +88,10 @@ class CrawlApp(App[int]):
         refresh_hz: float = 4.0,
         adaptive: bool = True,
         hangup: HangupPolicy | None = None,
+        from_list: bool = False,
     ) -> None:
         super().__init__(driver_class=driver_class())
+        self.from_list = from_list  # opened from the dashboard: esc (and d) go back to it
         self.crawler = crawler
         self.hangup = hangup
         self.hung_up: str | None = None  # why the terminal is gone, once it is
@@ -326,7 +328,9 @@ class CrawlApp(App[int]):
         if action == "summary":
             return self._finished and not isinstance(screen, SummaryScreen)
         if action == "detach":
-            return self.can_detach and not self._finished
+            return self.can_detach and (not self._finished or self.from_list)
+        if action == "to_list":
+            return self.from_list
         if action == "process":
             panel = self.processes_panel
             return live and main and panel is not None and self.screen_stack[0].focused is panel.table
@@ -358,6 +362,11 @@ class CrawlApp(App[int]):
         if detach is not None:
             detach.detach()
             self.exit(0)
+
+    def action_to_list(self) -> None:
+        """esc on a monitor opened from the dashboard: back to the list, the crawl goes on."""
+        if self.from_list:
+            self.action_detach()
 
     def _user_screen(self):
         """The screen the person is looking at, under the command palette if it is open."""

@@ -45,24 +45,30 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     return asyncio.run(attach(path))
 
 
-async def attach(path: Path, *, headless: bool = False) -> int:
+async def attach(path: Path, *, headless: bool = False, from_list: bool = False) -> int:
+    """The monitor of one crawl until it is left (d, or esc when opened `from_list`: the
+    dashboard, cli/commands/top.py, which says itself what became of the crawl)."""
     from ...core.sockets.client import RemoteCrawler
 
     try:
         remote = await RemoteCrawler.connect(path)
     except RemoteError as exc:
-        print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
+        if not from_list:
+            print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
         return 1
     from ...tui.app import CrawlApp
 
-    with contextlib.suppress(OSError):
-        os.nice(NICE)  # the crawl comes first: on a busy machine its frames wait, not the crawl
-    app = CrawlApp(remote)
+    if not from_list:  # (the dashboard is niced already: nice adds up)
+        with contextlib.suppress(OSError):
+            os.nice(NICE)  # the crawl comes first: on a busy machine its frames wait, not the crawl
+    app = CrawlApp(remote, from_list=from_list)
     remote.on_lost = lambda: app.exit(LOST)
     try:
         await app.run_async(headless=headless)
     finally:
         await remote.close()
+    if from_list:
+        return 1 if remote.lost else app.return_code or 0
     if remote.lost:
         print(f"crawltop: lost the crawl {remote.name!r} (pid {remote.pid}): its process ended "
               "without finishing (killed or crashed)", file=sys.stderr)

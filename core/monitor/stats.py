@@ -14,6 +14,7 @@ from typing import Protocol
 
 from ..errors import kind_of
 from ..outcomes import CANCELLED, FAILED, OUTCOMES, SKIPPED, Tally, reason
+from .summary import SPARK, Summary
 
 HISTORY_SECONDS = 120
 RING = 500
@@ -352,6 +353,20 @@ class Stats:
     def top_error_urls(self, n: int = 10) -> list[tuple[str, int]]:
         """The failed URLs that cost the most tries (each URL has one record)."""
         return self.error_urls.most_common(n)
+
+    def summary(self) -> Summary:
+        """The dashboard's row (core/monitor/summary.py): O(1), no worker or host rows."""
+        self._roll()
+        elapsed = self._elapsed()
+        hist = self._hist_pages  # the last SPARK seconds, read from the right end of the deque
+        spark = tuple(hist[i] for i in range(max(0, len(hist) - SPARK), len(hist)))
+        return Summary(state=self.state, elapsed=elapsed, pages=self.pages, records=self.records,
+                       queued=self.queue_size(), seen=self.seen_size(), rate_now=self._rate_now(elapsed),
+                       rate_avg=self.pages / elapsed if elapsed > 0 else 0.0,
+                       concurrency=self.target_concurrency, requisites=self.requisites,
+                       externals=self.externals, outcomes=dict(self.tally.counts),
+                       fetched_classes=dict(self.tally.classes), host_counts=dict(self.host_counts()),
+                       spark=spark, notice=self.notice)
 
     def snapshot(self) -> Snapshot:
         self._roll()

@@ -35,7 +35,7 @@ def decode(line: bytes) -> dict[str, Any]:
 class Client:
     """A blocking one-request-at-a-time client, for `ctl`, `ls` and scripts."""
 
-    def __init__(self, path: Path | str, *, timeout: float = 5.0) -> None:
+    def __init__(self, path: Path | str, *, timeout: float = 5.0, client: str = "crawltop ctl") -> None:
         self.path = str(path)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
@@ -46,7 +46,7 @@ class Client:
             raise RemoteError(f"cannot connect to {path}: {exc.strerror or exc}") from None
         self.file = self.sock.makefile("rb")
         self._id = 0
-        self.hello = self.call("hello", protocol=PROTOCOL, version=__version__)
+        self.hello = self.call("hello", protocol=PROTOCOL, version=__version__, client=client)
 
     def call(self, op: str, **args: Any) -> Any:
         self._id += 1

@@ -9,12 +9,14 @@ import asyncio
 import contextlib
 import dataclasses
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
 from ... import __version__
 from ..errors import CrawlLost, ProtocolError, RemoteError
 from ..monitor.stats import HostView, Snapshot
+from ..monitor.summary import Summary, of_snapshot
 from ..surface import Parts
 from .blocking import Client
 from .protocol import MAX_REPLY, PROTOCOL, SnapshotDecoder, decode, encode
@@ -39,6 +41,9 @@ class HeldStats:
     @property
     def errors(self) -> int:
         return self.snap.errors
+
+    def summary(self) -> Summary:
+        return of_snapshot(self.snap)
 
 
 class RemoteStats(HeldStats):
@@ -106,7 +111,7 @@ class RemoteCrawler:
             raise RemoteError(f"cannot connect to {path}: {exc}") from None
         try:
             hello = await _ask(reader, writer, {"op": "hello", "id": 0, "protocol": PROTOCOL,
-                                                "version": __version__}, timeout)
+                                                "version": __version__, "client": "crawltop attach"}, timeout)
             first = await _ask(reader, writer, {"op": "snapshot", "id": 1, "workers": workers}, timeout)
         except BaseException:
             writer.close()
@@ -245,15 +250,7 @@ class RemoteCrawler:
 
     async def _read(self) -> None:
         try:
-            while True:
-                line = await self._reader.readline()
-                if not line or not line.endswith(b"\n"):
-                    break
-                self._receive(decode(line))
-                if self.ended is not None:
-                    break
-        except (OSError, ValueError, ProtocolError):
-            pass
+            await pump(self._reader, self._receive, lambda: self.ended is not None)
         finally:
             self._writer.close()
             for _, fut in self._pending.values():
@@ -308,6 +305,22 @@ class RemoteCrawler:
         self._reader_task.cancel()
         with contextlib.suppress(BaseException):
             await self._reader_task
+
+
+async def pump(reader: asyncio.StreamReader, receive: Callable[[dict[str, Any]], None],
+               done: Callable[[], bool]) -> None:
+    """Hand each reply line to `receive` until the connection ends (a partial line, an
+    error, garbage) or `done()` says so (a bye): the read loop of every async client."""
+    try:
+        while True:
+            line = await reader.readline()
+            if not line or not line.endswith(b"\n"):
+                return
+            receive(decode(line))
+            if done():
+                return
+    except (OSError, ValueError, ProtocolError):
+        return
 
 
 def _host_row(data: dict[str, Any]) -> HostView:

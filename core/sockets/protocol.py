@@ -6,7 +6,10 @@ one gets an error reply and the connection is closed. Replies may be larger (a f
 snapshot carries the event rings) and are capped at MAX_REPLY on the client side.
 
 Client -> crawl (requests; `id` is the client's, echoed in the reply):
-  {"op": "hello", "id": 0, "protocol": 1, "version": "0.1.0"}    must come first
+  {"op": "hello", "id": 0, "protocol": 1, "version": "0.1.0", "client": "crawltop top"}
+                                                                 must come first; `client` (optional)
+                                                                 names who asks: a stop is put to it
+  {"op": "summary", "id": n}                                     O(1): the dashboard's row
   {"op": "snapshot", "id": n, "since": {"recent_errors": seq, ...}, "workers": max_rows}
   {"op": "status", "id": n}                                      the headline, for ls/ctl
   {"op": COMMAND, "id": n, "args": {...}}                        one of COMMANDS below
@@ -15,6 +18,8 @@ Crawl -> client:
   {"id": n, "ok": true, "result": ...}       hello: protocol, version, name, pid, started,
                                              roots, commands, state, paused, concurrency;
                                              snapshot: encode_snapshot();
+                                             summary: core/monitor/summary.py Summary's
+                                             fields + name, pid, started, root, paused, mode;
                                              status: HEADLINE fields + name, pid, started
                                              (epoch s), root, clients (connections now),
                                              mode ("tui" | "headless" | "detached" |

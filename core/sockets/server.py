@@ -23,9 +23,12 @@ from typing import Any, Generic, TypeVar
 
 from ... import __version__
 from ..errors import ProtocolError, describe
+from ..monitor.sanitize import clean
 from ..monitor.stats import Snapshot
+from ..monitor.summary import to_wire
 from ..queueing.frontier import MemoryFrontier
 from ..surface import Engine, HasRoots, MonitorStats, Parts
+from .ended import write as write_ended
 from .protocol import COMMANDS, MAX_REQUEST, PROTOCOL, check_args, decode, encode, encode_snapshot, headline
 
 MAX_CLIENTS = 256
@@ -55,6 +58,7 @@ class ControlServer:
         self._server: asyncio.AbstractServer | None = None
         self._snap: Snapshot | None = None
         self._snap_at = 0.0
+        self.stopped_by: str | None = None  # who asked for the stop: the ended summary says (core/sockets/ended.py)
 
     async def start(self) -> None:
         self._server = await asyncio.start_unix_server(self._serve, sock=self.sock, limit=MAX_REQUEST)
@@ -68,6 +72,7 @@ class ControlServer:
         with contextlib.suppress(FileNotFoundError):
             if os.stat(self.path).st_ino == self._inode:
                 os.unlink(self.path)
+        self._leave_summary(reason)
         snap = self.crawler.stats.snapshot()
         bye = {"event": "bye", "reason": reason, "snapshot": encode_snapshot(snap),
                "top_error_urls": self.crawler.stats.top_error_urls(10)}
@@ -94,6 +99,19 @@ class ControlServer:
             writer.close()
         self.clients.clear()
 
+    def _leave_summary(self, reason: str) -> None:
+        """The crawl's epitaph in the run directory, for dashboards that were not watching."""
+        summary = self.crawler.stats.summary()
+        if reason != "ended":
+            how = "failed"
+        elif self.stopped_by is not None:
+            how = "stopped"
+        else:
+            how = "done"
+        write_ended(self.name, {"name": self.name, "pid": os.getpid(), "started": self.started,
+                                "ended": time.time(), "root": self.crawler.roots[0], "how": how,
+                                "by": self.stopped_by or "", "summary": to_wire(summary)})
+
     # -- one connection ---------------------------------------------------------------
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if len(self.clients) >= MAX_CLIENTS or self._server is None:
@@ -103,6 +121,7 @@ class ControlServer:
         self.clients.add(writer)
         errors = 0
         greeted = False
+        who = "a monitor"  # what the client called itself in its hello (a stop is put to its name)
         tokens, last = RATE, time.monotonic()
         try:
             while True:
@@ -129,8 +148,9 @@ class ControlServer:
                     if not greeted:
                         result = self._hello(message)
                         greeted = True
+                        who = _client_name(message.get("client"), who)
                     else:
-                        result = self._handle(message)
+                        result = self._handle(message, who)
                         if isinstance(result, dict) and inspect.isawaitable(result.get("result")):
                             result["result"] = _plain(await result["result"])  # add_ignore
                         elif isinstance(result, dict) and "result" in result:
@@ -199,7 +219,7 @@ class ControlServer:
             self._snap, self._snap_at = self.crawler.stats.snapshot(), now
         return self._snap
 
-    def _handle(self, message: dict[str, Any]) -> Any:
+    def _handle(self, message: dict[str, Any], who: str = "a monitor") -> Any:
         op = message.get("op")
         if op == "snapshot":
             since = message.get("since") or {}
@@ -217,6 +237,11 @@ class ControlServer:
                        keeps_queue=keeps,
                        clients=max(0, len(self.clients) - 1), mode=self.mode)  # not the asker
             return out
+        if op == "summary":  # O(1): the dashboard's row (core/monitor/summary.py)
+            out = to_wire(self.crawler.stats.summary())
+            out.update(name=self.name, pid=os.getpid(), started=self.started, root=self.crawler.roots[0],
+                       paused=self.crawler.paused, mode=self.mode)
+            return out
         if op == "hello":
             raise ProtocolError("hello twice")
         if not isinstance(op, str):
@@ -226,6 +251,8 @@ class ControlServer:
         for part in COMMANDS[op].target.split("."):
             target = getattr(target, part)
         result = target(**args)
+        if op == "stop" and self.stopped_by is None:
+            self.stopped_by = who
         if COMMANDS[op].steers:
             self._snap = None  # the next snapshot shows the effect
         return {"result": result, "state": self.crawler.stats.state, "paused": self.crawler.paused,
@@ -285,6 +312,14 @@ class Listening(Generic[E]):
         return self.engine.cancel_worker(worker_id)
 
     def stop(self) -> None:
+        """Stopped from this process: its screen's quit, or a signal (cli/headless.py says which)."""
+        if self.control.stopped_by is None:
+            self.control.stopped_by = "its screen"
+        self.engine.stop()
+
+    def stop_by(self, who: str) -> None:
+        if self.control.stopped_by is None:
+            self.control.stopped_by = who
         self.engine.stop()
 
     async def crawl(self) -> None:
@@ -297,6 +332,13 @@ class Listening(Generic[E]):
             reason = "ended"
         finally:
             await self.control.close(reason)
+
+
+def _client_name(value: Any, default: str) -> str:
+    """A hello's `client` (who is asking: "crawltop ctl", "crawltop top"), short and printable."""
+    if not isinstance(value, str) or not value.strip():
+        return default
+    return clean(value.strip(), 40)
 
 
 def _plain(value: Any) -> Any:

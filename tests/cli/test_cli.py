@@ -53,11 +53,21 @@ def test_non_crawling_commands_import_no_engine() -> None:
     """--version, ls, ctl and the parser import neither aiohttp nor the crawler (issue 27: they
     start at once; bench/startup.py measures it)."""
     code = ("import sys; from crawltop.cli.main import build_parser; build_parser(); "
-            "import crawltop.cli.commands.ctl, crawltop.cli.commands.ls; "
+            "import crawltop.cli.commands.ctl, crawltop.cli.commands.ls, crawltop.cli.commands.top; "
             "print(sorted(m for m in ('aiohttp', 'crawltop.core.crawler', 'textual', 'redis', 'asyncio') "
             "if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV)
     assert proc.stdout.strip() == "[]", proc.stderr
+
+
+def test_crawltop_alone_is_the_dashboard_and_needs_a_terminal() -> None:
+    """Issue 30: `crawltop` with no command opens the dashboard; from a script (no terminal)
+    it says so in one line, exit 2, rather than draw a screen into a pipe."""
+    proc = run()
+    assert proc.returncode == 2
+    assert proc.stderr == ("crawltop: the dashboard needs a terminal; `crawltop ls` lists the crawls as text "
+                           "(crawltop --help: every command)\n")
+    assert "with no command, every crawl" in run("--help").stdout
 
 
 def test_demo_headless_report_and_records(tmp_path: Path) -> None:

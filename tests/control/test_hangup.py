@@ -8,25 +8,20 @@ import json
 import os
 import pty
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.ctl import cli, status, wait_gone, wait_status
 from support.sites import counting_site
+from support.tmux import Tmux, needs_tmux
 
 pytestmark = pytest.mark.timeout(240)
-
-# CI (.ci/run) installs tmux: there the tmux tests must run, never skip.
-needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None and not os.environ.get("CI"),
-                                reason="tmux is not installed (apt-get install tmux; CI installs it and runs this)")
 
 PAGES = 300
 
@@ -36,27 +31,6 @@ def small_site() -> Iterator[str]:
     """300 pages at 50 ms: at -c 2 about 8 s of crawling, paused by the tests long before."""
     with counting_site(PAGES, 0.05) as counted:
         yield counted.url
-
-
-class Tmux:
-    """A tmux server of its own (-L), killed at the end whatever happened."""
-
-    def __init__(self) -> None:
-        self.sock = f"ct20-{uuid.uuid4().hex[:8]}"
-
-    def run(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null", *args],
-                              capture_output=True, text=True, timeout=30).stdout
-
-    def new(self, command: str) -> None:
-        env = " ".join(f"{k}={shlex.quote(os.environ[k])}" for k in ("CRAWLTOP_RUN_DIR", "XDG_STATE_HOME"))
-        self.run("new", "-d", "-x", "100", "-y", "30", f"env {env} {command}")
-
-    def screen(self) -> str:
-        return self.run("capture-pane", "-p")
-
-    def kill_server(self) -> None:
-        subprocess.run(["tmux", "-L", self.sock, "kill-server"], capture_output=True, timeout=30)
 
 
 @pytest.fixture

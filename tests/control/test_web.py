@@ -201,3 +201,34 @@ async def test_web_leaves_no_attach_child_behind(site: str, rundir: Path, sig: s
     assert s["state"] == "RUNNING"
     assert (await cli("ctl", "orphans", "stop"))[0] == 0
     await wait_gone(s["pid"])
+
+
+async def test_web_all_serves_the_dashboard_without_n(site: str, rundir: Path) -> None:
+    """Issue 30: `web --all` serves `crawltop top --no-start`: every crawl, and no `n` unless
+    --allow-start (which goes with --all only)."""
+    for name in ("webone", "webtwo"):
+        rc, out, err = await cli("crawl", site, "--detach", "--name", name, "-c", "2", "--no-robots")
+        assert rc == 0, err
+    rc, _, err = await cli("web", "--allow-start")
+    assert rc == 2 and "--allow-start goes with --all" in err
+    rc, _, err = await cli("web", "webone", "--all")
+    assert rc == 2 and "give no NAME" in err
+    port = free_port()
+    web = subprocess.Popen([sys.executable, "-m", "crawltop.cli", "web", "--all", "--port", str(port)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url, _ = await serving(web, port)
+        async with open_page(url) as page:
+            text = ""
+            deadline = time.monotonic() + 60
+            while not ("webone" in text and "webtwo" in text and "sorted by name" in text):
+                assert time.monotonic() < deadline, f"the page never showed the dashboard:\n{text}"
+                await asyncio.sleep(0.5)
+                text = await page.screen()
+            assert "Open" in text and "Stop" in text and "New" not in text  # n is off in a browser
+    finally:
+        web.terminate()
+        web.wait(timeout=15)
+    assert (await status("webone"))["state"] == "RUNNING"
+    for name in ("webone", "webtwo"):
+        assert (await cli("ctl", name, "stop"))[0] == 0

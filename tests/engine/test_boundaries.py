@@ -79,7 +79,8 @@ def test_wheel_holds_only_the_crawltop_package(tmp_path: Path) -> None:
     assert all(t == "crawltop" or (t.startswith("crawltop-") and t.endswith(".dist-info")) for t in tops)
     for needed in ("crawltop/core/crawler.py", "crawltop/tui/app.py", "crawltop/tui/app.tcss",
                    "crawltop/cli/main.py", "crawltop/demo/site.py", "crawltop/__init__.py",
-                   "crawltop/core/steering/sets/global.txt"):  # the ignore sets: package data (issue 28)
+                   "crawltop/core/steering/sets/global.txt",  # the ignore sets: package data (issue 28)
+                   "crawltop/tui/top/top.tcss"):  # the dashboard's stylesheet (issue 30)
         assert needed in names
     # every module of the tree ships (a subpackage missing from pyproject's list would not)
     tree = {f"crawltop/{p.relative_to(ROOT / folder).as_posix()}" if folder == "crawltop"

@@ -346,3 +346,63 @@ class FrozenCluster(FrozenCrawler):
 
     def stop_process(self, proc: str) -> None:
         self.cancelled.append(hash(proc))
+
+
+# -- the dashboard (issue 30): a board with fixed rows ----------------------------------
+
+class FrozenBoard:
+    """core/dashboard/board.py Board's face with fixed rows: live, paused, ended four ways.
+    For the dashboard's snapshot tests only; its behaviour tests watch real crawls."""
+
+    def __init__(self) -> None:
+        from crawltop.core.dashboard.board import Row
+        from crawltop.core.monitor.summary import Summary
+
+        def summary(state: str, pages: int, rate: float, queued: int, failed: int, elapsed: float,
+                    hosts: dict[str, int], phase: float = 0.0, conc: int = 8) -> Summary:
+            spark = _history(30, rate, rate / 3, 3.0, phase) if state in ("RUNNING", "PAUSED") else ()
+            return Summary(state=state, elapsed=elapsed, pages=pages, records=pages + failed, queued=queued,
+                           seen=pages + queued + failed, rate_now=rate, rate_avg=rate, concurrency=conc,
+                           outcomes={"fetched": pages, "redirected": pages // 20, "failed": failed,
+                                     "skipped": 3, "cancelled": 0},
+                           fetched_classes={"2xx": pages - 40, "4xx": 40}, host_counts=hosts, spark=spark)
+
+        t0 = 1_700_000_000.0
+        self.rows = {r.name: r for r in (
+            Row("docs", "https://docs.example.org/", 4101, t0, "detached", False,
+                summary("RUNNING", 12_345, 41.0, 2_310, 12, 301.0, {"ready": 2, "fetching": 1, "waiting": 1,
+                                                                     "backoff": 1})),
+            Row("shop", "https://shop.example.com/catalogue/", 4102, t0, "tui", True,
+                summary("PAUSED", 3_020, 0.0, 15_200, 4, 1_250.0, {"paused": 4}, conc=4)),
+            Row("blog", "http://127.0.0.1:8080/", 4103, t0, "headless", False,
+                summary("RUNNING", 96_000, 180.0, 48_113, 230, 3_700.0, {"ready": 12, "waiting": 30}, 1.5, 32)),
+            Row("wiki", "https://wiki.example.net/", 4104, t0, summary=summary("DONE", 8_200, 0, 0, 7, 640.0, {}),
+                how="done", ended=t0 + 640),
+            Row("news", "https://news.example.com/", 4105, t0, summary=summary("DONE", 510, 0, 920, 0, 30.0, {}),
+                how="stopped", by="crawltop ctl", ended=t0 + 30),
+            Row("mirror", "https://mirror.example.org/pub/", 4106, t0,
+                summary=summary("RUNNING", 77_000, 0, 12_000, 31, 5_400.0, {}), how="lost", ended=t0 + 5400),
+        )}
+        self.links = {name: None for name, row in self.rows.items() if row.live}  # the live ones answer
+        self.lost_now: list[str] = []
+        self.sent: list[tuple[str, str, dict]] = []
+        self.redis_problem = ""
+
+    def can_command(self, name: str) -> bool:
+        return name in self.links
+
+    async def tick(self, now: float | None = None, shown: set[str] | None = None) -> None:
+        return None
+
+    def look_now(self) -> None:
+        return None
+
+    def dismiss(self, name: str) -> bool:
+        return self.rows.pop(name, None) is not None
+
+    async def command(self, name: str, op: str, **args: object) -> object:
+        self.sent.append((name, op, args))
+        return None
+
+    async def close(self) -> None:
+        return None

@@ -29,6 +29,7 @@ KEYS = {
     "a": ["add_seed"], "h": ["toggle_host"], "t": ["host_delay"], "P": ["process('pause')"],
     "R": ["process('resume')"], "K": ["process('stop')"], "q": ["quit"], "d": ["detach"],
     "ctrl+c": ["quit"], "ctrl+q": ["quit"],
+    "escape": ["to_list"],  # issue 30: only in a monitor opened from the dashboard (check_action)
 }
 
 
@@ -107,7 +108,22 @@ async def test_help_lists_the_table_for_this_crawl() -> None:
     async with app.run_test(size=(100, 60)) as pilot:
         text = await help_text(pilot, app)
         for row in ACTIONS:
-            assert f"{row.shown_key} " in text and row.description[1:] in text, row.id
+            shown = f"{row.shown_key} " in text and row.description[1:] in text
+            assert shown == (row.when != "list"), row.id
+        await pilot.press("escape", "escape")  # the help closes; a plain attach stays
+        await pilot.pause(0.1)
+        assert not app.crawler.detached and app.is_running
+
+    # opened from the dashboard (issue 30): esc goes back to the list, and says so
+    crawler = Remote()
+    app = CrawlApp(crawler, from_list=True)
+    async with app.run_test(size=(100, 60)) as pilot:
+        text = await help_text(pilot, app)
+        assert "esc " in text and "back to the list of crawls; this one goes on" in text
+        await pilot.press("escape")  # closes the help
+        await pilot.press("escape")  # back to the list
+        await until(pilot, lambda: crawler.detached)
+    assert app.return_code == 0
 
 
 async def palette_entries(pilot, app: CrawlApp) -> dict[str, str]:
@@ -167,3 +183,20 @@ async def test_palette_leaves_out_what_this_crawl_lacks() -> None:
                 assert row.title not in entries, row.id
         await pilot.press("escape")
         app.crawler.stop()
+
+
+def test_the_dashboard_acts_with_the_main_screens_rows() -> None:
+    """Issue 30: the dashboard's keys on the selected crawl are the main screen's rows: the
+    same key, label, title and words; its bindings are made from its table."""
+    from crawltop.tui.actions import TOP_SHARED, top_actions
+    from crawltop.tui.top.app import TopApp
+
+    main = {row.id: row for row in ACTIONS}
+    top = {row.id: row for row in top_actions()}
+    for key in TOP_SHARED:
+        a, b = main[key], top[key]
+        assert (a.key, a.action, a.label, a.title, a.description) == (b.key, b.action, b.label, b.title,
+                                                                       b.description), key
+    keys = {b.key: b.action for b in TopApp.BINDINGS if not isinstance(b, tuple)}
+    assert keys["p"] in ("pause", "resume") and keys["plus"] == "more(1)" and keys["i"] == "ignore"
+    assert keys["enter"] == "open" and keys["k"] == "stop" and keys["n"] == "new" and keys["slash"] == "filter"

@@ -1,0 +1,84 @@
+"""A crawl's summary: the few numbers the dashboard (`crawltop` alone) shows per crawl.
+
+A full snapshot is O(workers + hosts shown) and carries rings of events; a dashboard
+watching fifty crawls twice a second must not ask for fifty of those per frame (issue 30).
+A summary is O(1): counters, the outcome counts (core/outcomes.py, the words every surface
+uses), host counts by state (cached by the engine, O(hosts) at most once a second) and the
+last SPARK seconds of pages/s for the row's sparkline. The same fields are written to the
+run directory when a crawl ends (core/sockets/ended.py), so a dashboard that was not
+watching still shows how it ended.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..outcomes import FAILED, OUTCOMES
+
+SPARK = 30  # seconds of pages/s history in a summary
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """One crawl's row. `state` is the run state (RUNNING, PAUSED, STOPPING, DONE)."""
+
+    state: str
+    elapsed: float
+    pages: int
+    records: int
+    queued: int
+    seen: int
+    rate_now: float
+    rate_avg: float
+    concurrency: int
+    requisites: int = 0
+    externals: int = 0
+    outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    fetched_classes: dict[str, int] = field(default_factory=dict)
+    host_counts: dict[str, int] = field(default_factory=dict)  # hosts by state (core/queueing/hosts.py STATES)
+    spark: tuple[int, ...] = ()  # pages per second, oldest first, at most SPARK
+    notice: str = ""
+
+    @property
+    def failed(self) -> int:
+        return self.outcomes.get(FAILED, 0)
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(Summary))
+
+
+def of_snapshot(snap: Any) -> Summary:
+    """A summary from a full snapshot (a monitor that holds one: core/sockets/client.py HeldStats)."""
+    return Summary(state=snap.state, elapsed=snap.elapsed, pages=snap.pages, records=snap.records,
+                   queued=snap.queued, seen=snap.seen, rate_now=snap.rate_now, rate_avg=snap.rate_avg,
+                   concurrency=snap.concurrency, requisites=snap.requisites, externals=snap.externals,
+                   outcomes=dict(snap.outcomes), fetched_classes=dict(snap.fetched_classes),
+                   host_counts=dict(snap.host_counts), spark=tuple(snap.history_pages[-SPARK:]),
+                   notice=snap.notice)
+
+
+def to_wire(summary: Summary) -> dict[str, Any]:
+    """JSON-ready: floats to the millisecond, as snapshots travel. (By hand: dataclasses.asdict
+    deep-copies, 4x the cost of the whole request; the dicts here are the summary's own copies.)"""
+    out: dict[str, Any] = {}
+    for name in FIELDS:
+        value = getattr(summary, name)
+        if isinstance(value, float):
+            value = round(value, 3)
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[name] = value
+    return out
+
+
+def from_wire(data: dict[str, Any]) -> Summary:
+    """A Summary from its wire form; unknown fields are left out, missing ones keep their
+    defaults (an engine a version apart still shows its row). KeyError if the required ones are missing."""
+    kwargs = {k: v for k, v in data.items() if k in FIELDS}
+    if "spark" in kwargs:
+        kwargs["spark"] = tuple(int(v) for v in kwargs["spark"])
+    for name in ("outcomes", "fetched_classes", "host_counts"):
+        if name in kwargs and not isinstance(kwargs[name], dict):
+            kwargs[name] = {}
+    return Summary(**kwargs)

@@ -1,0 +1,47 @@
+"""Issue 30: `crawltop --redis URL` lists the crawls shared through that Redis beside the
+local ones, and its keys steer the whole shared crawl. A real redis-server, a real engine
+process joined to it (detached), the dashboard under Pilot."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.ctl import cli, status, wait_status
+from support.wait import until
+
+from crawltop.core.dashboard.board import Board
+from crawltop.tui.top.app import TopApp
+
+pytestmark = pytest.mark.timeout(120)
+
+
+async def test_shared_crawl_is_a_row_and_its_keys_steer_it(site: str, rundir: Path, redis_url: str) -> None:
+    rc, out, err = await cli("crawl", site, "--redis", redis_url, "--name", "shared", "-c", "2", "--no-robots",
+                             "--detach")
+    assert rc == 0, err
+    local = out.strip()  # the engine's own socket, named after the crawl
+    await wait_status(local, lambda s: s["pages"] > 3)
+    board = Board(redis_url)
+    app = TopApp(board, cwd=rundir)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: "shared@redis" in board.rows and board.rows["shared@redis"].summary is not None
+                        and board.rows["shared@redis"].summary.pages > 3, 30)
+            assert local in board.rows  # the engine process is listed too, by its socket
+            row = app.table.line_of("shared@redis")
+            assert "RUNNING" in row and site.rstrip("/").rsplit(":", 1)[1] in row
+            app.table.move_cursor(row=app.table.get_row_index("shared@redis"))
+            await pilot.pause(0.05)
+            assert app.check_action("ignore", ()) is False  # a shared crawl's ignores are in its monitor
+            await pilot.press("p")  # the whole shared crawl pauses: its control hash, obeyed by the engine
+            await wait_status(local, lambda s: s["state"] == "PAUSED", 20)
+            await until(pilot, lambda: "PAUSED" in app.table.line_of("shared@redis"), 10)
+            await pilot.press("p")
+            await wait_status(local, lambda s: s["state"] == "RUNNING", 20)
+            await pilot.press("k", "y")  # stop, after a yes
+            await until(pilot, lambda: board.rows["shared@redis"].how == "stopped", 30)
+            assert "stopped" in app.table.line_of("shared@redis")
+    finally:
+        await board.close()
+    rc, _, _ = await cli("ctl", local, "status")
+    assert rc != 0 or (await status(local))["state"] in ("STOPPING", "DONE")

@@ -1,0 +1,208 @@
+"""Issue 30: `crawltop` alone, every crawl on one screen. Real detached crawls (the demo site
+and two small sites, each in its own process), the dashboard under Pilot: it lists all of
+them with their numbers, acts on the selected one only, opens its monitor and comes back,
+starts a fourth, shows a SIGKILLed one as lost (its socket removed) and an ended one with
+how it ended, from the summary it left in the run directory."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.ctl import cli, status, wait_gone, wait_status
+from support.sites import counting_site
+from support.tmux import Tmux, needs_tmux
+from support.wait import until
+
+from crawltop.core.dashboard.board import Board
+from crawltop.core.sockets import ended
+from crawltop.core.sockets.client import RemoteCrawler
+from crawltop.core.sockets.rundir import resolve
+from crawltop.tui.app import CrawlApp
+from crawltop.tui.top.app import Open, TopApp
+from crawltop.tui.top.dialogs import ConfirmStop, NewCrawlPrompt
+
+pytestmark = pytest.mark.timeout(180)
+
+
+async def detached(*args: str) -> int:
+    rc, out, err = await cli(*args, "--detach", "--no-robots")
+    assert rc == 0, err
+    return (await status(out.strip()))["pid"]
+
+
+def line(app: TopApp, name: str) -> str:
+    return app.table.line_of(name)
+
+
+async def select(pilot, app: TopApp, name: str) -> None:
+    app.table.move_cursor(row=app.table.get_row_index(name))
+    await pilot.pause(0.05)
+    assert app.selected_row() is not None and app.selected_row().name == name
+
+
+async def test_dashboard_lists_acts_opens_starts_and_sees_a_crawl_lost(site: str, rundir: Path, tmp_path: Path) -> None:
+    with counting_site(5_000, 0.1) as small:
+        await detached("demo", "--name", "demo", "-c", "2")
+        await detached("crawl", site, "--name", "big", "-c", "4")
+        small_pid = await detached("crawl", small.url, "--name", "small", "-c", "2")
+
+        board = Board()
+        app = TopApp(board, cwd=tmp_path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            # all three, with their numbers
+            await until(pilot, lambda: len(board.rows) == 3 and all(
+                r.summary is not None and r.summary.pages > 2 for r in board.rows.values()), 60)
+            assert app.table.row_keys() == ["big", "demo", "small"]  # sorted by name
+            for name in ("big", "demo", "small"):
+                text = line(app, name)
+                assert "RUNNING" in text, text
+            s = await status("big")
+            assert str(s["pages"] // 10)[:1] in line(app, "big")  # a real number, not a placeholder
+            assert site.rstrip("/").rsplit(":", 1)[1] in line(app, "big")  # the root (its port)
+
+            # p pauses the selected crawl, and only it
+            await select(pilot, app, "big")
+            await pilot.press("p")
+            await wait_status("big", lambda s: s["state"] == "PAUSED", 10)
+            assert (await status("demo"))["state"] == "RUNNING"
+            assert (await status("small"))["state"] == "RUNNING"
+            await until(pilot, lambda: "PAUSED" in line(app, "big"), 5)
+            await pilot.press("plus")  # + : one more worker for big only
+            await wait_status("big", lambda s: s["concurrency"] == 5, 10)
+            assert (await status("small"))["concurrency"] == 2
+
+            # enter opens its monitor: the app ends with the crawl to open (cli/commands/top.py runs it)
+            await pilot.press("enter")
+            await until(pilot, lambda: not app.is_running, 5)
+        assert app.return_value == Open("big")
+
+        remote = await RemoteCrawler.connect(resolve("big"))
+        monitor = CrawlApp(remote, from_list=True)
+        async with monitor.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: monitor.last_snapshot is not None
+                        and monitor.last_snapshot.state == "PAUSED", 10)
+            await pilot.press("escape")  # back to the list; the crawl goes on
+            await until(pilot, lambda: not monitor.is_running, 5)
+        assert remote.detached and remote.ended is None
+        await remote.close()
+        assert (await status("big"))["state"] == "PAUSED"
+
+        # the dashboard again, on the same board: n starts a fourth, relative -o in its cwd,
+        # the hidden --header never on the screen
+        app = TopApp(board, cwd=tmp_path, selected="big")
+        async with app.run_test(size=(120, 40)) as pilot:
+            assert app.selected_row().name == "big"
+            await pilot.press("n")
+            await until(pilot, lambda: isinstance(app.screen, NewCrawlPrompt), 5)
+            prompt = app.screen
+            prompt.query_one("#new-line").value = f"{small.url} --name fourth -c 1 -o fourth.jsonl"
+            prompt.query_one("#new-secret").value = "--header 'X-Token: s3cr3t-value'"
+            assert "s3cr3t" not in _screen_text(app)
+            await pilot.press("enter")
+            await until(pilot, lambda: "fourth" in board.rows, 60)
+            assert not isinstance(app.screen, NewCrawlPrompt)
+            await wait_status("fourth", lambda s: s["pages"] > 0, 30)
+            assert (tmp_path / "fourth.jsonl").exists()  # relative to the dashboard's directory
+            fourth = await status("fourth")
+            assert b"s3cr3t" not in Path(f"/proc/{fourth['pid']}/cmdline").read_bytes()
+
+            # SIGKILL small: lost, once, and its socket removed
+            os.kill(small_pid, signal.SIGKILL)
+            await wait_gone(small_pid)
+            await until(pilot, lambda: board.rows["small"].how == "lost", 15)
+            assert "lost" in line(app, "small")
+            await until(pilot, lambda: not (rundir / "small").exists(), 5)
+
+            # k stops the selected crawl, after a yes; it stays listed with how it ended
+            await select(pilot, app, "fourth")
+            await pilot.press("k")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmStop), 5)
+            await pilot.press("y")
+            await until(pilot, lambda: board.rows["fourth"].how == "stopped", 30)
+            assert "stopped (top)" in line(app, "fourth")
+            await wait_gone(fourth["pid"])
+            # x dismisses it, here and for every dashboard
+            await select(pilot, app, "fourth")
+            await pilot.press("x")
+            await until(pilot, lambda: "fourth" not in app.table.row_keys(), 5)
+            assert "fourth" not in ended.read_all()
+            await pilot.press("q")
+        await board.close()
+
+        # A dashboard opened later still sees how the others ended (the summaries they left).
+        rc, _, err = await cli("ctl", "demo", "stop")
+        assert rc == 0, err
+        await asyncio.sleep(0.1)
+        later = Board()
+        await wait_status_gone("demo")
+        await later.tick()
+        try:
+            assert later.rows["demo"].how == "stopped" and later.rows["demo"].by == "crawltop ctl"
+            assert later.rows["demo"].summary is not None and later.rows["demo"].summary.pages > 0
+            assert later.rows["small"].how == "lost"
+            assert later.rows["big"].live
+        finally:
+            await later.close()
+        records = json.loads((rundir / ".ended" / "demo.json").read_text())
+        assert records["summary"]["outcomes"]["fetched"] > 0
+
+
+async def wait_status_gone(name: str, timeout: float = 30) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while (Path(os.environ["CRAWLTOP_RUN_DIR"]) / name).exists():
+        assert loop.time() < deadline, f"{name} still listening"
+        await asyncio.sleep(0.1)
+
+
+def _screen_text(app: TopApp) -> str:
+    """Everything the screen shows now (its SVG screenshot: the text is in it, escaped)."""
+    return app.export_screenshot()
+
+
+@needs_tmux
+async def test_dashboard_in_tmux(site: str, rundir: Path, tmux: Tmux) -> None:
+    """`crawltop` alone in a real terminal: keys sent to the pane, the pane captured."""
+    await detached("crawl", site, "--name", "one", "-c", "2")
+    await detached("crawl", site, "--name", "two", "-c", "2")
+    tmux.new(shlex.join([sys.executable, "-m", "crawltop.cli"]), 100, 30)
+    await until_screen(tmux, lambda s: "one" in s and "two" in s and s.count("RUNNING") >= 2, "both crawls")
+    tmux.run("send-keys", "p")  # the first row (one) is selected
+    await wait_status("one", lambda s: s["state"] == "PAUSED", 15)
+    assert (await status("two"))["state"] == "RUNNING"
+    await until_screen(tmux, lambda s: "PAUSED" in s, "PAUSED on the dashboard")
+
+    tmux.run("send-keys", "Enter")  # its monitor, the screen of attach
+    await until_screen(tmux, lambda s: "Workers 2" in s, "the monitor of one")
+    await wait_status("one", lambda s: s["clients"] >= 2, 15)  # the dashboard's link and the monitor
+    tmux.run("send-keys", "Escape")  # back to the list
+    await until_screen(tmux, lambda s: "pages/s" in s and "sorted by name" in s, "the dashboard again")
+    await wait_status("one", lambda s: s["clients"] == 1, 15)  # the monitor is gone, the crawl goes on
+    tmux.run("send-keys", "q")
+    await until_screen(tmux, lambda s: "sorted by name" not in s, "the dashboard closed")
+    assert (await status("one"))["state"] == "PAUSED" and (await status("two"))["state"] == "RUNNING"
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    t = Tmux()
+    yield t
+    t.kill_server()
+
+
+async def until_screen(tmux: Tmux, cond, what: str, timeout: float = 60) -> str:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        screen = tmux.screen()
+        if cond(screen):
+            return screen
+        assert loop.time() < deadline, f"never saw {what}:\n{screen}"
+        await asyncio.sleep(0.3)

@@ -1,0 +1,35 @@
+"""A tmux server of its own for the tests of real terminals (issues 20 and 30)."""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import uuid
+
+import pytest
+
+# CI (.ci/run) installs tmux: there the tmux tests must run, never skip.
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None and not os.environ.get("CI"),
+                                reason="tmux is not installed (apt-get install tmux; CI installs it and runs this)")
+
+
+class Tmux:
+    """A tmux server of its own (-L), killed at the end whatever happened."""
+
+    def __init__(self) -> None:
+        self.sock = f"ct20-{uuid.uuid4().hex[:8]}"
+
+    def run(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null", *args],
+                              capture_output=True, text=True, timeout=30).stdout
+
+    def new(self, command: str, width: int = 100, height: int = 30) -> None:
+        env = " ".join(f"{k}={shlex.quote(os.environ[k])}" for k in ("CRAWLTOP_RUN_DIR", "XDG_STATE_HOME"))
+        self.run("new", "-d", "-x", str(width), "-y", str(height), f"env {env} {command}")
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p")
+
+    def kill_server(self) -> None:
+        subprocess.run(["tmux", "-L", self.sock, "kill-server"], capture_output=True, timeout=30)

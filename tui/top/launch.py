@@ -1,0 +1,83 @@
+"""The dashboard's `n`: start a crawl, detached, from what was typed in the prompt.
+
+It runs `crawltop crawl ARGS --detach` as a child process in the directory the dashboard
+was started in, so relative paths (`-o`, `--state`, `--warc`, `--save-cookies`) mean what
+they would have meant on the command line there. `--header` and `--proxy` are typed in a
+field of their own that shows nothing; they reach the crawl through the environment, as a
+detaching parent passes them (core/secrets.py SECRET_ARGS), never on a command line, a
+screen or in this process's memory after the start.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from ...core.monitor.sanitize import clean
+from ...core.secrets import SECRET_ARGS, SECRET_OPTIONS
+
+START_TIMEOUT = 120.0
+
+
+def parse_command(text: str) -> list[str]:
+    """The visible field's words: a URL and options, as after `crawltop crawl`. ValueError
+    with the reason when it cannot be used (a secret option typed in the open, bad quoting)."""
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise ValueError(f"cannot read that line: {exc}") from None
+    if words[:1] == ["crawltop"]:
+        words = words[1:]
+    if words[:1] == ["crawl"]:
+        words = words[1:]
+    if not words:
+        raise ValueError("type a URL, and options as on the command line")
+    for w in words:
+        if w.split("=", 1)[0] in SECRET_OPTIONS:
+            raise ValueError(f"type {w.split('=', 1)[0]} in the hidden field below, not here (it would show)")
+        if w in ("--detach", "--headless"):
+            raise ValueError(f"{w} is implied: a crawl started here is always detached")
+    return words
+
+
+def parse_secrets(text: str) -> list[str]:
+    """The hidden field's words: only --header and --proxy with their values."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        raise ValueError("cannot read the hidden field (check its quotes)") from None
+    it = iter(words)
+    for w in it:
+        name = w.split("=", 1)[0]
+        if name not in SECRET_OPTIONS:
+            raise ValueError("the hidden field takes only --header and --proxy")
+        if "=" not in w and next(it, None) is None:
+            raise ValueError(f"{name} needs a value")
+    return words
+
+
+async def start_crawl(args: list[str], secrets: list[str], cwd: Path) -> tuple[bool, str]:
+    """(True, the crawl's name) once it listens, or (False, the one-line reason it did not start)."""
+    env = dict(os.environ)
+    env[SECRET_ARGS] = json.dumps(secrets)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "crawltop.cli", "crawl", *args, "--detach", cwd=str(cwd), env=env,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    except OSError as exc:
+        return False, f"could not run crawltop: {exc}"
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), START_TIMEOUT)
+    except TimeoutError:
+        proc.kill()
+        return False, "the crawl did not start in time"
+    finally:
+        env.pop(SECRET_ARGS, None)
+    if proc.returncode == 0 and out.strip():
+        return True, clean(out.decode(errors="replace").strip().splitlines()[-1], 80)
+    lines = [line for line in err.decode(errors="replace").splitlines() if line.strip()]
+    why = lines[-1] if lines else f"crawltop exited with {proc.returncode}"
+    return False, clean(why.removeprefix("crawltop: error: "), 300)
