@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.secrets import SECRET_ARGS, SECRET_OPTIONS
+from ..core.secrets import SECRET_ARGS, secret_option
 from ..core.sockets.rundir import state_dir
 from .listen import DETACH_FD, DETACH_LOG
 
@@ -71,12 +71,12 @@ def _split_secrets(args: list[str]) -> tuple[list[str], list[str]]:
     hidden: list[str] = []
     it = iter(args)
     for a in it:
-        if a in SECRET_OPTIONS:
-            hidden += [a, next(it, "")]
-        elif a.split("=", 1)[0] in SECRET_OPTIONS and "=" in a:
-            hidden.append(a)
-        else:
+        if secret_option(a) is None:
             keep.append(a)
+        elif "=" in a:
+            hidden.append(a)
+        else:  # any prefix (`--prox URL`): hidden too, though the parser refuses abbreviations
+            hidden += [a, next(it, "")]
     return keep, hidden
 
 

@@ -23,7 +23,13 @@ _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
 
 
 class Parser(argparse.ArgumentParser):
-    """Usage errors are one line and exit 2, without the usage dump."""
+    """Usage errors are one line and exit 2, without the usage dump. No abbreviations:
+    `--prox URL` taken as `--proxy` would slip past the checks that keep secrets off
+    command lines and screens (cli/detach.py, tui/top/launch.py)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"crawltop: error: {message}\n")

@@ -32,6 +32,19 @@ _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # CR, LF, NUL... (tab is a
 _known: set[str] = set()  # secret strings, for scrub()
 
 
+def secret_option(word: str) -> str | None:
+    """The secret option `word` names (`--proxy`, `--prox=URL`, `--he`...), or None.
+
+    Any prefix counts, as an abbreviating parser would take it: the CLI refuses abbreviations
+    (allow_abbrev=False), but the checks that keep secrets off screens and command lines must
+    not depend on that alone.
+    """
+    name = word.split("=", 1)[0]
+    if len(name) < 3 or not name.startswith("--"):
+        return None
+    return next((o for o in SECRET_OPTIONS if o.startswith(name)), None)
+
+
 def parse_header(text: str) -> tuple[str, str]:
     """`Name: value` -> (name, value); UsageError (exit 2) for anything else."""
     name, sep, value = text.partition(":")

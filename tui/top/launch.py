@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from ...core.monitor.sanitize import clean
-from ...core.secrets import SECRET_ARGS, SECRET_OPTIONS
+from ...core.secrets import SECRET_ARGS, SECRET_OPTIONS, secret_option
 
 START_TIMEOUT = 120.0
 
@@ -36,8 +36,9 @@ def parse_command(text: str) -> list[str]:
     if not words:
         raise ValueError("type a URL, and options as on the command line")
     for w in words:
-        if w.split("=", 1)[0] in SECRET_OPTIONS:
-            raise ValueError(f"type {w.split('=', 1)[0]} in the hidden field below, not here (it would show)")
+        hidden = secret_option(w)
+        if hidden is not None:
+            raise ValueError(f"type {hidden} in the hidden field below, not here (it would show)")
         if w in ("--detach", "--headless"):
             raise ValueError(f"{w} is implied: a crawl started here is always detached")
     return words
@@ -52,7 +53,7 @@ def parse_secrets(text: str) -> list[str]:
     it = iter(words)
     for w in it:
         name = w.split("=", 1)[0]
-        if name not in SECRET_OPTIONS:
+        if name not in SECRET_OPTIONS:  # exactly: the crawl's parser refuses abbreviations
             raise ValueError("the hidden field takes only --header and --proxy")
         if "=" not in w and next(it, None) is None:
             raise ValueError(f"{name} needs a value")
