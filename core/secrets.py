@@ -70,8 +70,8 @@ def split_proxy(url: str) -> tuple[str, str | None, str | None]:
     try:
         parts = urlsplit(url.strip())
         port = parts.port
-    except ValueError as exc:
-        raise UsageError(f"bad --proxy URL: {exc}") from None
+    except ValueError:  # its text may quote the password ("...cast to integer value as 'pa55w0rd'")
+        raise UsageError("bad --proxy URL: want http://[USER:PASSWORD@]HOST[:PORT] with a numeric port") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError("--proxy wants http://[USER:PASSWORD@]HOST[:PORT] (or https://)")
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"

@@ -45,3 +45,18 @@ def test_the_cli_refuses_an_abbreviated_secret_option(tmp_path: Path) -> None:
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     assert "unrecognized arguments" in proc.stderr
     assert not list((tmp_path / "xdg").rglob("*.log"))  # nothing was started
+
+
+def test_a_bad_proxy_url_does_not_echo_its_password(tmp_path: Path) -> None:
+    from crawltop.core.errors import UsageError
+    from crawltop.core.secrets import split_proxy
+    with pytest.raises(UsageError) as info:
+        split_proxy(f"http://user:{PW}")  # no @ (or a / in it): urlsplit: "port could not be cast ... as '<password>'"
+    assert "S3CRET" not in str(info.value) and "bad --proxy URL" in str(info.value)
+    env = {"CRAWLTOP_RUN_DIR": str(tmp_path / "run"), "XDG_STATE_HOME": str(tmp_path / "xdg"),
+           "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-m", "crawltop.cli", "crawl", "http://127.0.0.1:9/", "--proxy",
+                           f"http://user:{PW}", "--headless"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and "bad --proxy URL" in proc.stderr, proc.stderr
+    assert "S3CRET" not in proc.stdout + proc.stderr
