@@ -65,7 +65,8 @@ def spawn(argv: Sequence[str]) -> int:
 
 def _split_secrets(args: list[str]) -> tuple[list[str], list[str]]:
     """(args, the --header and --proxy options): the child gets those in its environment,
-    which only its user can read, not on its command line, which `ps` shows everyone for
+    which only its user and root can read (/proc/PID/environ, for the child's whole life:
+    popping it from os.environ does not erase it), not on its command line, which `ps` shows everyone for
     as long as the crawl runs (issue 21)."""
     keep: list[str] = []
     hidden: list[str] = []
@@ -81,7 +82,8 @@ def _split_secrets(args: list[str]) -> tuple[list[str], list[str]]:
 
 
 def hidden_args() -> list[str]:
-    """The secret options a detaching parent handed over (once: then gone from the env)."""
+    """The secret options a detaching parent handed over. Popped so that children of this
+    process do not inherit them; /proc/PID/environ still holds them (user and root only)."""
     raw = os.environ.pop(SECRET_ARGS, None)
     return [str(a) for a in json.loads(raw)] if raw else []
 

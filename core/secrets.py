@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 REDACTED = "REDACTED"
 # The options whose values never go on a command line (`ps` shows it to everyone): a detaching
 # parent (cli/detach.py) and the dashboard's `n` (tui/top/launch.py) pass them to the crawl in
-# this environment variable, as a JSON list, which only its user can read.
+# this environment variable, as a JSON list, which only its user and root can read
+# (/proc/PID/environ keeps it for the crawl's life, even after os.environ.pop).
 SECRET_OPTIONS = ("--header", "--proxy")
 SECRET_ARGS = "CRAWLTOP_SECRET_ARGS"
 # Credential headers: sent only to the roots' hosts (or --header-host), redacted everywhere.

@@ -3,9 +3,11 @@
 It runs `crawltop crawl ARGS --detach` as a child process in the directory the dashboard
 was started in, so relative paths (`-o`, `--state`, `--warc`, `--save-cookies`) mean what
 they would have meant on the command line there. `--header` and `--proxy` are typed in a
-field of their own that shows nothing; they reach the crawl through the environment, as a
-detaching parent passes them (core/secrets.py SECRET_ARGS), never on a command line, a
-screen or in this process's memory after the start.
+field of their own that shows nothing; they reach the crawl through its environment, as a
+detaching parent passes them (core/secrets.py SECRET_ARGS), never on a command line or a
+screen. The environment of the crawl's own process keeps them for its life (/proc/PID/environ,
+readable by the same user and root only: os.environ.pop does not erase it); this process
+drops its copy once the child is started, though Python may not overwrite the memory.
 """
 from __future__ import annotations
 
