@@ -8,7 +8,6 @@ board (core/dashboard/board.py), so its links and its list of ended crawls carry
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -17,8 +16,6 @@ from pathlib import Path
 from ...core.errors import UsageError
 from ...core.monitor.sanitize import clean
 from ...core.sockets.rundir import run_dir
-
-NICE = 5  # as attach: on a busy machine the crawls come first
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -49,8 +46,7 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
         cluster.client(args.redis)  # a bad URL: one line and exit 2, before the screen
     import asyncio
 
-    with contextlib.suppress(OSError):
-        os.nice(NICE)
+    # No os.nice here (unlike attach): crawls started with `n` are its children and would inherit it.
     return asyncio.run(dashboard(can_start=not args.no_start, cwd=Path.cwd(), redis=args.redis))
 
 
