@@ -60,3 +60,17 @@ def test_a_bad_proxy_url_does_not_echo_its_password(tmp_path: Path) -> None:
                           timeout=60)
     assert proc.returncode == 2 and "bad --proxy URL" in proc.stderr, proc.stderr
     assert "S3CRET" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("flag", ["-h", "--help", "--version"])
+def test_the_prompt_refuses_help_and_version(flag: str) -> None:
+    with pytest.raises(ValueError, match="starts no crawl"):
+        parse_command(f"http://127.0.0.1:9/ {flag}")
+
+
+async def test_a_start_that_prints_no_crawl_name_is_not_a_success(tmp_path: Path, monkeypatch) -> None:
+    from crawltop.tui.top.launch import start_crawl
+    monkeypatch.setenv("CRAWLTOP_RUN_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    ok, why = await start_crawl(["--help"], [], tmp_path)  # past the prompt's check: exit 0, help on stdout
+    assert not ok and "nothing was started" in why, why

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ...core.monitor.sanitize import clean
 from ...core.secrets import SECRET_ARGS, SECRET_OPTIONS, secret_option
+from ...core.sockets.rundir import NAME
 
 START_TIMEOUT = 120.0
 
@@ -41,6 +42,8 @@ def parse_command(text: str) -> list[str]:
         hidden = secret_option(w)
         if hidden is not None:
             raise ValueError(f"type {hidden} in the hidden field below, not here (it would show)")
+        if w in ("-h", "--help", "--version"):
+            raise ValueError(f"{w} starts no crawl: run `crawltop crawl --help` in a shell")
         if w in ("--detach", "--headless"):
             raise ValueError(f"{w} is implied: a crawl started here is always detached")
     return words
@@ -79,8 +82,11 @@ async def start_crawl(args: list[str], secrets: list[str], cwd: Path) -> tuple[b
         return False, "the crawl did not start in time"
     finally:
         env.pop(SECRET_ARGS, None)
-    if proc.returncode == 0 and out.strip():
-        return True, clean(out.decode(errors="replace").strip().splitlines()[-1], 80)
+    name = out.decode(errors="replace").strip().rpartition("\n")[2].strip()
+    if proc.returncode == 0 and NAME.fullmatch(name):
+        return True, name
+    if proc.returncode == 0:  # something else on stdout (help text): no crawl was started
+        return False, "crawltop printed no crawl name: nothing was started"
     lines = [line for line in err.decode(errors="replace").splitlines() if line.strip()]
     why = lines[-1] if lines else f"crawltop exited with {proc.returncode}"
     return False, clean(why.removeprefix("crawltop: error: "), 300)
