@@ -209,17 +209,17 @@ class Board:
     def _load_ended(self) -> None:
         records = ended.read_all()
         for name, rec in records.items():
-            at = float(rec.get("ended") or 0.0)
+            at = float(rec.get("ended") or 0.0)  # (a float: ended.read_all checks each field)
             if name in self.links or self._dismissed.get(name) == at:
                 continue
             row = self.rows.get(name)
             if row is not None and not row.live and self._ended_seen.get(name) == at:
                 continue
-            self._ended_seen[name] = at
             try:
                 summary = from_wire(rec["summary"]) if rec["summary"] else None
             except (KeyError, TypeError, ValueError):
-                summary = None
+                continue  # not a summary this dashboard can draw: skip the file, as read_all does
+            self._ended_seen[name] = at
             self.rows[name] = Row(name, root=str(rec.get("root", "")), pid=int(rec.get("pid") or 0),
                                   started=float(rec.get("started") or 0.0), summary=summary,
                                   how=str(rec.get("how") or "done"), by=str(rec.get("by") or ""), ended=at)

@@ -72,13 +72,41 @@ def to_wire(summary: Summary) -> dict[str, Any]:
     return out
 
 
+_INTS = frozenset(("pages", "records", "queued", "seen", "concurrency", "requisites", "externals"))
+_FLOATS = frozenset(("elapsed", "rate_now", "rate_avg"))
+_COUNTS = frozenset(("outcomes", "fetched_classes", "host_counts"))
+_LIMIT = 1e15  # no counter or duration of a real crawl comes near: anything past it is not a summary
+
+
+def _number(value: Any, kind: type) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not -_LIMIT < value < _LIMIT:
+        raise ValueError("not a number in range")  # (NaN fails the comparison too)
+    return kind(value)
+
+
 def from_wire(data: dict[str, Any]) -> Summary:
     """A Summary from its wire form; unknown fields are left out, missing ones keep their
-    defaults (an engine a version apart still shows its row). KeyError if the required ones are missing."""
-    kwargs = {k: v for k, v in data.items() if k in FIELDS}
-    if "spark" in kwargs:
-        kwargs["spark"] = tuple(int(v) for v in kwargs["spark"])
-    for name in ("outcomes", "fetched_classes", "host_counts"):
-        if name in kwargs and not isinstance(kwargs[name], dict):
-            kwargs[name] = {}
+    defaults (an engine a version apart still shows its row). KeyError if the required ones
+    are missing; ValueError if a field is not of its type (a hand-edited or foreign `.ended`
+    file, a damaged Redis row): every field is checked, so a row that is shown can be drawn."""
+    if not isinstance(data, dict):
+        raise ValueError("a summary is a JSON object")
+    kwargs: dict[str, Any] = {}
+    for k, v in data.items():
+        if k in _INTS:
+            kwargs[k] = _number(v, int)
+        elif k in _FLOATS:
+            kwargs[k] = _number(v, float)
+        elif k in _COUNTS:
+            if not isinstance(v, dict):
+                raise ValueError(f"{k}: not an object")
+            kwargs[k] = {str(n): _number(c, int) for n, c in v.items()}
+        elif k == "spark":
+            if not isinstance(v, list | tuple):
+                raise ValueError("spark: not a list")
+            kwargs[k] = tuple(_number(c, int) for c in v[-SPARK:])
+        elif k in ("state", "notice"):
+            if not isinstance(v, str):
+                raise ValueError(f"{k}: not a string")
+            kwargs[k] = v
     return Summary(**kwargs)

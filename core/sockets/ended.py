@@ -75,13 +75,42 @@ def read_all() -> dict[str, dict[str, Any]]:
             st = entry.stat(follow_symlinks=False)
             if not entry.is_file(follow_symlinks=False) or st.st_uid != os.getuid() or st.st_size > MAX_BYTES:
                 continue
-            with open(entry.path, encoding="utf-8") as f:
-                record = json.load(f)
-        except (OSError, ValueError):
+            record = _checked(_read(entry.path))
+        except (OSError, ValueError, RecursionError):  # RecursionError: [[[[... nested deep
             continue
-        if isinstance(record, dict) and isinstance(record.get("summary"), dict):
+        if record is not None:
             record["name"] = name
             out[name] = record
+    return out
+
+
+def _read(path: str) -> Any:
+    """The JSON in `path`: never through a symlink (swapped in after the stat), never more than
+    MAX_BYTES (it grew after the stat)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise ValueError("too big")
+    return json.loads(data.decode("utf-8"))
+
+
+def _checked(record: Any) -> dict[str, Any] | None:
+    """The record with each field of its type, or None: a file not written by write()."""
+    if not isinstance(record, dict) or not isinstance(record.get("summary"), dict):
+        return None
+    out: dict[str, Any] = {"summary": record["summary"]}
+    for key, kind in (("root", str), ("how", str), ("by", str), ("pid", int),
+                      ("started", float), ("ended", float)):
+        value = record.get(key)
+        if value is None:
+            continue
+        if kind is str and not isinstance(value, str):
+            return None
+        if kind is not str and (isinstance(value, bool) or not isinstance(value, int | float)
+                                or not 0 <= value < 1e13):
+            return None
+        out[key] = kind(value)
     return out
 
 
