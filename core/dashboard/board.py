@@ -56,6 +56,7 @@ class Row:
     how: str = ""  # "" while it runs; else done, stopped, failed, lost
     by: str = ""  # who stopped it
     ended: float | None = None
+    problem: str = ""  # a live row whose numbers are not current: "not answering", "bad data"
 
     @property
     def live(self) -> bool:
@@ -68,6 +69,8 @@ class Row:
             return f"stopped ({self.by.removeprefix('crawltop ')})" if self.by else "stopped"
         if self.how:
             return self.how
+        if self.problem:
+            return self.problem
         return self.summary.state if self.summary is not None else "starting"
 
 
@@ -123,7 +126,13 @@ class Board:
                 self._redis_scanned = now
                 for name in await names(self._redis):
                     self._shared.setdefault(name, RedisCrawl(name))
-            await asyncio.gather(*(c.read(self._redis, now) for c in self._shared.values()))
+            crawls = list(self._shared.values())
+            results = await asyncio.gather(*(c.read(self._redis, now) for c in crawls), return_exceptions=True)
+            for c, result in zip(crawls, results, strict=True):
+                if isinstance(result, RedisError | OSError):
+                    raise result
+                # anything else is this crawl's data (a row not in the shape engines write): its row says so
+                c.problem = "bad data" if isinstance(result, Exception) else ""
             self.redis_problem = ""
         except (RedisError, OSError, ValueError) as exc:
             self.redis_problem = f"Redis at {self.redis_url}: {exc}"[:200]
@@ -133,7 +142,7 @@ class Board:
             if how and key in self._dismissed:
                 continue
             self.rows[key] = Row(key, root=c.root, started=c.started, mode="redis", paused=c.paused,
-                                 summary=c.summary, how=how)
+                                 summary=c.summary, how=how, problem=c.problem)
 
     def look_now(self) -> None:
         """Look at the run directory at the next tick (a crawl was just started)."""

@@ -35,6 +35,7 @@ class RedisCrawl:
         self.root = ""
         self.started = 0.0
         self.summary: Summary | None = None
+        self.problem = ""  # set by the board when read() raised on this crawl's data
         self.paused = False
         self._spark: deque[int] = deque(maxlen=SPARK)
         self._sampled = 0.0

@@ -45,3 +45,37 @@ async def test_shared_crawl_is_a_row_and_its_keys_steer_it(site: str, rundir: Pa
         await board.close()
     rc, _, _ = await cli("ctl", local, "status")
     assert rc != 0 or (await status(local))["state"] in ("STOPPING", "DONE")
+
+
+async def test_bad_data_in_redis_marks_its_row_and_spares_the_others(rundir: Path, redis_url: str) -> None:
+    """A crawl's rows in a real Redis not in the shape engines write (a null process row, a
+    non-numeric count): that crawl's row says "bad data", the good one beside it shows its numbers."""
+    import json
+    import time
+
+    import redis.asyncio as aioredis
+
+    from crawltop.core.cluster.keys import Keys
+
+    r = aioredis.Redis.from_url(redis_url)
+    meta = {"status": "running", "roots": json.dumps(["http://127.0.0.1:9/"]), "created": str(time.time())}
+    good = json.dumps({"host": "h", "pid": 1, "state": "RUNNING", "workers": 2, "busy": 1, "pages": 42, "rate": 1.0})
+    for name, procs in (("nullrow", {"p1": "null"}), ("nonnum", {"p1": json.dumps({"pages": "many"})}),
+                        ("fine", {"p1": good})):
+        k = Keys(name)
+        await r.hset(k.meta, mapping=meta)
+        await r.hset(k.procs, mapping=procs)
+    await r.hset(Keys("fine").count, mapping={"records": "x"})  # a non-numeric count: bad too
+    await r.hset(Keys("fine2").meta, mapping=meta)
+    await r.hset(Keys("fine2").procs, mapping={"p1": good})
+    board = Board(redis_url)
+    try:
+        await board.tick()
+        assert board.redis_problem == ""
+        for name in ("nullrow", "nonnum", "fine"):
+            assert board.rows[f"{name}@redis"].state == "bad data", name
+        assert board.rows["fine2@redis"].state == "RUNNING"
+        assert board.rows["fine2@redis"].summary is not None and board.rows["fine2@redis"].summary.pages == 42
+    finally:
+        await board.close()
+        await r.aclose()
