@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.ctl import cli, status, wait_status
+from support.ctl import cli, wait_gone, wait_status
 from support.wait import until
 
+from crawltop.core.cluster.keys import Keys
 from crawltop.core.dashboard.board import Board
 from crawltop.tui.top.app import TopApp
 
@@ -20,7 +21,7 @@ async def test_shared_crawl_is_a_row_and_its_keys_steer_it(site: str, rundir: Pa
                              "--detach")
     assert rc == 0, err
     local = out.strip()  # the engine's own socket, named after the crawl
-    await wait_status(local, lambda s: s["pages"] > 3)
+    pid = (await wait_status(local, lambda s: s["pages"] > 3))["pid"]
     board = Board(redis_url)
     app = TopApp(board, cwd=rundir)
     try:
@@ -43,8 +44,14 @@ async def test_shared_crawl_is_a_row_and_its_keys_steer_it(site: str, rundir: Pa
             assert "stopped" in app.table.line_of("shared@redis")
     finally:
         await board.close()
-    rc, _, _ = await cli("ctl", local, "status")
-    assert rc != 0 or (await status(local))["state"] in ("STOPPING", "DONE")
+    await wait_gone(pid, 60)  # the stop reached the engine: it finished and exited
+    import redis
+
+    r = redis.Redis.from_url(redis_url)
+    try:
+        assert r.hget(Keys("shared").meta, "status") == b"stopped"
+    finally:
+        r.close()
 
 
 async def test_bad_data_in_redis_marks_its_row_and_spares_the_others(rundir: Path, redis_url: str) -> None:
@@ -54,8 +61,6 @@ async def test_bad_data_in_redis_marks_its_row_and_spares_the_others(rundir: Pat
     import time
 
     import redis.asyncio as aioredis
-
-    from crawltop.core.cluster.keys import Keys
 
     r = aioredis.Redis.from_url(redis_url)
     meta = {"status": "running", "roots": json.dumps(["http://127.0.0.1:9/"]), "created": str(time.time())}
