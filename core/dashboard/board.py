@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import RemoteError
 from ..monitor.summary import Summary, from_wire, to_wire
 from ..sockets import ended
-from ..sockets.rundir import NAME, clean_stale, run_dir
+from ..sockets.rundir import NAME, clean_stale, is_live, run_dir
 from ..sockets.watch import Link
 
 if TYPE_CHECKING:  # redis is imported only by a board given a Redis URL
@@ -90,10 +90,18 @@ class Board:
         self._read_ended = -ENDED_SCAN
         self._ended_seen: dict[str, float] = {}  # name -> the ended time shown
         self._dismissed: dict[str, float] = {}  # name -> the ended time dismissed here
+        # One tick at a time: the refresh loop and a key's refresh_now() must not both scan
+        # (two Links for one crawl) nor both handle an ended one (deleted twice).
+        self._ticking = asyncio.Lock()
 
     async def tick(self, now: float | None = None, shown: set[str] | None = None) -> None:
         """Ask the live crawls for their summaries (those not `shown` on the screen only every
-        HIDDEN seconds); look for new and ended crawls now and then."""
+        HIDDEN seconds); look for new and ended crawls now and then. Ticks never overlap: a
+        second caller waits for the first, then ticks itself."""
+        async with self._ticking:
+            await self._tick(now, shown)
+
+    async def _tick(self, now: float | None, shown: set[str] | None) -> None:
         now = time.monotonic() if now is None else now
         if now - self._scanned >= SCAN:
             self._scanned = now
@@ -185,6 +193,7 @@ class Board:
             row = self.rows[link.name] = Row(link.name)
         row.root, row.pid, row.started = link.root, link.pid, link.started
         row.mode, row.paused = link.mode, link.paused
+        row.problem = "" if link.answering else "not answering"
         if link.summary is not None:
             row.summary = link.summary
 
@@ -192,7 +201,10 @@ class Board:
         del self.links[name]
         self._show_link(link)
         await link.close()
-        if link.lost:
+        if link.lost and await asyncio.to_thread(is_live, link.path):
+            # only this connection dropped, the crawl still listens: connect again at the next tick
+            self._scanned = -SCAN
+        elif link.lost:
             with contextlib.suppress(OSError):
                 clean_stale(link.path)
             self._lost(name, self.rows.get(name))

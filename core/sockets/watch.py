@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from .client import pump
 from .protocol import MAX_REPLY, PROTOCOL, SnapshotDecoder, decode, encode
 
 CLIENT = "crawltop top"
+REQUEST_TIMEOUT = 5.0  # seconds a command, or a summary, may take: then the crawl is "not answering"
 
 
 class Link:
@@ -45,6 +47,7 @@ class Link:
         self._next = 0
         self._pending: dict[int, tuple[str, asyncio.Future[Any] | None]] = {}
         self._asking = False
+        self._asked_at = 0.0  # (monotonic) when the summary request in flight was written
         self._op = "summary"  # "status" for an engine older than the summary request (its fields suffice)
         self._task = asyncio.create_task(self._read(), name=f"crawltop-watch-{self.name}")
 
@@ -77,13 +80,26 @@ class Link:
         """A summary request, unless one is still in flight."""
         if not self._asking and self.connected:
             self._asking = True
+            self._asked_at = time.monotonic()
             self._send(self._op, {}, None)
 
+    @property
+    def answering(self) -> bool:
+        """False while a summary request has waited REQUEST_TIMEOUT or more (a stopped or hung
+        crawl: its socket accepts, nobody reads). Its reply, when it comes, clears this."""
+        return not self._asking or time.monotonic() - self._asked_at < REQUEST_TIMEOUT
+
     async def request(self, op: str, **args: Any) -> Any:
-        """A command, awaited: its result; RemoteError on an error reply or a closed link."""
+        """A command, awaited: its result; RemoteError on an error reply, a closed link or no
+        reply within REQUEST_TIMEOUT. (asyncio.timeout, not wait_for: on 3.11 wait_for can
+        swallow a cancel that comes as the future completes.)"""
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._send(op, args, fut)
-        return await fut
+        try:
+            async with asyncio.timeout(REQUEST_TIMEOUT):
+                return await fut
+        except TimeoutError:
+            raise RemoteError(f"{self.name} is not answering (no reply in {REQUEST_TIMEOUT:g} s)") from None
 
     def _send(self, op: str, args: dict[str, Any], fut: asyncio.Future[Any] | None) -> None:
         if not self.connected:
@@ -121,7 +137,7 @@ class Link:
             if not message.get("ok") and "unknown command" in str(message.get("error")):
                 self._op = "status"  # an older engine: its status carries a summary's fields
         if not message.get("ok"):
-            if fut is not None:
+            if fut is not None and not fut.done():  # (done: it timed out, the reply came late)
                 fut.set_exception(RemoteError(str(message.get("error"))))
             return
         result = message.get("result")

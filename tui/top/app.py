@@ -226,6 +226,11 @@ class TopApp(App[Open | None]):
             return None
         return row.name
 
+    def _command(self, name: str, op: str, done: str | None = None, **args: Any) -> None:
+        """A key's command, in a worker: the keys stay live while a crawl is slow to answer
+        (Link.request gives up after core/sockets/watch.py REQUEST_TIMEOUT)."""
+        self.run_worker(self._send(name, op, done, **args), group="commands")
+
     async def _send(self, name: str, op: str, done: str | None = None, **args: Any) -> Any:
         try:
             result = await self.board.command(name, op, **args)
@@ -247,13 +252,13 @@ class TopApp(App[Open | None]):
         name = self._live_name()
         if name is not None:
             self.board.rows[name].paused = True
-            await self._send(name, "pause", f"{name} paused: no new fetches; those in flight finish")
+            self._command(name, "pause", f"{name} paused: no new fetches; those in flight finish")
 
     async def action_resume(self) -> None:
         name = self._live_name()
         if name is not None:
             self.board.rows[name].paused = False
-            await self._send(name, "resume", f"{name} resumed")
+            self._command(name, "resume", f"{name} resumed")
 
     async def _concurrency(self, step: int) -> None:
         name = self._live_name()
@@ -262,7 +267,7 @@ class TopApp(App[Open | None]):
             return
         n = max(1, min(MAX_CONCURRENCY, row.summary.concurrency + step))
         if n != row.summary.concurrency:
-            await self._send(name, "set_concurrency", f"{name}: {n} workers", n=n)
+            self._command(name, "set_concurrency", f"{name}: {n} workers", n=n)
 
     async def action_more(self, step: int = 1) -> None:
         await self._concurrency(step)
@@ -276,9 +281,9 @@ class TopApp(App[Open | None]):
             return
         row = self.board.rows[name]
 
-        async def answer(yes: bool | None) -> None:
+        def answer(yes: bool | None) -> None:
             if yes:
-                await self._send(name, "stop", f"Stop sent to {name}: in-flight work is put back, records flushed")
+                self._command(name, "stop", f"Stop sent to {name}: in-flight work is put back, records flushed")
 
         self.push_screen(ConfirmStop(name, row.summary.queued if row.summary else 0), answer)
 
