@@ -42,6 +42,9 @@ HIDDEN = 2.0
 ENDED_SCAN = 2.0  # and at the ended summaries
 
 
+CRASHED = {"failed": "crashed"}  # an .ended file of an engine before the word changed
+
+
 @dataclass
 class Row:
     """One crawl's line on the dashboard."""
@@ -53,7 +56,7 @@ class Row:
     mode: str = ""
     paused: bool = False
     summary: Summary | None = None
-    how: str = ""  # "" while it runs; else done, stopped, failed, lost
+    how: str = ""  # "" while it runs; else done, stopped, crashed, lost
     by: str = ""  # who stopped it
     ended: float | None = None
     problem: str = ""  # a live row whose numbers are not current: "not answering", "bad data"
@@ -212,7 +215,7 @@ class Board:
             self._load_ended()
             row = self.rows.get(name)
             if row is not None and row.live:
-                row.how, row.ended = ("failed" if link.ended == "failed" else "done"), time.time()
+                row.how, row.ended = ("crashed" if link.ended == "failed" else "done"), time.time()
 
     def _lost(self, name: str, last: Row | None) -> None:
         row = Row(name, how="lost", ended=time.time())
@@ -241,9 +244,10 @@ class Board:
             except (KeyError, TypeError, ValueError):
                 continue  # not a summary this dashboard can draw: skip the file, as read_all does
             self._ended_seen[name] = at
+            how = str(rec.get("how") or "done")
             self.rows[name] = Row(name, root=str(rec.get("root", "")), pid=int(rec.get("pid") or 0),
                                   started=float(rec.get("started") or 0.0), summary=summary,
-                                  how=str(rec.get("how") or "done"), by=str(rec.get("by") or ""), ended=at)
+                                  how=CRASHED.get(how, how), by=str(rec.get("by") or ""), ended=at)
         for name, row in list(self.rows.items()):  # dismissed elsewhere: gone here too
             if not row.live and name not in records and name in self._ended_seen:
                 del self.rows[name]

@@ -2,7 +2,7 @@
 (`crawltop` alone, issue 30) shows how it ended even if nobody was watching at the time.
 
 `<run dir>/.ended/<name>.json` (0600, written atomically): its name, pid, root, when it
-started and ended, how it ended (done, stopped and by what, failed) and its summary
+started and ended, how it ended (done, stopped and by what, crashed) and its summary
 (core/monitor/summary.py). It stays until a dashboard dismisses it, until a crawl of the
 same name ends and writes its own, or until KEEP newer ones push it out. Never part of
 `ls` (a dot directory, not a socket).

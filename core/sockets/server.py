@@ -103,7 +103,7 @@ class ControlServer:
         """The crawl's epitaph in the run directory, for dashboards that were not watching."""
         summary = self.crawler.stats.summary()
         if reason != "ended":
-            how = "failed"
+            how = "crashed"  # not "failed": that word is the outcome of URLs that could not be fetched
         elif self.stopped_by is not None:
             how = "stopped"
         else:

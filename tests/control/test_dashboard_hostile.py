@@ -71,3 +71,12 @@ async def test_hostile_ended_files_are_skipped_and_the_table_draws(rundir: Path,
         assert "321" in app.table.line_of("good")
         await pilot.pause(2.5)  # a few ticks more: still running
         assert app.is_running
+
+
+async def test_a_crashed_crawl_is_crashed_not_failed(rundir: Path) -> None:
+    """"failed" is the outcome column's word (URLs); a crawl that died of an error is "crashed",
+    also from the .ended file of an engine that still wrote "failed"."""
+    ended.write("old", {"summary": GOOD, "ended": time.time(), "how": "failed"})
+    board = Board()
+    await board.tick()
+    assert board.rows["old"].state == "crashed"

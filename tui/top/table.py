@@ -17,7 +17,7 @@ from ..widgets.table import Cell, Col, DiffTable, cell
 
 SPARK_CELLS = 8
 STATE_STYLE = {"RUNNING": "$success", "PAUSED": "$warning", "STOPPING": "$warning", "starting": "dim",
-               "done": "", "failed": "bold $error", "lost": "bold $error",
+               "done": "", "crashed": "bold $error", "lost": "bold $error",
                "not answering": "bold $warning", "bad data": "bold $warning"}
 
 
