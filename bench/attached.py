@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fcntl
 import os
-import pty
 import statistics
-import struct
 import subprocess
 import sys
-import termios
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import InPty  # noqa: E402 (bench/ put on sys.path just above)
 
 # The noqa E402 below: the package is imported after REPO, where the script has always had it.
 from crawltop.core import CrawlConfig, Crawler  # noqa: E402
@@ -35,33 +33,16 @@ from crawltop.core.sockets.rundir import claim  # noqa: E402
 from crawltop.core.sockets.server import ControlServer  # noqa: E402
 
 
-class Monitor:
-    """`crawltop attach NAME` in a 120x40 pty; `cat` drains what it draws."""
+class Monitor(InPty):
+    """`crawltop attach NAME` in a 120x40 pty."""
 
     def __init__(self, name: str) -> None:
-        self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        env = dict(os.environ, TERM="xterm-256color")
-        self.proc = subprocess.Popen([sys.executable, "-m", "crawltop.cli", "attach", name],
-                                     stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
-        os.close(slave)
-        self.drain = subprocess.Popen(["cat"], stdin=self.master, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL)  # EIO when the pty closes
+        super().__init__([sys.executable, "-m", "crawltop.cli", "attach", name])
 
     def cpu(self) -> float:
         """CPU seconds the monitor process has used so far (user + system)."""
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(") ", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def press(self, key: bytes) -> None:
-        os.write(self.master, key)
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-        self.drain.kill()
-        self.drain.wait()
-        os.close(self.master)
 
 
 POLL = """import sys, time

@@ -5,15 +5,19 @@ as a separate child process so that wall time, CPU time and peak RSS are per too
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
 import shutil
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -404,6 +408,30 @@ def fmt_table(rows: list[list[str]], header: list[str]) -> str:
 # --------------------------------------------------------------------------- CPU accounting
 
 _TICK = os.sysconf("SC_CLK_TCK")
+
+
+class InPty:
+    """A command in a 120x40 pty, as on a terminal; `cat` drains what it draws (EIO when the
+    pty closes). bench/attached.py and bench/dashboard.py run their screens in one."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        env = dict(os.environ, TERM="xterm-256color")
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+        os.close(slave)
+        self.drain = subprocess.Popen(["cat"], stdin=self.master, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+
+    def press(self, key: bytes) -> None:
+        os.write(self.master, key)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.drain.kill()
+        self.drain.wait()
+        os.close(self.master)
 
 
 def proc_tree_cpu(pid: int) -> float:

@@ -19,25 +19,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fcntl
 import json
 import os
-import pty
 import shutil
 import signal
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from common import machine_cpu, proc_tree_cpu  # noqa: E402
+from common import InPty, machine_cpu, proc_tree_cpu  # noqa: E402
 
 from crawltop.core import CrawlConfig, Crawler  # noqa: E402
 from crawltop.core.sockets.rundir import claim  # noqa: E402
@@ -46,27 +42,14 @@ from crawltop.core.sockets.server import ControlServer  # noqa: E402
 CLI = [sys.executable, "-m", "crawltop.cli"]
 
 
-class Dashboard:
-    """`crawltop` (no command) in a 120x40 pty; `cat` drains what it draws."""
+class Dashboard(InPty):
+    """`crawltop` (no command) in a 120x40 pty."""
 
     def __init__(self) -> None:
-        self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        env = dict(os.environ, TERM="xterm-256color")
-        self.proc = subprocess.Popen(CLI, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
-        os.close(slave)
-        self.drain = subprocess.Popen(["cat"], stdin=self.master, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL)
+        super().__init__(CLI)
 
     def cpu(self) -> float:
         return proc_tree_cpu(self.proc.pid)
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-        self.drain.kill()
-        self.drain.wait()
-        os.close(self.master)
 
 
 def ctl(*args: str) -> dict:
