@@ -31,7 +31,27 @@ _EMBEDS = ("img, source, link[href], script[src], video, audio, track[src], embe
 # One selector engine for every page: a document's own (tree.css) costs lexbor ~30 µs to
 # set up, a fifth of the parse; this one was set up once, and is told which tree to walk.
 _SELECT = LexborCSSSelector()
+# Navigation and <base>, then (for the fragment check) every other element with an id and
+# every <a name>: one walk. The :not()s keep a node from matching twice (lexbor returns a
+# node once per selector of the list it matches).
+_NAV = "a[href], area[href], iframe[src], frame[src], base[href]"
+_NAV_IDS = f"{_NAV}, [id]:not({_NAV}), a[name]:not([href], [id])"
+
+
+def _tag_ids() -> tuple[int, ...]:
+    """lexbor's numbers for the tags the walk tells apart: an int compare, not a new str."""
+    found = {}
+    for html in ("<a></a><area><base><iframe></iframe>", "<frameset><frame></frameset>"):
+        root = LexborHTMLParser(html).root
+        assert root is not None
+        found.update({n.tag: n.tag_id for n in _SELECT.find("a, area, base, iframe, frame", root)})
+    return found["a"], found["area"], found["base"], found["iframe"], found["frame"]
+
+
 MAX_FRAGMENTS = 2_000  # fragment links read from one page; a hostile page cannot grow the check past it
+
+
+_A, _AREA, _BASE, _IFRAME, _FRAME = _tag_ids()
 
 
 class Want(IntFlag):
@@ -94,35 +114,55 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     `tree.css`."""
     tree = LexborHTMLParser(html)
     refs = PageRefs()
-    base = page_url
-    for node in tree.tags("base"):  # the first with an href, wherever it is (a walk in C: ~2 µs)
-        href = node.attrs.get("href")
-        if href is not None:
-            base = ex.join(page_url, href.strip() or page_url) or page_url
-            break
-    head = tree.head
-    if head is not None:
-        _head(ex, head, base, refs)
+    root = tree.root
+    if root is None:
+        return refs
     flags = int(want)  # an IntFlag's & is a Python call: test plain ints on the hot path
     keep = None if flags & ALL_HOSTS else host_ok
     frags = flags & FRAGMENTS
+    ids: set[str] | None = set() if frags else None
     raw: dict[str, bool] = {}  # href -> written as a frame/iframe src somewhere
-    for tag in ("a", "area"):
-        for node in tree.tags(tag):
-            attrs = node.attrs
+    base_href: str | None = None  # the first <base href>, wherever it is
+    # One walk of the tree, in document order, for navigation, <base> and ids alike: each
+    # walk of a large page misses the CPU's cache on every node, and the misses, not the
+    # instructions, were the cost of reading more of a page (BENCHMARKS.md, issue 26).
+    for node in _SELECT.find(_NAV_IDS if frags else _NAV, root):
+        tag = node.tag_id
+        if tag == _A or tag == _AREA:
+            attrs = node.attributes  # a dict in one pass: attrs.get() raises inside for a missing name
             href = attrs.get("href")
-            if href is None:
-                continue
-            raw.setdefault(href, False)
-            rel = attrs.get("rel")
-            if rel is not None:
-                if "nofollow" in rel.lower():
+            if href is not None:
+                raw.setdefault(href, False)
+                rel = attrs.get("rel")
+                if rel is not None and "nofollow" in rel.lower():
                     refs.nofollow_links += 1
-    for tag in ("iframe", "frame"):
-        for node in tree.tags(tag):
-            src = node.attrs.get("src")
+            if ids is not None:  # inline: once per link
+                value = attrs.get("id")
+                if value:
+                    ids.add(value)
+                if tag == _A:
+                    value = attrs.get("name")
+                    if value:
+                        ids.add(value)
+        elif tag == _BASE:
+            if base_href is None:
+                base_href = node.attributes.get("href")
+        elif tag == _IFRAME or tag == _FRAME:
+            attrs = node.attributes
+            src = attrs.get("src")
             if src is not None:
                 raw[src] = True
+            if ids is not None:
+                _ids(ids, attrs.get("id"), None)
+        elif ids is not None:  # any other element with an id
+            _ids(ids, node.id, None)
+    refs.ids = ids
+    base = page_url
+    if base_href is not None:
+        base = ex.join(page_url, base_href.strip() or page_url) or page_url
+    head = tree.head
+    if head is not None:
+        _head(ex, head, base, refs)
     fragments, join, add_link, add_frame = refs.fragments, ex.join, refs.links.add, refs.frames.add
     for href, framed in raw.items():
         href = href.strip()
@@ -157,18 +197,15 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
             if frags and "#" in href and len(fragments) < MAX_FRAGMENTS:
                 _fragment(url, href.partition("#")[2], fragments)
     if flags & REQUISITES:
-        _requisites(ex, tree, base, refs)
-    if frags:
-        ids = refs.ids = set()
-        for node in _SELECT.find("[id], a[name]", tree.root) if tree.root is not None else ():
-            value = node.id
-            if value:
-                ids.add(value)
-            if node.tag == "a":
-                value = node.attrs.get("name")
-                if value:
-                    ids.add(value)
+        _requisites(ex, root, base, refs)
     return refs
+
+
+def _ids(ids: set[str], id_: str | None, name: str | None) -> None:
+    if id_:
+        ids.add(id_)
+    if name:
+        ids.add(name)
 
 
 def _fragment(target: str, frag: str, out: list[tuple[str, str]]) -> None:
@@ -192,7 +229,7 @@ def _head(ex: Joiner, head: LexborNode, base: str, refs: PageRefs) -> None:
             if refs.title is None:
                 refs.title = " ".join(node.text().split())[:300]
             continue
-        attrs = node.attrs
+        attrs = node.attributes  # a dict in one pass: attrs.get() raises inside for a missing name
         if tag == "link":
             rel = (attrs.get("rel") or "").lower().split()
             if "canonical" in rel and canonical is None:
@@ -222,7 +259,7 @@ def _refresh_url(ex: Joiner, base: str, content: str) -> str | None:
     return ex.join(base, rest) if rest and not rest.startswith("#") else None
 
 
-def _requisites(ex: Joiner, tree: LexborHTMLParser, base: str, refs: PageRefs) -> None:
+def _requisites(ex: Joiner, root: LexborNode, base: str, refs: PageRefs) -> None:
     req = refs.requisites
 
     def add(href: str | None, letter: str) -> None:
@@ -233,11 +270,8 @@ def _requisites(ex: Joiner, tree: LexborHTMLParser, base: str, refs: PageRefs) -
                 if url is not None:
                     req.setdefault(url, letter)
 
-    root = tree.root
-    if root is None:
-        return
     for node in _SELECT.find(_EMBEDS, root):
-        tag, attrs = node.tag, node.attrs
+        tag, attrs = node.tag, node.attributes
         if tag == "img":
             add(attrs.get("src"), IMG)
             _srcset(attrs.get("srcset"), add)
@@ -263,7 +297,7 @@ def _requisites(ex: Joiner, tree: LexborHTMLParser, base: str, refs: PageRefs) -
         elif tag == "style":
             _css(node.text(), add)
     for node in _SELECT.find("[style]", root):  # a walk in C: cheaper than searching the whole text for url(
-        _css(node.attrs.get("style") or "", add)
+        _css(node.attributes.get("style") or "", add)
 
 
 def _srcset(value: str | None, add: Callable[[str | None, str], None]) -> None:

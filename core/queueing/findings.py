@@ -18,52 +18,50 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from itertools import islice
 
 from ..output.provenance import WORDS
 
 KEEP_REFERRERS = 9  # pages named per broken URL besides its via (the report lists 10); the rest are counted
-MAX_TRACKED = 200_000  # URLs with waiting referrers or fragment links; past it new ones are not tracked
-# URLs known recorded fine. With the memory frontier the string is shared with its seen set
-# (a set slot, ~30 bytes); with --state or Redis it is this set's own (~130 bytes): bounded
-# like the rest, past it a link to such a URL costs a waiting list as before.
-MAX_FINE = 200_000
+MAX_TRACKED = 200_000  # URLs with waiting fragment links; past it new ones are not tracked
+# URLs in the referrers' book: waiting for their Record, or recorded fine or broken. Past it
+# the oldest quarter goes: a link to a URL forgotten that way waits for a Record that was
+# already written, so it is not reported (bounded memory for --state and Redis crawls, where
+# the book's strings are its own: ~100 bytes a URL besides its waiting pages).
+MAX_BOOK = 400_000
 MAX_PER_RECORD = 100  # broken links or missing fragments named in one Record
 _MASK = 0xFFFFFFFF
+_NO_IDS = array("I")
 
 
 class Referrers:
     """Pages that refer to a URL already queued, kept until its Record says whether it broke.
 
-    On the hot path (every link to a URL seen before) a set lookup and a dict lookup. A URL's
-    waiting list is [count of the rest, page, hop letter, page, hop letter, ...]. The lists
-    live in insertion order and the oldest go first when MAX_TRACKED are waiting; a URL
-    recorded fine is remembered (up to MAX_FINE) so that links to it cost one lookup."""
+    One dict, so a link to a URL seen before costs one lookup on the hot path (every link
+    of every page): url -> True (recorded fine), False (recorded broken), or its waiting
+    list [count of the rest, page, hop letter, page, hop letter, ...]."""
 
     def __init__(self) -> None:
-        self._waiting: dict[str, list] = {}
-        self._broken: set[str] = set()
-        # Recorded fine: most links on a site point to pages already fetched, and for those
-        # a page must neither wait nor leave a list behind (up to MAX_FINE of them).
-        self._fine: set[str] = set()
+        self._book: dict[str, list | bool] = {}
 
     def again_all(self, urls: list[str], page: str, letter: str, broken_links: list[list[str]]) -> None:
         """`page` refers (by hop `letter`) to these URLs, already queued: one known broken is
         named in the page's Record (`broken_links`); for the others the page waits for their
         Record. One call per page and kind: the loop runs once per link on every page."""
-        fine, broken, waiting, full = self._fine, self._broken, self._waiting, 2 * KEEP_REFERRERS + 1
+        book, full = self._book, 2 * KEEP_REFERRERS + 1
+        get = book.get
         for url in urls:
-            if url in fine:
+            w = get(url)
+            if w is True:  # recorded fine: most links of a site, once it has been crawled a while
                 continue
-            if url in broken:
+            if w is None:
+                if len(book) >= MAX_BOOK:
+                    self._forget()
+                book[url] = [0, page, letter]
+            elif w is False:
                 if len(broken_links) < MAX_PER_RECORD:
                     broken_links.append([url, WORDS.get(letter, "a")])
-                continue
-            w = waiting.get(url)
-            if w is None:
-                if len(waiting) >= MAX_TRACKED:
-                    del waiting[next(iter(waiting))]
-                waiting[url] = [0, page, letter]
-            elif w[-2] == page:  # the same page again (a link and an image of one URL): once
+            elif w[-2] is page:  # the same page again (a link and an image of one URL): once
                 continue
             elif len(w) < full:
                 w += (page, letter)
@@ -73,17 +71,22 @@ class Referrers:
     def recorded(self, url: str, broken: bool, via: str | None) -> tuple[list[list[str]], int] | None:
         """The URL's Record is being written: its waiting referrers if it is broken, as
         [page, tag] pairs (its `via` left out: the Record names it) and the count of the rest."""
-        w = self._waiting.pop(url, None)
-        if not broken:
-            if len(self._fine) < MAX_FINE:
-                self._fine.add(url)
-            return None
-        if len(self._broken) < MAX_TRACKED:
-            self._broken.add(url)
-        if w is None:
+        book = self._book
+        w = book.get(url)
+        if w is None and len(book) >= MAX_BOOK:
+            self._forget()
+        book[url] = not broken
+        if not broken or not isinstance(w, list):
             return None
         pairs = [[w[i], WORDS.get(w[i + 1], "a")] for i in range(1, len(w), 2) if w[i] != via]
         return pairs, w[0]
+
+    def _forget(self) -> None:
+        """Drop the oldest quarter of the book in one pass (dropping one at a time from the
+        front of a dict walks over every slot freed before it)."""
+        book = self._book
+        for url in list(islice(book, len(book) // 4)):
+            del book[url]
 
 
 class Fragments:
@@ -96,7 +99,10 @@ class Fragments:
     def parsed(self, url: str, ids: set[str] | None) -> list[list[str]]:
         """A page's ids are known (None: not reliably, e.g. a defused page): the fragment
         links that waited for it and name nothing on it, as `[page, target, fragment]`."""
-        hashes = array("I", sorted({hash(i) & _MASK for i in ids})) if ids is not None else None
+        if ids is None:
+            hashes = None
+        else:  # most pages of a site without ids share one empty array
+            hashes = array("I", sorted({hash(i) & _MASK for i in ids})) if ids else _NO_IDS
         if len(self._ids) < MAX_TRACKED:
             self._ids[url] = hashes
         waiting = self._waiting.pop(url, ())
@@ -121,7 +127,7 @@ class Fragments:
             if len(self._waiting) >= MAX_TRACKED:
                 return True
             waiting = self._waiting[target] = []
-        if len(waiting) < MAX_PER_RECORD and (page, frag) not in waiting:
+        if len(waiting) < MAX_PER_RECORD:  # a page's own repeats were dropped (Follow._fragments)
             waiting.append((page, frag))
         return True
 

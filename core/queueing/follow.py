@@ -79,7 +79,7 @@ class Follow:
     def _fragments(self, page: str, refs: PageRefs) -> list[list[str]]:
         """The page's fragment links that name nothing: on itself or on pages parsed before."""
         scope, external, book = self.scope, self.kinds.external, self.fragments
-        return [[page, target, frag] for target, frag in refs.fragments
+        return [[page, target, frag] for target, frag in dict.fromkeys(refs.fragments)  # each once
                 if (external or scope.allows(target)) and not book.check(page, target, frag, refs.ids)]
 
     def _queue_all(self, item: Item, record: Record, refs: Iterable[References]) -> None:
