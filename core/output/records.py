@@ -9,7 +9,7 @@ from operator import attrgetter
 from typing import IO, Protocol, runtime_checkable
 
 from ..errors import describe, error_kind
-from ..jsonfast import dumps_str
+from ..jsonfast import dumps, dumps_str
 from ..secrets import scrub
 
 
@@ -115,12 +115,12 @@ class JsonlSink:
     FLUSH_EVERY = 0.2
 
     def __init__(self, path: str) -> None:
-        self._fh: IO[str] = open(path, "w", encoding="utf-8")
+        self._fh: IO[bytes] = open(path, "wb")  # orjson's bytes as they are: no decode, no re-encode
         self._flushed = time.monotonic()
         self._timer: asyncio.TimerHandle | None = None
 
     def write(self, record: Record) -> None:
-        self._fh.write(record.to_json() + "\n")
+        self._fh.write(dumps(record.to_dict()) + b"\n")
         if time.monotonic() - self._flushed >= self.FLUSH_EVERY:
             self._flush()
         elif self._timer is None:  # a quiet spell (paused, slow servers) must not hold lines back

@@ -31,12 +31,12 @@ _EMBEDS = ("img, source, link[href], script[src], video, audio, track[src], embe
 # One selector engine for every page: a document's own (tree.css) costs lexbor ~30 µs to
 # set up, a fifth of the parse; this one was set up once, and is told which tree to walk.
 _SELECT = LexborCSSSelector()
-# Navigation and <base>, then (for the fragment check) every other element with an id and
-# every <a name>: one walk. The :not()s keep a node from matching twice (lexbor returns a
-# node once per selector of the list it matches).
-_NAV = "a[href], area[href], iframe[src], frame[src], base[href]"
-_NAV_IDS = f"{_NAV}, [id]:not({_NAV}), a[name]:not([href], [id])"
-
+# Navigation and <base>, then (for the fragment check) every element with an id: one walk.
+# lexbor parses the query on every call and returns a node once per selector of the list it
+# matches (an <a id> twice), so the list is short and plain; a :not() to keep each node once
+# cost more than the walk (BENCHMARKS.md, issue 26). What a node holds is read in Python.
+_NAV = "a, area, iframe, frame, base"
+_NAV_IDS = f"{_NAV}, [id]"
 
 def _tag_ids() -> tuple[int, ...]:
     """lexbor's numbers for the tags the walk tells apart: an int compare, not a new str."""
@@ -123,6 +123,7 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     ids: set[str] | None = set() if frags else None
     raw: dict[str, bool] = {}  # href -> written as a frame/iframe src somewhere
     base_href: str | None = None  # the first <base href>, wherever it is
+    nofollow: set[int] = set()  # <a rel=nofollow> nodes
     # One walk of the tree, in document order, for navigation, <base> and ids alike: each
     # walk of a large page misses the CPU's cache on every node, and the misses, not the
     # instructions, were the cost of reading more of a page (BENCHMARKS.md, issue 26).
@@ -135,7 +136,7 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
                 raw.setdefault(href, False)
                 rel = attrs.get("rel")
                 if rel is not None and "nofollow" in rel.lower():
-                    refs.nofollow_links += 1
+                    nofollow.add(node.mem_id)  # a node found twice (an <a id>) counts once
             if ids is not None:  # inline: once per link
                 value = attrs.get("id")
                 if value:
@@ -156,7 +157,7 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
                 _ids(ids, attrs.get("id"), None)
         elif ids is not None:  # any other element with an id
             _ids(ids, node.id, None)
-    refs.ids = ids
+    refs.ids, refs.nofollow_links = ids, len(nofollow)
     base = page_url
     if base_href is not None:
         base = ex.join(page_url, base_href.strip() or page_url) or page_url

@@ -44,6 +44,8 @@ def requisite_hops(discovery: str) -> int:
 def directives(meta: str, headers: Sequence[str], agent: str) -> str:
     """The robots directives of a page, lower-case, comma-joined: its `<meta name=robots>`
     and its `X-Robots-Tag` headers (a `bot: nofollow` one for another user agent left out)."""
+    if not meta and not headers:  # most pages: nothing to split
+        return ""
     parts = [d for d in (p.strip() for p in meta.split(",")) if d]
     for header in headers:
         for value in header.lower().split(","):
