@@ -103,7 +103,8 @@ class Crawler:
         self.steering = Steering(frontier=store, sched=sched, stats=self.stats, scope=self.scope, roots=self.roots,
                                  config=config, admit=self._admit, emit=self._emit)
         # what a page adds to the crawl, by kind (core/queueing/follow.py)
-        self.follow = Follow(config, self.scope, self.agent, self._queue, self.queue_stats, self.stats)
+        self.follow = Follow(config, self.scope, self.agent, self._queue, store.split_seen, self.queue_stats,
+                             self.stats)
         self.kinds, self.links = self.follow.kinds, self.follow.links
 
     def _share_hosts(self, sched: Hosts) -> None:

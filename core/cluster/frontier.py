@@ -220,6 +220,11 @@ class RedisFrontier:
     def seen(self, url: str) -> bool:
         return hash(url) in self._known
 
+    def split_seen(self, urls: list[str]) -> tuple[list[str], list[str]]:
+        known = self._known
+        old = [u for u in urls if hash(u) in known]
+        return ([u for u in urls if hash(u) not in known] if old else urls), old
+
     async def lookup(self, url: str) -> bool:
         """Exact, across the cluster (a redirect's target: merge or not)."""
         if hash(url) in self._known:

@@ -25,12 +25,14 @@ OFFLINE_AFTER = 3  # DNS failures of other hosts, none answering: say the machin
 # Queue a URL (url, redirects_left, depth, via, discovery): its queue-view prefix; None if it
 # was seen before, "" if it was refused (--max-pages, an ignore).
 Queue = Callable[[str, int, int, str | None, str], str | None]
+Split = Callable[[list[str]], tuple[list[str], list[str]]]  # urls -> (never seen, seen before)
 
 
 class Follow:
-    def __init__(self, config: CrawlConfig, scope: Scope, agent: str, queue: Queue, queue_stats: QueueStats,
-                 stats: Stats) -> None:
+    def __init__(self, config: CrawlConfig, scope: Scope, agent: str, queue: Queue, split: Split,
+                 queue_stats: QueueStats, stats: Stats) -> None:
         self.config, self.scope, self.queue, self.queue_stats, self.stats = config, scope, queue, queue_stats, stats
+        self.split = split
         self.kinds = Kinds(scope, config, agent)
         self.links = LinkExtractor()
         self.referrers = Referrers()  # core/queueing/findings.py: a link check across two Records
@@ -95,13 +97,13 @@ class Follow:
             if deep and navigation:
                 continue
             path = hop(discovery, letter)
-            seen: list[str] = []
-            for url in urls:
+            fresh, seen = self.split(urls)  # most were seen before: no call per link for those
+            for url in fresh:
                 added = queue(url, left, depth, via, path)
                 if added:
                     new += 1
                     inside += added == prefix
-                elif added is None:  # seen before ("" is refused: --max-pages, an ignore)
+                elif added is None:  # seen after all (a cluster's add) ("" is refused: --max-pages, an ignore)
                     seen.append(url)
             if seen:
                 again(seen, via, letter, broken_links)

@@ -441,6 +441,11 @@ class SqliteStore(DueWaiters):
     def seen(self, url: str) -> bool:
         return self._is_seen(url)
 
+    def split_seen(self, urls: list[str]) -> tuple[list[str], list[str]]:
+        is_seen = self._is_seen
+        old = [u for u in urls if is_seen(u)]
+        return ([u for u in urls if not is_seen(u)] if old else urls), old
+
     def mark_seen(self, url: str) -> bool:
         if not self._new(url):
             return False
