@@ -39,7 +39,8 @@ class Referrers:
 
     One dict, so a link to a URL seen before costs one lookup on the hot path (every link
     of every page): url -> True (recorded fine), False (recorded broken), or its waiting
-    list [count of the rest, page, hop letter, page, hop letter, ...]."""
+    list [count of the rest, the last page that referred, page, hop letter, page, hop
+    letter, ...]; a page that refers twice (a link and an image) counts once."""
 
     def __init__(self) -> None:
         self._book: dict[str, list | bool] = {}
@@ -48,7 +49,7 @@ class Referrers:
         """`page` refers (by hop `letter`) to these URLs, already queued: one known broken is
         named in the page's Record (`broken_links`); for the others the page waits for their
         Record. One call per page and kind: the loop runs once per link on every page."""
-        book, full = self._book, 2 * KEEP_REFERRERS + 1
+        book, full = self._book, 2 * KEEP_REFERRERS + 2
         get = book.get
         for url in urls:
             w = get(url)
@@ -57,16 +58,16 @@ class Referrers:
             if w is None:
                 if len(book) >= MAX_BOOK:
                     self._forget()
-                book[url] = [0, page, letter]
+                book[url] = [0, page, page, letter]
             elif w is False:
                 if len(broken_links) < MAX_PER_RECORD:
                     broken_links.append([url, WORDS.get(letter, "a")])
-            elif w[-2] is page:  # the same page again (a link and an image of one URL): once
-                continue
-            elif len(w) < full:
-                w += (page, letter)
-            else:
-                w[0] += 1
+            elif w[1] is not page:  # (the same page again, a link and an image of one URL: once)
+                w[1] = page
+                if len(w) < full:
+                    w += (page, letter)
+                else:
+                    w[0] += 1
 
     def recorded(self, url: str, broken: bool, via: str | None) -> tuple[list[list[str]], int] | None:
         """The URL's Record is being written: its waiting referrers if it is broken, as
@@ -78,7 +79,7 @@ class Referrers:
         book[url] = not broken
         if not broken or not isinstance(w, list):
             return None
-        pairs = [[w[i], WORDS.get(w[i + 1], "a")] for i in range(1, len(w), 2) if w[i] != via]
+        pairs = [[w[i], WORDS.get(w[i + 1], "a")] for i in range(2, len(w), 2) if w[i] != via]
         return pairs, w[0]
 
     def _forget(self) -> None:

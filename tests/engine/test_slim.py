@@ -172,3 +172,11 @@ async def test_crawl_of_a_tag_heavy_page_follows_all_its_links(serve) -> None:
     assert {u for u in recs if u != site.url + "/src/"} == {f"{site.url}/src/p{i}.html" for i in range(30)}
     assert all(r.status == 200 for r in recs.values())
     assert "/fake" not in site.hits
+
+
+def test_only_a_body_long_enough_to_hold_that_many_tags_is_counted() -> None:
+    """A tag takes 3 bytes at least, so a body of 3 * TAG_HEAVY bytes or less is never heavy
+    (and is not counted: the count cost 5% of a crawl); one byte more can be."""
+    assert not tag_heavy(b"<" * (3 * TAG_HEAVY))  # every byte a "<", still not worth a pass
+    assert tag_heavy(b"<b>" * TAG_HEAVY + b"<")
+    assert not tag_heavy(b"x" * (3 * TAG_HEAVY + 1))
