@@ -2,9 +2,10 @@
 
 A browser loads far more than a page's `<a>` links to show it, and a link checker must see
 all of it: images (`src`, `srcset`), stylesheets and what they `url()`, scripts, media,
-embeds, frames, the meta refresh. `read_page` walks the tree once per kind of node asked
-for (`Want`), so a crawl that follows links only pays what it paid before. What is done
-with each kind is decided in core/queueing/kinds.py, beside the scope.
+embeds, frames, the meta refresh. `read_page` walks the tree once for navigation, `<base>`
+and (with `Want.FRAGMENTS`) ids, and once more for requisites when they are wanted, so a
+crawl that follows links only pays what it paid before. What is done with each kind is
+decided in core/queueing/kinds.py, beside the scope.
 
 Hop letters (core/output/provenance.py `hop`) name the element that referred to a URL, so a
 queued URL carries its kind and its referrer's tag in the one interned string it had.
@@ -55,7 +56,7 @@ _A, _AREA, _BASE, _IFRAME, _FRAME = _tag_ids()
 
 
 class Want(IntFlag):
-    """What to read besides navigation links (each is a walk of the tree in C)."""
+    """What to read besides navigation links."""
 
     LINKS = 0
     REQUISITES = 1
@@ -109,9 +110,8 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     """Every reference of one page (see the module docstring); `host_ok` pre-filters absolute
     navigation links by host unless ALL_HOSTS (requisites come from any host).
 
-    Navigation is found with `tags()` (a, area, then iframe and frame: not in document
-    order, which only orders `fragments`), the rest with the shared `_SELECT`: never
-    `tree.css`."""
+    Every walk goes through the shared `_SELECT`, never `tree.css`; navigation, `<base>`
+    and ids come from one walk in document order."""
     tree = LexborHTMLParser(html)
     refs = PageRefs()
     root = tree.root
