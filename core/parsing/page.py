@@ -29,32 +29,6 @@ _LOADED_RELS = frozenset(("stylesheet", "icon", "shortcut", "apple-touch-icon", 
 _HEAD_TAGS = frozenset(("meta", "link", "title"))
 _EMBEDS = ("img, source, link[href], script[src], video, audio, track[src], embed[src], object[data],"
            " input[src], style")
-# One selector engine for every page: a document's own (tree.css) costs lexbor ~30 µs to
-# set up, a fifth of the parse; this one was set up once, and is told which tree to walk.
-_SELECT = LexborCSSSelector()
-# Navigation and <base>, then (for the fragment check) every element with an id: one walk.
-# lexbor parses the query on every call and returns a node once per selector of the list it
-# matches (an <a id> twice), so the list is short and plain; a :not() to keep each node once
-# cost more than the walk (BENCHMARKS.md, issue 26). What a node holds is read in Python.
-_NAV = "a, area, iframe, frame, base"
-_NAV_IDS = f"{_NAV}, [id]"
-
-def _tag_ids() -> tuple[int, ...]:
-    """lexbor's numbers for the tags the walk tells apart: an int compare, not a new str."""
-    found = {}
-    for html in ("<a></a><area><base><iframe></iframe>", "<frameset><frame></frameset>"):
-        root = LexborHTMLParser(html).root
-        assert root is not None
-        found.update({n.tag: n.tag_id for n in _SELECT.find("a, area, base, iframe, frame", root)})
-    return found["a"], found["area"], found["base"], found["iframe"], found["frame"]
-
-
-MAX_FRAGMENTS = 2_000  # fragment links read from one page; a hostile page cannot grow the check past it
-
-
-_A, _AREA, _BASE, _IFRAME, _FRAME = _tag_ids()
-
-
 class Want(IntFlag):
     """What to read besides navigation links."""
 
@@ -65,6 +39,36 @@ class Want(IntFlag):
 
 
 REQUISITES, FRAGMENTS, ALL_HOSTS = (int(w) for w in (Want.REQUISITES, Want.FRAGMENTS, Want.ALL_HOSTS))
+MAX_FRAGMENTS = 2_000  # fragment links read from one page; a hostile page cannot grow the check past it
+
+# One selector engine for every page: a document's own (tree.css) costs lexbor ~30 µs to
+# set up, a fifth of the parse; this one was set up once, and is told which tree to walk.
+_SELECT = LexborCSSSelector()
+# Navigation and <base>, requisites (embeds and `style` attributes) and ids: one walk, the
+# list built from what is wanted. lexbor parses the query on every call and returns a node
+# once per selector of the list it matches (an <a id> twice), so the list is plain (a :not()
+# to keep each node once cost more than the walk: BENCHMARKS.md, issue 26) and every use of
+# a node is one that a repeat leaves as it was. What a node holds is read in Python.
+_NAV = "a, area, iframe, frame, base"
+_QUERIES = {0: _NAV, FRAGMENTS: f"{_NAV}, [id]", REQUISITES: f"{_NAV}, {_EMBEDS}, [style]",
+            FRAGMENTS | REQUISITES: f"{_NAV}, {_EMBEDS}, [style], [id]"}
+_EMBED_NAMES = ("img", "source", "link", "script", "video", "audio", "track", "embed", "object", "input", "style")
+
+
+def _tag_ids() -> dict[str, int]:
+    """lexbor's numbers for the tags the walk tells apart: an int compare, not a new str."""
+    names = ("a", "area", "base", "iframe", "frame", *_EMBED_NAMES)
+    found: dict[str, int] = {}
+    for html in ("".join(f"<{t}></{t}>" for t in names if t != "frame"), "<frameset><frame></frameset>"):
+        root = LexborHTMLParser(html).root
+        assert root is not None
+        found.update({n.tag: n.tag_id for n in _SELECT.find(", ".join(names), root) if n.tag})
+    return found
+
+
+_TAGS = _tag_ids()
+_A, _AREA, _BASE, _IFRAME, _FRAME, _STYLE = (_TAGS[t] for t in ("a", "area", "base", "iframe", "frame", "style"))
+_EMBED_TAGS = {_TAGS[t]: t for t in _EMBED_NAMES}  # lexbor's number -> the tag's name
 
 
 class PageRefs:
@@ -119,15 +123,17 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
         return refs
     flags = int(want)  # an IntFlag's & is a Python call: test plain ints on the hot path
     keep = None if flags & ALL_HOSTS else host_ok
-    frags = flags & FRAGMENTS
+    frags, req = flags & FRAGMENTS, flags & REQUISITES
     ids: set[str] | None = set() if frags else None
     raw: dict[str, bool] = {}  # href -> written as a frame/iframe src somewhere
     base_href: str | None = None  # the first <base href>, wherever it is
     nofollow: set[int] = set()  # <a rel=nofollow> nodes
-    # One walk of the tree, in document order, for navigation, <base> and ids alike: each
-    # walk of a large page misses the CPU's cache on every node, and the misses, not the
-    # instructions, were the cost of reading more of a page (BENCHMARKS.md, issue 26).
-    for node in _SELECT.find(_NAV_IDS if frags else _NAV, root):
+    embeds: list[tuple[str, str | None]] = []  # requisites' (href, hop letter), (CSS text, None)
+    styled: list[str] = []  # style attributes, read after the embeds (as when they were a walk apart)
+    # One walk of the tree, in document order: each walk of a large page misses the CPU's
+    # cache on every node, and the misses, more than the instructions, were the cost of
+    # reading more of a page (BENCHMARKS.md, issue 26).
+    for node in _SELECT.find(_QUERIES[flags & (FRAGMENTS | REQUISITES)], root):
         tag = node.tag_id
         if tag == _A or tag == _AREA:
             attrs = node.attributes  # a dict in one pass: attrs.get() raises inside for a missing name
@@ -145,18 +151,30 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
                     value = attrs.get("name")
                     if value:
                         ids.add(value)
-        elif tag == _BASE:
-            if base_href is None:
-                base_href = node.attributes.get("href")
-        elif tag == _IFRAME or tag == _FRAME:
+        elif tag == _BASE or tag == _IFRAME or tag == _FRAME:
             attrs = node.attributes
-            src = attrs.get("src")
-            if src is not None:
-                raw[src] = True
+            if tag == _BASE:
+                if base_href is None:
+                    base_href = attrs.get("href")
+            else:
+                src = attrs.get("src")
+                if src is not None:
+                    raw[src] = True
             if ids is not None:
                 _ids(ids, attrs.get("id"), None)
-        elif ids is not None:  # any other element with an id
-            _ids(ids, node.id, None)
+        elif req:  # an embed, or an element with a style attribute or an id
+            attrs = node.attributes
+            name = _EMBED_TAGS.get(tag)
+            if name is not None:
+                _embed(name, node, attrs, embeds)
+            if ids is not None:
+                _ids(ids, attrs.get("id"), None)
+        else:  # an element with an id
+            _ids(ids, node.id, None)  # type: ignore[arg-type] # (the query has [id] only with FRAGMENTS)
+        if req:  # (attrs is set on every branch that runs with requisites)
+            style = attrs.get("style")
+            if style:
+                styled.append(style)
     refs.ids, refs.nofollow_links = ids, len(nofollow)
     base = page_url
     if base_href is not None:
@@ -197,8 +215,8 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
             (add_frame if framed else add_link)(url)
             if frags and "#" in href and len(fragments) < MAX_FRAGMENTS:
                 _fragment(url, href.partition("#")[2], fragments)
-    if flags & REQUISITES:
-        _requisites(ex, root, base, refs)
+    if req:
+        _requisites(ex, base, refs, embeds, styled)
     return refs
 
 
@@ -260,7 +278,38 @@ def _refresh_url(ex: Joiner, base: str, content: str) -> str | None:
     return ex.join(base, rest) if rest and not rest.startswith("#") else None
 
 
-def _requisites(ex: Joiner, root: LexborNode, base: str, refs: PageRefs) -> None:
+def _embed(name: str, node: LexborNode, attrs: dict[str, str | None], out: list[tuple[str, str | None]]) -> None:
+    """What an embedding element loads, as (href, hop letter); a <style>'s text as (text, None)."""
+    get = attrs.get
+    if name == "img":
+        out.append((get("src") or "", IMG))
+        out.append((get("srcset") or "", SRCSET))
+    elif name == "source":
+        out.append((get("src") or "", MEDIA))
+        out.append((get("srcset") or "", SRCSET))
+    elif name == "link":
+        if set((get("rel") or "").lower().split()) & _LOADED_RELS:
+            out.append((get("href") or "", LINK))
+    elif name == "script":
+        out.append((get("src") or "", SCRIPT))
+    elif name in ("video", "audio", "track"):
+        out.append((get("src") or "", MEDIA))
+        out.append((get("poster") or "", IMG))
+    elif name == "embed":
+        out.append((get("src") or "", OBJECT))
+    elif name == "object":
+        out.append((get("data") or "", OBJECT))
+    elif name == "input":
+        if (get("type") or "").lower() == "image":
+            out.append((get("src") or "", IMG))
+    else:  # style
+        out.append((node.text(), None))
+
+
+def _requisites(ex: Joiner, base: str, refs: PageRefs, embeds: list[tuple[str, str | None]],
+                styled: list[str]) -> None:
+    """The walk's requisites joined to the base (known only once the walk is over): embeds in
+    document order, then style attributes; a URL keeps the letter of its first referrer."""
     req = refs.requisites
 
     def add(href: str | None, letter: str) -> None:
@@ -271,34 +320,15 @@ def _requisites(ex: Joiner, root: LexborNode, base: str, refs: PageRefs) -> None
                 if url is not None:
                     req.setdefault(url, letter)
 
-    for node in _SELECT.find(_EMBEDS, root):
-        tag, attrs = node.tag, node.attributes
-        if tag == "img":
-            add(attrs.get("src"), IMG)
-            _srcset(attrs.get("srcset"), add)
-        elif tag == "source":
-            add(attrs.get("src"), MEDIA)
-            _srcset(attrs.get("srcset"), add)
-        elif tag == "link":
-            rels = set((attrs.get("rel") or "").lower().split())
-            if rels & _LOADED_RELS:
-                add(attrs.get("href"), LINK)
-        elif tag == "script":
-            add(attrs.get("src"), SCRIPT)
-        elif tag in ("video", "audio", "track"):
-            add(attrs.get("src"), MEDIA)
-            add(attrs.get("poster"), IMG)
-        elif tag == "embed":
-            add(attrs.get("src"), OBJECT)
-        elif tag == "object":
-            add(attrs.get("data"), OBJECT)
-        elif tag == "input":
-            if (attrs.get("type") or "").lower() == "image":
-                add(attrs.get("src"), IMG)
-        elif tag == "style":
-            _css(node.text(), add)
-    for node in _SELECT.find("[style]", root):  # a walk in C: cheaper than searching the whole text for url(
-        _css(node.attributes.get("style") or "", add)
+    for value, letter in embeds:
+        if letter is None:
+            _css(value, add)
+        elif letter == SRCSET:
+            _srcset(value, add)
+        else:
+            add(value, letter)
+    for style in styled:
+        _css(style, add)
 
 
 def _srcset(value: str | None, add: Callable[[str | None, str], None]) -> None:
