@@ -221,9 +221,12 @@ class RedisFrontier:
         return hash(url) in self._known
 
     def split_seen(self, urls: list[str]) -> tuple[list[str], list[str]]:
+        new: list[str] = []
+        old: list[str] = []
         known = self._known
-        old = [u for u in urls if hash(u) in known]
-        return ([u for u in urls if hash(u) not in known] if old else urls), old
+        for u in urls:
+            (old if hash(u) in known else new).append(u)
+        return new, old
 
     async def lookup(self, url: str) -> bool:
         """Exact, across the cluster (a redirect's target: merge or not)."""

@@ -32,9 +32,10 @@ _DEFUSE = re.compile(rb"<(?=/?(?:" + _INERT + rb")(?=[\s/>])" + _ATTRS + rb")")
 
 
 def tag_heavy(body: bytes) -> bool:
-    """More than TAG_HEAVY `<`. A tag takes at least 3 bytes (`<b>`), so a shorter body can't
-    hold that many tags and is not counted: counting every `<` of every page cost 5% of a
-    crawl's instructions (BENCHMARKS.md, issue 29)."""
+    """Worth slimming: longer than 3 * TAG_HEAVY bytes and holding more than TAG_HEAVY `<`.
+    A tag takes at least 3 bytes (`<b>`), so a shorter body can't hold that many tags (its
+    tree stays under ~10 MB) and is not counted: counting every `<` of every page cost 5%
+    of a crawl's instructions (BENCHMARKS.md, issue 29)."""
     return len(body) > 3 * TAG_HEAVY and body.count(b"<") > TAG_HEAVY
 
 

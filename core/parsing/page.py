@@ -2,10 +2,10 @@
 
 A browser loads far more than a page's `<a>` links to show it, and a link checker must see
 all of it: images (`src`, `srcset`), stylesheets and what they `url()`, scripts, media,
-embeds, frames, the meta refresh. `read_page` walks the tree once for navigation, `<base>`
-and (with `Want.FRAGMENTS`) ids, and once more for requisites when they are wanted, so a
-crawl that follows links only pays what it paid before. What is done with each kind is
-decided in core/queueing/kinds.py, beside the scope.
+embeds, frames, the meta refresh. `read_page` walks the tree once, for navigation,
+`<base>` and what `Want` asks for besides (ids, requisites), so a crawl that follows links
+only pays what it paid before. What is done with each kind is decided in
+core/queueing/kinds.py, beside the scope.
 
 Hop letters (core/output/provenance.py `hop`) name the element that referred to a URL, so a
 queued URL carries its kind and its referrer's tag in the one interned string it had.
@@ -29,6 +29,8 @@ _LOADED_RELS = frozenset(("stylesheet", "icon", "shortcut", "apple-touch-icon", 
 _HEAD_TAGS = frozenset(("meta", "link", "title"))
 _EMBEDS = ("img, source, link[href], script[src], video, audio, track[src], embed[src], object[data],"
            " input[src], style")
+
+
 class Want(IntFlag):
     """What to read besides navigation links."""
 
@@ -67,7 +69,7 @@ def _tag_ids() -> dict[str, int]:
 
 
 _TAGS = _tag_ids()
-_A, _AREA, _BASE, _IFRAME, _FRAME, _STYLE = (_TAGS[t] for t in ("a", "area", "base", "iframe", "frame", "style"))
+_A, _AREA, _BASE, _IFRAME, _FRAME = (_TAGS[t] for t in ("a", "area", "base", "iframe", "frame"))
 _EMBED_TAGS = {_TAGS[t]: t for t in _EMBED_NAMES}  # lexbor's number -> the tag's name
 
 
@@ -161,16 +163,16 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
                 if src is not None:
                     raw[src] = True
             if ids is not None:
-                _ids(ids, attrs.get("id"), None)
+                _id(ids, attrs.get("id"))
         elif req:  # an embed, or an element with a style attribute or an id
             attrs = node.attributes
             name = _EMBED_TAGS.get(tag)
             if name is not None:
                 _embed(name, node, attrs, embeds)
             if ids is not None:
-                _ids(ids, attrs.get("id"), None)
-        else:  # an element with an id
-            _ids(ids, node.id, None)  # type: ignore[arg-type] # (the query has [id] only with FRAGMENTS)
+                _id(ids, attrs.get("id"))
+        elif ids is not None:  # an element with an id (the query has [id] only with FRAGMENTS)
+            _id(ids, node.id)
         if req:  # (attrs is set on every branch that runs with requisites)
             style = attrs.get("style")
             if style:
@@ -220,11 +222,9 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     return refs
 
 
-def _ids(ids: set[str], id_: str | None, name: str | None) -> None:
-    if id_:
-        ids.add(id_)
-    if name:
-        ids.add(name)
+def _id(ids: set[str], value: str | None) -> None:
+    if value:
+        ids.add(value)
 
 
 def _fragment(target: str, frag: str, out: list[tuple[str, str]]) -> None:
@@ -292,9 +292,13 @@ def _embed(name: str, node: LexborNode, attrs: dict[str, str | None], out: list[
             out.append((get("href") or "", LINK))
     elif name == "script":
         out.append((get("src") or "", SCRIPT))
-    elif name in ("video", "audio", "track"):
+    elif name in ("video", "audio"):
         out.append((get("src") or "", MEDIA))
         out.append((get("poster") or "", IMG))
+    elif name == "track":  # (a <track> without src, found for its id or style, loads nothing)
+        if get("src") is not None:
+            out.append((get("src") or "", MEDIA))
+            out.append((get("poster") or "", IMG))
     elif name == "embed":
         out.append((get("src") or "", OBJECT))
     elif name == "object":

@@ -25,9 +25,9 @@ from ..output.provenance import WORDS
 KEEP_REFERRERS = 9  # pages named per broken URL besides its via (the report lists 10); the rest are counted
 MAX_TRACKED = 200_000  # URLs with waiting fragment links; past it new ones are not tracked
 # URLs in the referrers' book: waiting for their Record, or recorded fine or broken. Past it
-# the oldest quarter goes: a link to a URL forgotten that way waits for a Record that was
-# already written, so it is not reported (bounded memory for --state and Redis crawls, where
-# the book's strings are its own: ~100 bytes a URL besides its waiting pages).
+# the oldest quarter goes, broken ones last: a link to a URL forgotten that way waits for a
+# Record that was already written, so it is not reported (bounded memory for --state and
+# Redis crawls, where the book's strings are its own: ~100 bytes a URL besides its waiting pages).
 MAX_BOOK = 400_000
 MAX_PER_RECORD = 100  # broken links or missing fragments named in one Record
 _MASK = 0xFFFFFFFF
@@ -62,7 +62,7 @@ class Referrers:
             elif w is False:
                 if len(broken_links) < MAX_PER_RECORD:
                     broken_links.append([url, WORDS.get(letter, "a")])
-            elif w[1] is not page:  # (the same page again, a link and an image of one URL: once)
+            elif w[1] != page:  # (the same page again, a link and an image of one URL: once)
                 w[1] = page
                 if len(w) < full:
                     w += (page, letter)
@@ -84,10 +84,16 @@ class Referrers:
 
     def _forget(self) -> None:
         """Drop the oldest quarter of the book in one pass (dropping one at a time from the
-        front of a dict walks over every slot freed before it)."""
+        front of a dict walks over every slot freed before it). URLs recorded broken go last:
+        they are kept, at the back, while they are at most half of that quarter, so a late
+        link to an early broken URL is still named in its page's Record."""
         book = self._book
-        for url in list(islice(book, len(book) // 4)):
+        oldest = list(islice(book.items(), len(book) // 4))
+        for url, _ in oldest:
             del book[url]
+        broken = [url for url, w in oldest if w is False]
+        if 2 * len(broken) <= len(oldest):
+            book.update(dict.fromkeys(broken, False))
 
 
 class Fragments:

@@ -98,13 +98,11 @@ class Follow:
                 continue
             path = hop(discovery, letter)
             fresh, seen = self.split(urls)  # most were seen before: no call per link for those
-            for url in fresh:
+            for url in fresh:  # a fresh one not queued (--max-pages, an ignore, its host's budget) gets no Record
                 added = queue(url, left, depth, via, path)
                 if added:
                     new += 1
                     inside += added == prefix
-                elif added is None:  # seen after all (a cluster's add) ("" is refused: --max-pages, an ignore)
-                    seen.append(url)
             if seen:
                 again(seen, via, letter, broken_links)
         record.num_urls, record.num_new_urls = found, new

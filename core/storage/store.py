@@ -442,9 +442,13 @@ class SqliteStore(DueWaiters):
         return self._is_seen(url)
 
     def split_seen(self, urls: list[str]) -> tuple[list[str], list[str]]:
+        """One `_is_seen` a URL (it may read the file, and the writer commits meanwhile)."""
+        new: list[str] = []
+        old: list[str] = []
         is_seen = self._is_seen
-        old = [u for u in urls if is_seen(u)]
-        return ([u for u in urls if not is_seen(u)] if old else urls), old
+        for u in urls:
+            (old if is_seen(u) else new).append(u)
+        return new, old
 
     def mark_seen(self, url: str) -> bool:
         if not self._new(url):

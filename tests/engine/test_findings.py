@@ -43,14 +43,48 @@ def test_the_book_forgets_its_oldest_quarter_when_full(monkeypatch: pytest.Monke
     assert len(book._book) <= 8
 
 
-async def test_a_missing_fragment_is_reported_once_per_page_however_often_it_is_written(serve) -> None:
+def test_urls_recorded_broken_are_forgotten_last(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(findings, "MAX_BOOK", 8)
+    book = Referrers()
+    book.recorded("http://h/broken", broken=True, via=None)  # the oldest entry
+    for i in range(7):
+        book.recorded(f"http://h/fine{i}", broken=False, via=None)
+    book.again_all(["http://h/new"], "http://h/page", "L", [])  # full: the oldest two go, but not a broken one
+    named: list[list[str]] = []
+    book.again_all(["http://h/broken"], "http://h/late", "L", named)
+    assert named == [["http://h/broken", "a"]]
+
+
+@pytest.mark.parametrize("target_first", [True, False])
+async def test_a_missing_fragment_is_reported_once_per_page_however_often_it_is_written(serve,
+                                                                                       target_first: bool) -> None:
     """Three spellings of one missing fragment are one finding: in /p's Record when /t was
-    parsed first (judged at once), else in /t's (it waited); the links' order decides."""
-    site = await serve({"/": page("/t", "/p"), "/t": page(extra='<h2 id="here">x</h2>'),
-                        "/p": page("/t#gone", "./t#gone", "t#gone", "/t#here")})
+    parsed first (judged at once), in /t's when /p was (it waited). A chain of single
+    links fixes the order (-c 1)."""
+    frags = page("/t#gone", "./t#gone", "t#gone", "/t#here")
+    target = '<h2 id="here">x</h2>'
+    routes = ({"/": page("/t"), "/t": page("/p", extra=target), "/p": frags} if target_first
+              else {"/": page("/p"), "/p": frags, "/t": page(extra=target)})
+    site = await serve(routes)
     _, sink = await crawl(site.url + "/", concurrency=1, fragments=True, requisites=False, external=False)
-    found = [m for r in sink.records for m in r.missing_fragments or ()]
-    assert found == [[site.url + "/p", site.url + "/t", "gone"]]
+    finding = [site.url + "/p", site.url + "/t", "gone"]
+    assert sink.by_url()[site.url + ("/p" if target_first else "/t")].missing_fragments == [finding]
+    assert [m for r in sink.records for m in r.missing_fragments or ()] == [finding]
+
+
+async def test_links_to_urls_seen_before_are_told_to_the_referrers_after_max_pages(serve) -> None:
+    """Once --max-pages is reached nothing new is queued, but a URL queued before still gets
+    its Record: a page linking to it then is named under it if it broke."""
+    site = await serve({"/": page("/a", "/gone"), "/a": page("/gone")})
+    _, sink = await crawl(site.url + "/", concurrency=1, max_pages=3, fragments=False, requisites=False,
+                          external=False)
+    recs = sink.by_url()
+    gone, a = recs[site.url + "/gone"], recs[site.url + "/a"]
+    assert gone.status == 404 and len(recs) == 3
+    # /a's link is in /a's Record if /gone was recorded first, else in /gone's (the links' order)
+    named = [[site.url + "/a", u] for u, _ in a.broken_links or ()] + [[p, site.url + "/gone"] for p, _ in
+                                                                        gone.referrers or ()]
+    assert named == [[site.url + "/a", site.url + "/gone"]], (a.broken_links, gone.referrers)
 
 
 def test_one_walk_reads_links_ids_and_nofollow_each_node_once() -> None:
