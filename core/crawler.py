@@ -660,8 +660,9 @@ class Crawler:
 
     def _parse(self, item: Item, resp: Response, record: Record, *, css: bool = False) -> None:
         """Decode and hand the text to core/queueing/follow.py; the body's memory goes first."""
+        large = len(resp.body) >= LARGE_BODY
         text, record.encoding, slimmed = decode(resp)  # slimmed: defused tags, so ids not all known
-        large, resp.body = len(resp.body) >= LARGE_BODY, b""  # sinks had it: free it before the tree
+        resp.body = b""  # sinks had it: free it before the tree (decode did if it slimmed it)
         if css:
             self.follow.stylesheet(item, record, text if isinstance(text, str) else text.decode("utf-8", "replace"))
         else:

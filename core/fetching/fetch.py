@@ -16,7 +16,7 @@ from multidict import CIMultiDictProxy
 
 from ..monitor.sanitize import clean
 from ..output.provenance import new_hasher, payload_digest
-from ..parsing.defuse import slim, tag_heavy
+from ..parsing.defuse import slim_pieces, tag_heavy
 from .steps import HOOKS
 
 REDIRECTS = frozenset((301, 302, 303, 307, 308))
@@ -137,12 +137,16 @@ def decode(resp: Response) -> tuple[str | bytes, str, bool]:
     UTF-8 (or plain ASCII) bodies stay bytes: that is what Lexbor parses, so a str copy
     (up to 4 bytes a character) and its re-encoding are saved; invalid sequences become
     U+FFFD either way. A tag-heavy body is first slimmed (core/parsing/defuse.py), which keeps its
-    links and drops most of its parse tree (`slimmed`: its ids are then not all known)."""
+    links and drops most of its parse tree (`slimmed`: its ids are then not all known); its
+    resp.body is then emptied before the slim copy is joined (the sinks and the digest have
+    had it), so the two are not in memory at once."""
     body, encoding, slimmed = resp.body, _encoding(resp), False
     if tag_heavy(body) and _ascii_compatible(encoding):
-        slimmer = slim(body)
-        if slimmer is not None:
-            body, slimmed = slimmer, True
+        pieces = slim_pieces(body)
+        if pieces is not None:  # the body goes before the join: the pieces hold all of it
+            resp.body = body = b""
+            body, slimmed = b"".join(pieces), True
+            del pieces
     if _codec(encoding) == "utf-8" or (body.isascii() and _ascii_compatible(encoding)):
         return body, encoding, slimmed
     return body.decode(encoding, errors="replace"), encoding, slimmed
