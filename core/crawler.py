@@ -20,6 +20,7 @@ import aiohttp
 from .. import __version__
 from . import errors
 from .config import CrawlConfig
+from .fetching.budget import BodyBudget
 from .fetching.fetch import REDIRECTS, Response, backoff, decode, fetch_once, retry_after, retryable
 from .fetching.robots import Robots
 from .fetching.session import CrawlSession
@@ -80,6 +81,7 @@ class Crawler:
         sched = store.hosts
         self._sched: Hosts = sched
         self._host_key: Callable[[str], str] = netloc_of
+        self._bodies = BodyBudget()  # bytes of large bodies read or parsed at once (core/fetching/budget.py)
         self._exact_gaps = config.delay > 0 or config.delay_factor > 0
         self._share_hosts(sched)
         self._target = config.concurrency
@@ -481,34 +483,37 @@ class Crawler:
         resp = await self._fetch_scheduled(ws, item, record, host)
         if resp is None:
             return record
-        if self._sitemaps is not None and kind == PAGE:  # the origin answered: its /sitemap.xml may be probed
-            await self._probe_after(host, item.url)
-        record.status = resp.status
-        record.content_type = resp.content_type
-        record.size = len(resp.body)
-        record.truncated = resp.truncated
-        record.digest = resp.digest
-        kind = record.kind = self.kinds.answered(kind, item.url, resp.status, resp.is_html)
-        self.stats.page(ws.host or "", resp.status, record.size, (self.stats.clock() - started) * 1000, kind)
-        if resp.truncated:
-            self.stats.truncated += 1
-        written = [w for sink in self._response_sinks  # WARC: built only when someone keeps responses
-                   if (w := sink.response(item.url, resp.status, resp.reason, list(resp.headers.items()),
-                                          resp.body, list(resp.request_headers.items()),
-                                          truncated=resp.truncated, digest=resp.digest)) is not None]
-        if resp.status in REDIRECTS:
-            await self._redirect(item, resp, record)
-        elif retryable(resp.status):
-            record.fail(errors.HTTPStatusError(f"HTTP {resp.status} after {record.tries} tries"))
-        elif self._sitemaps is not None and is_sitemap(item.discovery):
-            self.stats.set_phase(ws, "parsing")
-            await self._sitemaps.read(item, resp, record)
-        elif resp.is_html and (kind == PAGE or (kind == EXTERNAL and self.kinds.fragments)):
-            self.stats.set_phase(ws, "parsing")
-            self._parse(item, resp, record)
-        elif self.kinds.requisites and is_stylesheet(resp.mime, item.discovery) and resp.status < 300:
-            self.stats.set_phase(ws, "parsing")
-            self._parse(item, resp, record, css=True)
+        try:
+            if self._sitemaps is not None and kind == PAGE:  # the origin answered: its /sitemap.xml may be probed
+                await self._probe_after(host, item.url)
+            record.status = resp.status
+            record.content_type = resp.content_type
+            record.size = len(resp.body)
+            record.truncated = resp.truncated
+            record.digest = resp.digest
+            kind = record.kind = self.kinds.answered(kind, item.url, resp.status, resp.is_html)
+            self.stats.page(ws.host or "", resp.status, record.size, (self.stats.clock() - started) * 1000, kind)
+            if resp.truncated:
+                self.stats.truncated += 1
+            written = [w for sink in self._response_sinks  # WARC: built only when someone keeps responses
+                       if (w := sink.response(item.url, resp.status, resp.reason, list(resp.headers.items()),
+                                              resp.body, list(resp.request_headers.items()),
+                                              truncated=resp.truncated, digest=resp.digest)) is not None]
+            if resp.status in REDIRECTS:
+                await self._redirect(item, resp, record)
+            elif retryable(resp.status):
+                record.fail(errors.HTTPStatusError(f"HTTP {resp.status} after {record.tries} tries"))
+            elif self._sitemaps is not None and is_sitemap(item.discovery):
+                self.stats.set_phase(ws, "parsing")
+                await self._sitemaps.read(item, resp, record)
+            elif resp.is_html and (kind == PAGE or (kind == EXTERNAL and self.kinds.fragments)):
+                self.stats.set_phase(ws, "parsing")
+                self._parse(item, resp, record)
+            elif self.kinds.requisites and is_stylesheet(resp.mime, item.discovery) and resp.status < 300:
+                self.stats.set_phase(ws, "parsing")
+                self._parse(item, resp, record, css=True)
+        finally:  # parsed (or not to be): its bytes no longer count (core/fetching/budget.py)
+            self._bodies.give(resp.held)
         if written:  # the URL counts as done only once its records are in the file (issue 28)
             await self._written(written, record)
         return record
@@ -560,7 +565,7 @@ class Crawler:
         try:
             resp = await fetch_once(session, item.url, self.config.max_bytes, reading,
                                     (lambda: sched.started(host, loop.time())) if self._exact_gaps else None,
-                                    lambda phase: self.stats.set_phase(ws, phase))
+                                    lambda phase: self.stats.set_phase(ws, phase), self._bodies)
         except NETWORK_ERRORS as exc:
             answered = bool(headers_in)  # the headers came: a cut or slow body is this URL's own
             self._free_slot(ws)
@@ -587,6 +592,8 @@ class Crawler:
         if not retryable(resp.status):
             sched.succeeded(host, started, loop.time() - started)
             return resp
+        self._bodies.give(resp.held)  # an error page is not parsed: only a status, at most a Retry-After
+        resp.held = 0
         host_wide = resp.status in (429, 503)
         wait = retry_after(resp.headers.get("Retry-After"), self.config.max_wait) if host_wide else None
         self._host_failed(host, str(resp.status), started, wait, block=host_wide, strike=False)
@@ -660,8 +667,9 @@ class Crawler:
 
     def _parse(self, item: Item, resp: Response, record: Record, *, css: bool = False) -> None:
         """Decode and hand the text to core/queueing/follow.py; the body's memory goes first."""
+        large = len(resp.body) >= LARGE_BODY
         text, record.encoding, slimmed = decode(resp)  # slimmed: defused tags, so ids not all known
-        large, resp.body = len(resp.body) >= LARGE_BODY, b""  # sinks had it: free it before the tree
+        resp.body = b""  # sinks had it: free it before the tree (decode did if it slimmed it)
         if css:
             self.follow.stylesheet(item, record, text if isinstance(text, str) else text.decode("utf-8", "replace"))
         else:

@@ -5,7 +5,7 @@ import codecs
 import functools
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -16,7 +16,8 @@ from multidict import CIMultiDictProxy
 
 from ..monitor.sanitize import clean
 from ..output.provenance import new_hasher, payload_digest
-from ..parsing.defuse import slim, tag_heavy
+from ..parsing.defuse import slim_pieces, tag_heavy
+from .budget import LARGE, BodyBudget
 from .steps import HOOKS
 
 REDIRECTS = frozenset((301, 302, 303, 307, 308))
@@ -36,6 +37,7 @@ class Response:
     charset: str | None
     request_headers: CIMultiDictProxy[str]  # not copied: only a WARC sink reads them
     digest: str | None = None  # sha1 of the body as stored, WARC's form (core/output/provenance.py)
+    held: int = 0  # bytes taken from the crawl's BodyBudget for this body: give them back once parsed
 
     @property
     def is_html(self) -> bool:
@@ -45,22 +47,42 @@ class Response:
 async def fetch_once(
     session: aiohttp.ClientSession, url: str, max_bytes: int, reading: Callable[[], None],
     sent: Callable[[], None] | None = None, phase: Callable[[str], None] | None = None,
+    budget: BodyBudget | None = None,
 ) -> Response:
     """GET without following redirects; read at most max_bytes of (decoded) body.
     `sent` is called when the request's headers are written, `phase` as the request moves
-    on (core/fetching/steps.py), `reading` once the response's headers are in."""
+    on (core/fetching/steps.py), `reading` once the response's headers are in. A body of
+    LARGE bytes or more is read only once `budget` lets it (core/fetching/budget.py); the
+    Response's `held` says what it took, for the caller to give back once it is parsed."""
     token = HOOKS.set((sent, phase) if sent is not None or phase is not None else None)
     try:
-        return await _get(session, url, max_bytes, reading)
+        return await _get(session, url, max_bytes, reading, budget)
     finally:
         HOOKS.reset(token)
 
 
-async def _get(session: aiohttp.ClientSession, url: str, max_bytes: int, reading: Callable[[], None]) -> Response:
+async def _get(session: aiohttp.ClientSession, url: str, max_bytes: int, reading: Callable[[], None],
+               budget: BodyBudget | None) -> Response:
     async with session.get(url, allow_redirects=False) as resp:
         reading()
         sha1 = new_hasher()
-        body, truncated = await read_capped(resp, max_bytes, sha1)
+        held = 0
+        over: Callable[[], Awaitable[None]] | None = None
+        if budget is not None and max_bytes >= LARGE:
+            length = resp.content_length
+            if length is None or "Content-Encoding" in resp.headers:  # decoded size unknown
+
+                async def over() -> None:
+                    nonlocal held
+                    held = await budget.take(budget.limit)
+            elif length >= LARGE:
+                held = await budget.take(min(length, max_bytes))
+        try:
+            body, truncated = await read_capped(resp, max_bytes, sha1, over)
+        except BaseException:
+            if budget is not None:
+                budget.give(held)
+            raise
         try:
             charset = resp.charset
         except (ValueError, LookupError):
@@ -76,6 +98,7 @@ async def _get(session: aiohttp.ClientSession, url: str, max_bytes: int, reading
             charset=charset,
             request_headers=resp.request_info.headers,
             digest=payload_digest(sha1),
+            held=held,
         )
 
 
@@ -84,13 +107,19 @@ def _raw_content_type(value: str | None) -> str | None:
     return None if value is None else clean(value, 200)
 
 
-async def read_capped(resp: aiohttp.ClientResponse, cap: int, sha1: Any = None) -> tuple[bytes, bool]:
+async def read_capped(resp: aiohttp.ClientResponse, cap: int, sha1: Any = None,
+                      over: Callable[[], Awaitable[None]] | None = None) -> tuple[bytes, bool]:
     """(body, truncated): at most cap bytes. StreamReader.read(n) returns what is buffered,
     so one read is not enough; loop until EOF or the cap.  A hasher given as sha1 sees
-    exactly the bytes kept, chunk by chunk as they arrive (the payload digest)."""
+    exactly the bytes kept, chunk by chunk as they arrive (the payload digest). `over` is
+    awaited once, when LARGE bytes have been read (a body of unknown size waits there for
+    the crawl's BodyBudget)."""
     chunks: list[bytes] = []
     size = 0
     while True:
+        if over is not None and size >= LARGE:
+            await over()
+            over = None
         chunk = await resp.content.read(cap - size + 1)
         if not chunk:
             return b"".join(chunks), False
@@ -137,12 +166,16 @@ def decode(resp: Response) -> tuple[str | bytes, str, bool]:
     UTF-8 (or plain ASCII) bodies stay bytes: that is what Lexbor parses, so a str copy
     (up to 4 bytes a character) and its re-encoding are saved; invalid sequences become
     U+FFFD either way. A tag-heavy body is first slimmed (core/parsing/defuse.py), which keeps its
-    links and drops most of its parse tree (`slimmed`: its ids are then not all known)."""
+    links and drops most of its parse tree (`slimmed`: its ids are then not all known); its
+    resp.body is then emptied before the slim copy is joined (the sinks and the digest have
+    had it), so the two are not in memory at once."""
     body, encoding, slimmed = resp.body, _encoding(resp), False
     if tag_heavy(body) and _ascii_compatible(encoding):
-        slimmer = slim(body)
-        if slimmer is not None:
-            body, slimmed = slimmer, True
+        pieces = slim_pieces(body)
+        if pieces is not None:  # the body goes before the join: the pieces hold all of it
+            resp.body = body = b""
+            body, slimmed = b"".join(pieces), True
+            del pieces
     if _codec(encoding) == "utf-8" or (body.isascii() and _ascii_compatible(encoding)):
         return body, encoding, slimmed
     return body.decode(encoding, errors="replace"), encoding, slimmed

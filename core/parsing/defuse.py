@@ -28,6 +28,8 @@ KEEP = frozenset(
 # A whole inert tag, read as the HTML tokenizer reads it (quotes only after `=`), holding no
 # `<` up to the `>` that ends it: as text it then exposes nothing, whatever its attributes.
 _ATTRS = rb"""(?:[\s/]++|[^\s/><][^\s/>=<]*+(?:\s*+=\s*+(?:"[^"<]*+"|'[^'<]*+'|[^\s><]++)?+)?+)*+>"""
+# Tags that keep a body whole (see slim()), in any ASCII case as bytes.lower() would find them.
+_WHOLE = re.compile(rb"<(?:frameset|svg|math)", re.I)
 _DEFUSE = re.compile(rb"<(?=/?(?:" + _INERT + rb")(?=[\s/>])" + _ATTRS + rb")")
 
 
@@ -71,9 +73,15 @@ def slim(body: bytes) -> bytes | None:
     - Inside an attribute value or RCDATA (title, textarea) `&lt;` reads as the `<` it
       replaced; in a comment or raw text it is text that no link comes from.
     """
-    lower = body.lower()
-    if b"<frameset" in lower or b"<svg" in lower or b"<math" in lower:
+    pieces = slim_pieces(body)
+    return None if pieces is None else b"".join(pieces)
+
+
+def slim_pieces(body: bytes) -> list[bytes] | None:
+    """slim(body) before its pieces are joined: a caller that holds the only reference to
+    body can drop it before the join, so body, pieces and joined copy are never all in
+    memory at once (BENCHMARKS.md, issue 29). No lower-case copy of body either: a regex
+    finds the tags that keep a body whole."""
+    if _WHOLE.search(body) is not None:
         return None
-    del lower
-    view = memoryview(body)
-    return b"".join(_defuse(view))
+    return _defuse(memoryview(body))

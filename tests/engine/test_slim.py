@@ -145,6 +145,28 @@ def test_decode_slims_tag_heavy_bodies_in_ascii_compatible_encodings_only() -> N
     assert enc == "utf-16" and "<span" in text and "&lt;span" not in text and not slimmed
 
 
+def test_decode_frees_a_slimmed_body_before_joining_its_slim_copy() -> None:
+    """Body, defused pieces and joined copy were all held at once: body + 2x its slim copy
+    (issue 29). Now the body goes first; a slice's re.sub (a few MB) stays on top of it."""
+    size = 4 * len(tag_heavy_page(links=10))
+    expect = slim(tag_heavy_page(links=10) * 4)
+    tracemalloc.start()  # the body is traced too: it is part of the peak while it lives
+    resp = response(tag_heavy_page(links=10) * 4, "utf-8")  # the Response holds the only reference
+    text, _, slimmed = decode(resp)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert slimmed and text == expect and resp.body == b""
+    assert peak < size + 1.75 * len(text), (peak, size, len(text))  # before: size + 2 * len(text)
+
+
+def test_whole_bodies_are_found_in_any_case_without_a_lower_case_copy() -> None:
+    heavy = b"<span>x</span>" * (TAG_HEAVY + 1)
+    for tag in (b"<FrameSet>", b"<SVG>", b"<mAtH>", b"<frameset", b"<svg", b"<math"):
+        assert slim(heavy + tag) is None, tag
+    for near in (b"<frame>", b"<sv g>", b"< svg>", b"<ma th>", b"&lt;svg>"):
+        assert slim(heavy + near) is not None, near
+
+
 def test_fragments_are_dropped_before_joining_without_changing_a_link() -> None:
     ex = LinkExtractor()
     page = ('<a href="a.html#x">1</a><a href="a.html#y">2</a><a href="b.html #z">3</a>'
