@@ -116,8 +116,8 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     """Every reference of one page (see the module docstring); `host_ok` pre-filters absolute
     navigation links by host unless ALL_HOSTS (requisites come from any host).
 
-    Every walk goes through the shared `_SELECT`, never `tree.css`; navigation, `<base>`
-    and ids come from one walk in document order."""
+    The one walk goes through the shared `_SELECT`, never `tree.css`: navigation, `<base>`,
+    ids and requisites, in document order."""
     tree = LexborHTMLParser(html)
     refs = PageRefs()
     root = tree.root
