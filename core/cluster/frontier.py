@@ -18,7 +18,7 @@ from redis.exceptions import NoScriptError, RedisError
 
 from ..errors import UsageError
 from ..output.records import Record
-from ..queueing.frontier import Item
+from ..queueing.frontier import Item, split_by
 from . import scripts
 from .hosts import RedisHosts
 from .keys import Keys, decode_item, encode_item, fingerprint, split_member, text
@@ -221,12 +221,7 @@ class RedisFrontier:
         return hash(url) in self._known
 
     def split_seen(self, urls: list[str]) -> tuple[list[str], list[str]]:
-        new: list[str] = []
-        old: list[str] = []
-        known = self._known
-        for u in urls:
-            (old if hash(u) in known else new).append(u)
-        return new, old
+        return split_by(urls, self.seen)
 
     async def lookup(self, url: str) -> bool:
         """Exact, across the cluster (a redirect's target: merge or not)."""

@@ -16,6 +16,16 @@ from .hosts import Hosts
 from .item import Item
 
 
+def split_by(urls: list[str], seen: Callable[[str], bool]) -> tuple[list[str], list[str]]:
+    """(never seen, seen before), asking `seen` once a URL: a store whose answer may change
+    meanwhile (a writer committing) still puts every URL in exactly one list."""
+    new: list[str] = []
+    old: list[str] = []
+    for u in urls:
+        (old if seen(u) else new).append(u)
+    return new, old
+
+
 class Frontier(Protocol):
     def add(self, item: Item) -> bool:
         """Queue a URL never seen before; False (and nothing queued) if it was seen."""

@@ -18,7 +18,7 @@ from ..config import CrawlConfig
 from ..errors import StateError
 from ..output.provenance import intern_path
 from ..output.records import Record
-from ..queueing.frontier import DueWaiters
+from ..queueing.frontier import DueWaiters, split_by
 from ..queueing.hosts import Host, Hosts
 from ..queueing.item import Item
 from .bloom import BloomFilter
@@ -442,13 +442,7 @@ class SqliteStore(DueWaiters):
         return self._is_seen(url)
 
     def split_seen(self, urls: list[str]) -> tuple[list[str], list[str]]:
-        """One `_is_seen` a URL (it may read the file, and the writer commits meanwhile)."""
-        new: list[str] = []
-        old: list[str] = []
-        is_seen = self._is_seen
-        for u in urls:
-            (old if is_seen(u) else new).append(u)
-        return new, old
+        return split_by(urls, self._is_seen)  # one `_is_seen` a URL: it may read the file
 
     def mark_seen(self, url: str) -> bool:
         if not self._new(url):
