@@ -7,19 +7,27 @@ from __future__ import annotations
 
 import ipaddress
 from functools import lru_cache
-
-import tldextract
+from typing import TYPE_CHECKING
 
 from ..config import Scope as ScopeKind
 from ..parsing.urls import host_of, netloc_of
 from .patterns import PatternSet
+
+if TYPE_CHECKING:
+    import tldextract
 
 CACHE_MAX = 100_000
 
 
 @lru_cache(maxsize=1)
 def _extractor() -> tldextract.TLDExtract:
-    # Bundled public-suffix snapshot only: never a network fetch, never a cache write.
+    """Bundled public-suffix snapshot only: never a network fetch, never a cache write.
+
+    Imported here, on the first registered domain asked for: tldextract brings `requests`
+    and its kin (7 MB of RSS) for downloads crawltop never makes, and a crawl scoped by
+    host, queued by host, never asks."""
+    import tldextract
+
     return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 
@@ -56,7 +64,7 @@ class Scope:
         hosts = [host_of(r) for r in roots]
         self._literal = {h for h in hosts if _is_literal(h)}
         self._hosts = {_strip_www(h) for h in hosts if h not in self._literal}
-        self._domains = {registered_domain(h) for h in hosts if h not in self._literal}
+        self._domains = {registered_domain(h) for h in hosts if h not in self._literal and kind == "domain"}
         self._by_netloc: dict[str, bool] = {}
         self._by_host: dict[str, bool] = {}
 
@@ -67,7 +75,8 @@ class Scope:
             self._literal.add(host)
         else:
             self._hosts.add(_strip_www(host))
-            self._domains.add(registered_domain(host))
+            if self.kind == "domain":
+                self._domains.add(registered_domain(host))
         self._by_netloc.clear()
         self._by_host.clear()
 

@@ -89,3 +89,21 @@ def test_wheel_holds_only_the_crawltop_package(tmp_path: Path) -> None:
     assert tree - set(names) == set()
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "crawltop = crawltop.cli:console" in zipfile.ZipFile(wheel).read(entry).decode()
+
+
+def test_tldextract_is_imported_only_for_registered_domains() -> None:
+    """tldextract brings `requests` and its kin (7 MB of RSS) for downloads crawltop never
+    makes: the engine and the headless command import without it (a CDXJ index's `surt`
+    still brings it), a crawl scoped by host never loads it, and --scope domain still gets
+    the bundled public-suffix list."""
+    code = ("import sys, crawltop.core.crawler, crawltop.cli.main, crawltop.cli.headless\n"
+            "from crawltop.core.queueing.scope import Scope\n"
+            "host = Scope(('http://www.example.co.uk/',), 'host')\n"
+            "print(host.allows('http://example.co.uk/a'), host.allows('http://shop.example.co.uk/'),"
+            " 'tldextract' in sys.modules, 'requests' in sys.modules)\n"
+            "dom = Scope(('http://www.example.co.uk/',), 'domain')\n"
+            "print(dom.allows('http://shop.example.co.uk/'), dom.allows('http://other.co.uk/'),"
+            " 'tldextract' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["True False False False", "True False True"]
