@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import IntFlag
+from itertools import pairwise
 from urllib.parse import unquote
 
 from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser, LexborNode
 
 from .css import css_refs, srcset_urls
+from .cuts import cuts
 from .urls import _DEFAULT_PORT, _SCHEME, Joiner, _raw_host, href_target
 
 # Requisite hop letters: what referred to the URL (the report's words: core/queueing/kinds.py).
@@ -100,8 +102,8 @@ class LinkExtractor(Joiner):
         self.frames: set[str] = set()  # of the last links() call: URLs a frame/iframe embeds
 
     def read(self, html: str | bytes, page_url: str, host_ok: Callable[[str], bool],
-             want: Want = Want.LINKS) -> PageRefs:
-        return read_page(self, html, page_url, host_ok, want)
+             want: Want = Want.LINKS, split: int = 0) -> PageRefs:
+        return read_page(self, html, page_url, host_ok, want, split)
 
     def links(self, html: str | bytes, page_url: str, host_ok: Callable[[str], bool] = lambda h: True) -> set[str]:
         """Distinct canonical navigation links and frames; absolute ones whose host fails
@@ -112,14 +114,15 @@ class LinkExtractor(Joiner):
 
 
 def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[str], bool],
-              want: Want = Want.LINKS) -> PageRefs:
+              want: Want = Want.LINKS, split: int = 0) -> PageRefs:
     """Every reference of one page (see the module docstring); `host_ok` pre-filters absolute
     navigation links by host unless ALL_HOSTS (requisites come from any host).
 
     The one walk goes through the shared `_SELECT`, never `tree.css`: navigation, `<base>`,
     ids and requisites, in document order."""
-    tree = LexborHTMLParser(html)
     refs = PageRefs()
+    bounds = cuts(html, split) if split else []
+    tree = LexborHTMLParser(html if not bounds else html[:bounds[0]])
     root = tree.root
     if root is None:
         return refs
@@ -128,10 +131,69 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     frags, req = flags & FRAGMENTS, flags & REQUISITES
     ids: set[str] | None = set() if frags else None
     raw: dict[str, bool] = {}  # href -> written as a frame/iframe src somewhere
-    base_href: str | None = None  # the first <base href>, wherever it is
-    nofollow: set[int] = set()  # <a rel=nofollow> nodes
     embeds: list[tuple[str, str | None]] = []  # requisites' (href, hop letter), (CSS text, None)
     styled: list[str] = []  # style attributes, read after the embeds (as when they were a walk apart)
+    base_href, nofollow = _walk(root, flags, raw, ids, embeds, styled)
+    root = None
+    for start, end in pairwise((*bounds, len(html))):  # one part's tree at a time
+        part = LexborHTMLParser(html[start:end]).root
+        if part is not None:
+            more_base, more = _walk(part, flags, raw, ids, embeds, styled)
+            base_href = more_base if base_href is None else base_href
+            nofollow += more
+        part = None
+    refs.ids, refs.nofollow_links = ids, nofollow
+    base = page_url
+    if base_href is not None:
+        base = ex.join(page_url, base_href.strip() or page_url) or page_url
+    head = tree.head
+    if head is not None:
+        _head(ex, head, base, refs)
+    fragments, join, add_link, add_frame = refs.fragments, ex.join, refs.links.add, refs.frames.add
+    for href, framed in raw.items():
+        href = href.strip()
+        if not href:
+            continue
+        if href[0] == "#":  # the base itself (canonical already): nothing to join
+            if frags and len(fragments) < MAX_FRAGMENTS:
+                _fragment(base, href[1:], fragments)
+            continue
+        # href_target (core/parsing/urls.py), inlined: this loop runs once per link. (A cache
+        # of joins on (directory, href) was tried: on a real crawl it missed more than it hit,
+        # and cost 20 MB and 5% CPU. BENCHMARKS.md, "Speed on one core".)
+        if "#" in href:  # the fragment never reaches the URL: join (and cache) without it
+            head_ = href[: href.index("#")]
+            if not head_[-1].isspace():  # "a #b": canonical() would strip that space
+                href_ = head_
+            else:
+                href_ = href
+        else:
+            href_ = href
+        m = _SCHEME.match(href_)
+        if m is not None:
+            if m.group(1).lower() not in _DEFAULT_PORT:
+                continue
+            if keep is not None and not keep(_raw_host(href_[m.end():])):
+                continue
+        elif keep is not None and href_.startswith("//") and not keep(_raw_host(href_)):
+            continue
+        url = join(base, href_)
+        if url is not None:
+            (add_frame if framed else add_link)(url)
+            if frags and "#" in href and len(fragments) < MAX_FRAGMENTS:
+                _fragment(url, href.partition("#")[2], fragments)
+    if req:
+        _requisites(ex, base, refs, embeds, styled)
+    return refs
+
+
+def _walk(root: LexborNode, flags: int, raw: dict[str, bool], ids: set[str] | None,
+          embeds: list[tuple[str, str | None]], styled: list[str]) -> tuple[str | None, int]:
+    """One tree's references into raw, ids, embeds and styled: (its first <base href>, its
+    links with rel=nofollow)."""
+    req = flags & REQUISITES
+    base_href: str | None = None  # the first <base href>, wherever it is
+    nofollow: set[int] = set()  # <a rel=nofollow> nodes
     # One walk of the tree, in document order: each walk of a large page misses the CPU's
     # cache on every node, and the misses, more than the instructions, were the cost of
     # reading more of a page (BENCHMARKS.md, issue 26).
@@ -177,49 +239,7 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
             style = attrs.get("style")
             if style:
                 styled.append(style)
-    refs.ids, refs.nofollow_links = ids, len(nofollow)
-    base = page_url
-    if base_href is not None:
-        base = ex.join(page_url, base_href.strip() or page_url) or page_url
-    head = tree.head
-    if head is not None:
-        _head(ex, head, base, refs)
-    fragments, join, add_link, add_frame = refs.fragments, ex.join, refs.links.add, refs.frames.add
-    for href, framed in raw.items():
-        href = href.strip()
-        if not href:
-            continue
-        if href[0] == "#":  # the base itself (canonical already): nothing to join
-            if frags and len(fragments) < MAX_FRAGMENTS:
-                _fragment(base, href[1:], fragments)
-            continue
-        # href_target (core/parsing/urls.py), inlined: this loop runs once per link. (A cache
-        # of joins on (directory, href) was tried: on a real crawl it missed more than it hit,
-        # and cost 20 MB and 5% CPU. BENCHMARKS.md, "Speed on one core".)
-        if "#" in href:  # the fragment never reaches the URL: join (and cache) without it
-            head_ = href[: href.index("#")]
-            if not head_[-1].isspace():  # "a #b": canonical() would strip that space
-                href_ = head_
-            else:
-                href_ = href
-        else:
-            href_ = href
-        m = _SCHEME.match(href_)
-        if m is not None:
-            if m.group(1).lower() not in _DEFAULT_PORT:
-                continue
-            if keep is not None and not keep(_raw_host(href_[m.end():])):
-                continue
-        elif keep is not None and href_.startswith("//") and not keep(_raw_host(href_)):
-            continue
-        url = join(base, href_)
-        if url is not None:
-            (add_frame if framed else add_link)(url)
-            if frags and "#" in href and len(fragments) < MAX_FRAGMENTS:
-                _fragment(url, href.partition("#")[2], fragments)
-    if req:
-        _requisites(ex, base, refs, embeds, styled)
-    return refs
+    return base_href, len(nofollow)
 
 
 def _id(ids: set[str], value: str | None) -> None:

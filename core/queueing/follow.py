@@ -14,6 +14,7 @@ from ..monitor.stats import Stats
 from ..output.provenance import hop
 from ..output.records import Record
 from ..parsing.css import css_refs
+from ..parsing.cuts import PART
 from ..parsing.page import LinkExtractor, PageRefs, Want
 from ..parsing.urls import href_target
 from .findings import Fragments, Referrers
@@ -46,7 +47,7 @@ class Follow:
         (core/parsing/defuse.py), so its ids are not known for sure."""
         kinds = self.kinds
         want = Want.FRAGMENTS if record.kind == EXTERNAL else kinds.want  # external: its ids, nothing else
-        refs = self.links.read(text, item.url, self.scope.host_ok, want)
+        refs = self.links.read(text, item.url, self.scope.host_ok, want, split=PART if slimmed else 0)
         record.title, record.canonical = refs.title, refs.canonical
         robots = kinds.directives(refs.robots, robots_headers)
         record.robots = robots or None
