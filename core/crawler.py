@@ -31,6 +31,7 @@ from .outcomes import FAILED
 from .output.provenance import hop, utc_iso
 from .output.records import JsonlSink, Record, Redacting, ResponseSink, Sink
 from .parsing import malloc
+from .parsing.cuts import CutPage
 from .parsing.urls import canonical, host_origin, netloc_of
 from .queueing.follow import Follow
 from .queueing.frontier import Frontier, Item, MemoryFrontier
@@ -668,9 +669,10 @@ class Crawler:
     def _parse(self, item: Item, resp: Response, record: Record, *, css: bool = False) -> None:
         """Decode and hand the text to core/queueing/follow.py; the body's memory goes first."""
         large = len(resp.body) >= LARGE_BODY
-        text, record.encoding, slimmed = decode(resp)  # slimmed: defused tags, so ids not all known
+        text, record.encoding, slimmed = decode(resp, parts=not css)  # slimmed: ids not all known
         resp.body = b""  # sinks had it: free it before the tree (decode did if it slimmed it)
         if css:
+            assert not isinstance(text, CutPage)
             self.follow.stylesheet(item, record, text if isinstance(text, str) else text.decode("utf-8", "replace"))
         else:
             self.follow.page(item, record, text, resp.headers.getall("X-Robots-Tag", ()), slimmed)

@@ -16,6 +16,7 @@ from multidict import CIMultiDictProxy
 
 from ..monitor.sanitize import clean
 from ..output.provenance import new_hasher, payload_digest
+from ..parsing.cuts import CutPage, cuts, worth_cutting
 from ..parsing.defuse import slim_pieces, tag_heavy
 from .budget import LARGE, BodyBudget
 from .steps import HOOKS
@@ -160,23 +161,32 @@ def retry_after(value: str | None, cap: float) -> float | None:
     return min(cap, max(0.0, (when - datetime.now(UTC)).total_seconds()))
 
 
-def decode(resp: Response) -> tuple[str | bytes, str, bool]:
+def decode(resp: Response, parts: bool = True) -> tuple[str | bytes | CutPage, str, bool]:
     """(text to parse, encoding, slimmed): header charset, then <meta charset>, then utf-8.
 
     UTF-8 (or plain ASCII) bodies stay bytes: that is what Lexbor parses, so a str copy
     (up to 4 bytes a character) and its re-encoding are saved; invalid sequences become
-    U+FFFD either way. A tag-heavy body is first slimmed (core/parsing/defuse.py), which keeps its
-    links and drops most of its parse tree (`slimmed`: its ids are then not all known); its
-    resp.body is then emptied before the slim copy is joined (the sinks and the digest have
-    had it), so the two are not in memory at once."""
-    body, encoding, slimmed = resp.body, _encoding(resp), False
-    if tag_heavy(body) and _ascii_compatible(encoding):
+    U+FFFD either way. A large one is cut in CutPage where core/parsing/cuts.py finds it safe
+    (with `parts`), to be slimmed (if tag-heavy) and parsed a part at a time. Otherwise a
+    tag-heavy body is slimmed here (core/parsing/defuse.py), which keeps its links and drops
+    most of its parse tree; its resp.body is then emptied before the slim copy is joined
+    (the sinks and the digest have had it), so the two are not in memory at once.
+    `slimmed`: tags were (or will be) defused, so the page's ids are not all known."""
+    body, encoding = resp.body, _encoding(resp)
+    heavy = tag_heavy(body) and _ascii_compatible(encoding)
+    utf8 = _codec(encoding) == "utf-8" or (body.isascii() and _ascii_compatible(encoding))
+    if parts and utf8 and worth_cutting(body):
+        bounds = cuts(body)
+        if bounds:
+            return CutPage(body, bounds, heavy), encoding, heavy
+    slimmed = False
+    if heavy:
         pieces = slim_pieces(body)
         if pieces is not None:  # the body goes before the join: the pieces hold all of it
             resp.body = body = b""
             body, slimmed = b"".join(pieces), True
             del pieces
-    if _codec(encoding) == "utf-8" or (body.isascii() and _ascii_compatible(encoding)):
+    if utf8:
         return body, encoding, slimmed
     return body.decode(encoding, errors="replace"), encoding, slimmed
 

@@ -48,7 +48,7 @@ class Record:
     title: str | None = None
     canonical: str | None = None
     robots: str | None = None  # meta robots and X-Robots-Tag directives, e.g. "noindex,nofollow"
-    nofollow_links: int = 0  # its links with rel=nofollow (followed all the same)
+    nofollow_links: int = 0  # its links with rel=nofollow, by href (followed all the same)
     referrers: list[list[str]] | None = None  # a broken URL's other referrers: [page, tag]
     referrers_more: int = 0  # and how many more pages referred to it
     broken_links: list[list[str]] | None = None  # a page's links to URLs already recorded broken: [url, tag]

@@ -1,43 +1,62 @@
-"""Where a slimmed page may be cut, so that its parse tree is built one part at a time.
+"""Where a large page may be cut, so that it is slimmed and parsed one part at a time.
 
-A slimmed page (core/parsing/defuse.py) still holds every link element. Rustdoc's
-`struct.Wrapping.html` keeps 23,784 `<a>`s, and they cost Lexbor a 28 MB tree: the crawl's
-peak RSS (BENCHMARKS.md, issue 29). Parsed in parts of about PART bytes, one tree at a
-time, the peak is one part's tree.
+Parsed whole, a large page cost the crawl its peaks of RSS (BENCHMARKS.md, issue 29):
+- links cost Lexbor about 1.2 KB each: rustdoc's `struct.Wrapping.html` keeps 23,784 `<a>`s
+  after the slim (core/parsing/defuse.py), a 28 MB tree, and `trait.Shl.html` (28,670
+  tags, not slimmed) 7,944, a 9 MB tree;
+- a 10 MB syntax-highlighted source page was held three times over: its body, its slim
+  copy (11.5 MB) and that copy's tree (11 MB of text nodes).
+Cut in parts of about PART bytes, each part slimmed and parsed on its own, the peak is the
+body and one part's slim copy and tree.
 
-A part's fresh parser must find the same link elements as the whole parse would find
-there. So a cut goes right after an `</a>` end tag, and only where:
-- the tokenizer is in its data state, as a fresh one is. The end tag is a token read as the
-  tokenizer reads it (`_TOKEN`), not text inside a comment, a bogus comment, another tag's
-  attribute value, or the raw text of script, style, xmp, iframe, noembed, noframes,
-  textarea or title (not noscript: Lexbor parses with scripting off, so its content is
-  markup). A script whose text holds `<!--` may hide its own end tag
-  (the double-escaped state), so no cut comes after one. No cut comes after `<plaintext>`,
-  either;
+A part's fresh parser must find the link elements that the whole parse finds there. So a
+cut goes only where:
+- the tokenizer is in its data state, as a fresh one is: between tokens read as the
+  tokenizer reads them (`_TOKEN`), or in text, never inside a comment, a bogus comment, a
+  tag (its quoted attribute values hold `>` and `<` alike), or the raw text of script,
+  style, xmp, iframe, noembed, noframes, textarea or title (not noscript: Lexbor parses with
+  scripting off, so its content is markup). A script whose text holds `<!--` may hide its
+  own end tag (the double-escaped state), so no cut comes after one. No cut comes after
+  `<plaintext>` either;
 - the parse is in body. An `<a>` start tag came first: it ends the head for good, so the
   first part's head is the page's head (a stray `</a>` in the head is ignored there). What
   a later part's fresh parser puts in its own head (a `<base>`, `<link>`, `<script>` before
   its first `<a>`) is in its tree all the same;
+- no `<a>` is open (each `<a>` start tag met its `</a>`): an open one goes on being
+  reopened (cloned) after block ends, and a later `<a>` closes it by the adoption agency,
+  which clones it too;
 - no select or table is open (opened minus closed, as counted from their tags, never
   below zero): an `<a>` in one is placed by other rules. Nor is an object, applet or
   marquee: each puts a marker in the list of active formatting elements, and an `</a>`
-  inside one leaves an `<a>` opened outside it open, to be reopened (cloned, by a fresh
-  parser or not) after it. Elsewhere in body, an `</a>` leaves no `<a>` active, and an
-  `<a>`, `<area>`, `<iframe>` or `<base>` is made where it stands, whatever is open;
+  inside one leaves an `<a>` opened outside it open. Elsewhere in body, an `<a>`,
+  `<area>`, `<iframe>` or `<base>` is made where it stands, whatever else is open (what
+  is open decides only where text and the other elements go);
 - no template came before: links in one go to its contents, outside the tree, and where
   it ends depends on what a fresh parser would put in its head;
-- frameset, svg and math are absent: slim() leaves a body holding them whole.
+- the page holds no frameset, svg or math: what a frameset changes, or where foreign content
+  ends, is not read here (slim() leaves those pages whole too).
 Where the count and the parser could disagree (misnested tags), the count says "still
-open", so a doubtful place gets no cut.
+open", so a doubtful place gets no cut. A cut in text steps back before a character
+reference it would split.
+
+Slimming a part on its own is slimming the body (defuse.py): slim() may cut its input
+anywhere (a tag cut by a slice's end stays a tag), and a part ends between tokens.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
-PART = 256 * 1024  # bytes (or characters) a part holds at least: a tree of 2-3 MB
-_RAW = "script|style|xmp|iframe|noembed|noframes|textarea|title"  # (no noscript: Lexbor parses with scripting off)
+from .defuse import _WHOLE
+
+PART = 128 * 1024  # bytes (or characters) a part holds at least: a tree of 1-3 MB
+BIG = 1 << 20  # a page this long is cut whatever it holds (a text-heavy page's tree is its text again)
+MANY_LINKS = 4_000  # or one of 2 PARTs and more with this many `</a`s (a tree of ~5 MB)
+_RAW = "script|style|xmp|iframe|noembed|noframes|textarea|title"  # (no noscript: see above)
 _WS = r"\t\n\f\r "
+
+
 # A tag's attributes as the tokenizer reads them: quoted values may hold `>` and `<`, and
 # after an `=` comes a value (a quote opens one); an unclosed quote or tag runs to the end of
 # the text. _CLOSED_ATTRS is the same without the ends of the text: where it is made to stop,
@@ -62,35 +81,68 @@ _TOKEN = (
     rf"|(?P<start>{_NAMED}|plaintext|template){_END}{_ATTRS}"  # a start tag the count reads
     rf"|[a-zA-Z][^{_WS}/>]*+{_ATTRS})"  # any other start tag
 )
-# A run of text and tokens that change nothing the count reads, once in body with nothing
-# open: no raw text element, none of _NAMED but `a`, no template or plaintext, nothing unclosed
-# (without the `\Z`s, so the run ends at a token boundary wherever it is made to stop).
-_BUSY = rf"(?:{_NAMED[2:]}|template|plaintext|{_RAW})(?=[{_WS}/>])"
-_RUN = (rf"(?:[^<]++|<!--(?:-?>|.*?--!?>)|<!(?!--)[^>]*+>|<\?[^>]*+>|</(?!{_BUSY})[a-zA-Z][^{_WS}/>]*+{_CLOSED_ATTRS}"
-        rf"|</[^a-zA-Z>][^>]*+>|<(?!{_BUSY})[a-zA-Z][^{_WS}/>]*+{_CLOSED_ATTRS}"
-        r"|<(?=[^a-zA-Z!?/]))*+")  # a lone `<` is text (and one at the run's end is not taken)
+# A run of text and whole tokens that leave the count as it was, once in body with nothing
+# open: `<a>`s with their `</a>`, no raw text element, none of the other _NAMED, no template
+# or plaintext, nothing unclosed (no `\Z`s: where the run is made to stop, it ends between
+# tokens or in text).
+_BUSY = rf"(?:{_NAMED}|template|plaintext|{_RAW})(?=[{_WS}/>])"
+_ITEM = (rf"[^<]++|<!--(?:-?>|.*?--!?>)|<!(?!--)[^>]*+>|<\?[^>]*+>|</(?!{_BUSY})[a-zA-Z][^{_WS}/>]*+{_CLOSED_ATTRS}"
+         rf"|</[^a-zA-Z>][^>]*+>|<(?!{_BUSY})[a-zA-Z][^{_WS}/>]*+{_CLOSED_ATTRS}"
+         r"|<(?=[^a-zA-Z!?/])")  # a lone `<` is text (and one at the run's end is not taken)
+_PAIR = rf"<a(?=[{_WS}/>]){_CLOSED_ATTRS}(?:{_ITEM})*+</a(?=[{_WS}/>]){_CLOSED_ATTRS}"
+_RUN = rf"(?:{_ITEM}|{_PAIR})*+"
 _TOKENS: dict[type, re.Pattern[Any]] = {str: re.compile(_TOKEN, re.S | re.I),
                                          bytes: re.compile(_TOKEN.encode(), re.S | re.I)}
 _RUNS: dict[type, re.Pattern[Any]] = {str: re.compile(_RUN, re.S | re.I), bytes: re.compile(_RUN.encode(), re.S | re.I)}
-MANY_LINKS = 4_000  # `</a`s a page needs before it is cut in PARTs: a tree of fewer costs under ~5 MB
+_FOREIGN: dict[type, re.Pattern[Any]] = {bytes: _WHOLE, str: re.compile(_WHOLE.pattern.decode(), re.I)}
+
+
+@dataclass(frozen=True, slots=True)
+class CutPage:
+    """A page to parse a part at a time: body[0:bounds[0]], body[bounds[0]:bounds[1]], ...
+    `slim`: each part is slimmed before its parse (core/parsing/defuse.py)."""
+
+    body: str | bytes
+    bounds: list[int]
+    slim: bool
+
+    def __iter__(self) -> Any:
+        starts = (0, *self.bounds)
+        ends = (*self.bounds, len(self.body))
+        return (self.body[a:b] for a, b in zip(starts, ends, strict=True))
+
+
+def worth_cutting(text: str | bytes, part: int = PART) -> bool:
+    """Long enough, and holding text or links enough, for its whole tree to matter."""
+    if len(text) < 2 * part:
+        return False
+    closing: Any = b"</a" if isinstance(text, bytes) else "</a"
+    return len(text) >= BIG * part // PART or text.count(closing) >= MANY_LINKS * part // PART
 
 
 def cuts(text: str | bytes, part: int = PART) -> list[int]:
-    """Offsets to cut text at (see the module docstring), at least `part` apart; [] when
-    the text is too short or has too few links to be worth it, or has no safe place."""
-    is_bytes = isinstance(text, bytes)
-    closing: Any = b"</a" if is_bytes else "</a"
-    if len(text) < 2 * part or text.count(closing) < MANY_LINKS * part // PART:
+    """Offsets to cut text at (see the module docstring), at least `part` apart and `part`
+    from its end; [] when it has no safe place."""
+    if _FOREIGN[type(text)].search(text) is not None:
         return []
+    is_bytes = isinstance(text, bytes)
     token, run = _TOKENS[type(text)], _RUNS[type(text)]
     open_ = {"select": 0, "table": 0, "object": 0, "applet": 0, "marquee": 0}
-    in_body = False
+    in_body = a_open = False
     found: list[int] = []
     pos = last = 0
     stop = len(text) - part
     while True:
-        if in_body and not any(open_.values()):  # skip, in C, to the next place a cut may go
-            pos = run.match(text, pos, max(pos, last + part)).end()  # type: ignore[union-attr]  # (it matches "")
+        if in_body and not a_open and not any(open_.values()):
+            if pos >= last + part and pos <= stop:  # between tokens
+                last = pos
+                found.append(pos)
+            end = run.match(text, pos, max(pos, last + part)).end()  # type: ignore[union-attr]  # (it matches "")
+            if end > pos and end == last + part and end <= stop:  # the run was stopped there, in text
+                end = _before_reference(text, pos, end)
+                last = end
+                found.append(end)
+            pos = end
         m = token.search(text, pos)
         if m is None:
             break
@@ -105,15 +157,27 @@ def cuts(text: str | bytes, part: int = PART) -> list[int]:
         if is_bytes:
             name = name.decode()
         if kind == "end":
-            if name != "a":
+            if name == "a":
+                a_open = False
+            else:
                 open_[name] = max(0, open_[name] - 1)
-            elif in_body and last + part <= pos <= stop and not any(open_.values()):
-                last = pos
-                found.append(pos)
         elif name == "a":
-            in_body = True
+            in_body = a_open = True
         elif name in ("plaintext", "template"):
             break
         else:
             open_[name] += 1
     return found
+
+
+def _before_reference(text: str | bytes, start: int, end: int) -> int:
+    """end, or the `&` before it when end would cut a character reference (`&am|p;`): the
+    text from that `&` to end is then all a reference may hold, so it is text."""
+    amp_: Any = b"&" if isinstance(text, bytes) else "&"
+    amp = text.rfind(amp_, max(start, end - 40), end)
+    if amp <= start:
+        return end
+    return amp if _REFERENCE[type(text)].fullmatch(text, amp, end) else end
+
+
+_REFERENCE: dict[type, re.Pattern[Any]] = {str: re.compile(r"&#?[0-9A-Za-z]*"), bytes: re.compile(rb"&#?[0-9A-Za-z]*")}

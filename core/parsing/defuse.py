@@ -25,10 +25,12 @@ KEEP = frozenset(
     " noscript plaintext template select option optgroup datalist selectedcontent button"
     " input keygen table caption colgroup col tbody thead tfoot tr td th svg math html"
     " head body applet marquee object image form".split())
-# A whole inert tag, read as the HTML tokenizer reads it (quotes only after `=`), holding no
-# `<` up to the `>` that ends it: as text it then exposes nothing, whatever its attributes.
-_ATTRS = rb"""(?:[\s/]++|[^\s/><][^\s/>=<]*+(?:\s*+=\s*+(?:"[^"<]*+"|'[^'<]*+'|[^\s><]++)?+)?+)*+>"""
-# Tags that keep a body whole (see slim()), in any ASCII case as bytes.lower() would find them.
+# A whole inert tag, read as the HTML tokenizer reads it (quotes only after `=`, and after an
+# `=` a value: `title="<a>"` is never an unquoted `"`), holding no `<` up to the `>` that ends
+# it: as text it then exposes nothing, whatever its attributes.
+_ATTRS = (rb"""(?:[\s/]++|[^\s/><][^\s/>=<]*+(?:\s*+=\s*+(?:"[^"<]*+"|'[^'<]*+'|[^\s><"'][^\s><]*+|(?=>))"""
+          rb"""|(?!\s*+=)))*+>""")
+# Tags that keep a body whole (see slim() and core/parsing/cuts.py), in any ASCII case.
 _WHOLE = re.compile(rb"<(?:frameset|svg|math)", re.I)
 _DEFUSE = re.compile(rb"<(?=/?(?:" + _INERT + rb")(?=[\s/>])" + _ATTRS + rb")")
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import IntFlag
-from itertools import pairwise
 from urllib.parse import unquote
 
 from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser, LexborNode
 
 from .css import css_refs, srcset_urls
-from .cuts import cuts
+from .cuts import CutPage
+from .defuse import slim
 from .urls import _DEFAULT_PORT, _SCHEME, Joiner, _raw_host, href_target
 
 # Requisite hop letters: what referred to the URL (the report's words: core/queueing/kinds.py).
@@ -91,7 +91,7 @@ class PageRefs:
         self.title: str | None = None
         self.canonical: str | None = None
         self.robots = ""  # <meta name=robots> content, lower-case
-        self.nofollow_links = 0  # links with rel=nofollow: recorded, still followed (Heritrix's default)
+        self.nofollow_links = 0  # hrefs of links with rel=nofollow: recorded, still followed (as by Heritrix)
 
 
 class LinkExtractor(Joiner):
@@ -101,9 +101,9 @@ class LinkExtractor(Joiner):
         super().__init__()
         self.frames: set[str] = set()  # of the last links() call: URLs a frame/iframe embeds
 
-    def read(self, html: str | bytes, page_url: str, host_ok: Callable[[str], bool],
-             want: Want = Want.LINKS, split: int = 0) -> PageRefs:
-        return read_page(self, html, page_url, host_ok, want, split)
+    def read(self, html: str | bytes | CutPage, page_url: str, host_ok: Callable[[str], bool],
+             want: Want = Want.LINKS) -> PageRefs:
+        return read_page(self, html, page_url, host_ok, want)
 
     def links(self, html: str | bytes, page_url: str, host_ok: Callable[[str], bool] = lambda h: True) -> set[str]:
         """Distinct canonical navigation links and frames; absolute ones whose host fails
@@ -113,16 +113,18 @@ class LinkExtractor(Joiner):
         return refs.links | refs.frames
 
 
-def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[str], bool],
-              want: Want = Want.LINKS, split: int = 0) -> PageRefs:
+def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: Callable[[str], bool],
+              want: Want = Want.LINKS) -> PageRefs:
     """Every reference of one page (see the module docstring); `host_ok` pre-filters absolute
     navigation links by host unless ALL_HOSTS (requisites come from any host).
 
     The one walk goes through the shared `_SELECT`, never `tree.css`: navigation, `<base>`,
-    ids and requisites, in document order."""
+    ids and requisites, in document order. A CutPage's parts (core/parsing/cuts.py) are
+    slimmed if it says so and parsed one at a time, each tree gone before the next is built;
+    the first part's head is the page's head."""
     refs = PageRefs()
-    bounds = cuts(html, split) if split else []
-    tree = LexborHTMLParser(html if not bounds else html[:bounds[0]])
+    parts, slimming = (iter(html), html.slim) if isinstance(html, CutPage) else (iter((html,)), False)
+    tree = LexborHTMLParser(_slim(next(parts)) if slimming else next(parts))
     root = tree.root
     if root is None:
         return refs
@@ -133,22 +135,25 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     raw: dict[str, bool] = {}  # href -> written as a frame/iframe src somewhere
     embeds: list[tuple[str, str | None]] = []  # requisites' (href, hop letter), (CSS text, None)
     styled: list[str] = []  # style attributes, read after the embeds (as when they were a walk apart)
-    base_href, nofollow = _walk(root, flags, raw, ids, embeds, styled)
-    root = None
-    for start, end in pairwise((*bounds, len(html))):  # one part's tree at a time
-        part = LexborHTMLParser(html[start:end]).root
+    nofollow: set[str] = set()  # hrefs of links with rel=nofollow
+    base_href = _walk(root, flags, raw, ids, embeds, styled, nofollow)
+    head = tree.head
+    canonical, refresh = _head(head, refs) if head is not None else (None, None)
+    del root, head, tree  # before the next part's tree is built
+    for text in parts:  # one part's tree at a time
+        part = LexborHTMLParser(_slim(text) if slimming else text).root
         if part is not None:
-            more_base, more = _walk(part, flags, raw, ids, embeds, styled)
+            more_base = _walk(part, flags, raw, ids, embeds, styled, nofollow)
             base_href = more_base if base_href is None else base_href
-            nofollow += more
         part = None
-    refs.ids, refs.nofollow_links = ids, nofollow
+    refs.ids, refs.nofollow_links = ids, len(nofollow)
     base = page_url
     if base_href is not None:
         base = ex.join(page_url, base_href.strip() or page_url) or page_url
-    head = tree.head
-    if head is not None:
-        _head(ex, head, base, refs)
+    if canonical is not None:
+        refs.canonical = ex.join(base, canonical)
+    if refresh is not None:
+        refs.refresh = _refresh_url(ex, base, refresh)
     fragments, join, add_link, add_frame = refs.fragments, ex.join, refs.links.add, refs.frames.add
     for href, framed in raw.items():
         href = href.strip()
@@ -187,13 +192,18 @@ def read_page(ex: Joiner, html: str | bytes, page_url: str, host_ok: Callable[[s
     return refs
 
 
+def _slim(part: str | bytes) -> str | bytes:
+    """A part slimmed (CutPage never hold what keeps a body whole: slim() gives None for that)."""
+    return (slim(part) or part) if isinstance(part, bytes) else part
+
+
 def _walk(root: LexborNode, flags: int, raw: dict[str, bool], ids: set[str] | None,
-          embeds: list[tuple[str, str | None]], styled: list[str]) -> tuple[str | None, int]:
-    """One tree's references into raw, ids, embeds and styled: (its first <base href>, its
-    links with rel=nofollow)."""
+          embeds: list[tuple[str, str | None]], styled: list[str], nofollow: set[str]) -> str | None:
+    """One tree's references into raw, ids, embeds, styled and nofollow (the hrefs of links
+    with rel=nofollow: counted by href, as links are, so that a misnested `<a>` the parser
+    reopens, clones and all, is one link); its first <base href>."""
     req = flags & REQUISITES
     base_href: str | None = None  # the first <base href>, wherever it is
-    nofollow: set[int] = set()  # <a rel=nofollow> nodes
     # One walk of the tree, in document order: each walk of a large page misses the CPU's
     # cache on every node, and the misses, more than the instructions, were the cost of
     # reading more of a page (BENCHMARKS.md, issue 26).
@@ -206,7 +216,7 @@ def _walk(root: LexborNode, flags: int, raw: dict[str, bool], ids: set[str] | No
                 raw.setdefault(href, False)
                 rel = attrs.get("rel")
                 if rel is not None and "nofollow" in rel.lower():
-                    nofollow.add(node.mem_id)  # a node found twice (an <a id>) counts once
+                    nofollow.add(href)
             if ids is not None:  # inline: once per link
                 value = attrs.get("id")
                 if value:
@@ -239,7 +249,7 @@ def _walk(root: LexborNode, flags: int, raw: dict[str, bool], ids: set[str] | No
             style = attrs.get("style")
             if style:
                 styled.append(style)
-    return base_href, len(nofollow)
+    return base_href
 
 
 def _id(ids: set[str], value: str | None) -> None:
@@ -255,10 +265,11 @@ def _fragment(target: str, frag: str, out: list[tuple[str, str]]) -> None:
     out.append((target, unquote(frag) if "%" in frag else frag))
 
 
-def _head(ex: Joiner, head: LexborNode, base: str, refs: PageRefs) -> None:
-    """The page's title, canonical link, meta robots and meta refresh: one small walk of the
-    head's children, where HTML puts them (a `<meta>` written in the body is not read: a
-    walk of the whole tree on every page for what valid pages never do)."""
+def _head(head: LexborNode, refs: PageRefs) -> tuple[str | None, str | None]:
+    """The page's title and meta robots (into refs), and its canonical link and meta refresh
+    as written (joined once the base is known): one small walk of the head's children, where
+    HTML puts them (a `<meta>` written in the body is not read: a walk of the whole tree on
+    every page for what valid pages never do)."""
     canonical = refresh = None
     for node in head.iter():  # its children: no selector to set up, no walk of the body
         tag = node.tag
@@ -280,10 +291,7 @@ def _head(ex: Joiner, head: LexborNode, base: str, refs: PageRefs) -> None:
                 refs.robots = ",".join(filter(None, (refs.robots, *(d.strip() for d in content.split(",")))))
             elif (attrs.get("http-equiv") or "").lower() == "refresh" and refresh is None:
                 refresh = attrs.get("content") or ""
-    if canonical is not None:
-        refs.canonical = ex.join(base, canonical)
-    if refresh is not None:
-        refs.refresh = _refresh_url(ex, base, refresh)
+    return canonical, refresh
 
 
 def _refresh_url(ex: Joiner, base: str, content: str) -> str | None:

@@ -14,7 +14,7 @@ from ..monitor.stats import Stats
 from ..output.provenance import hop
 from ..output.records import Record
 from ..parsing.css import css_refs
-from ..parsing.cuts import PART
+from ..parsing.cuts import CutPage
 from ..parsing.page import LinkExtractor, PageRefs, Want
 from ..parsing.urls import href_target
 from .findings import Fragments, Referrers
@@ -40,14 +40,14 @@ class Follow:
         self.fragments = Fragments()
         self._unresolved = self._answered = 0  # other hosts' DNS failures and answers (_offline)
 
-    def page(self, item: Item, record: Record, text: str | bytes, robots_headers: Sequence[str],
+    def page(self, item: Item, record: Record, text: str | bytes | CutPage, robots_headers: Sequence[str],
              slimmed: bool) -> None:
         """One parse: a page's references are queued by kind; an external page is read only
         for its ids, for the fragment links that point to it. `slimmed`: tags were defused
         (core/parsing/defuse.py), so its ids are not known for sure."""
         kinds = self.kinds
         want = Want.FRAGMENTS if record.kind == EXTERNAL else kinds.want  # external: its ids, nothing else
-        refs = self.links.read(text, item.url, self.scope.host_ok, want, split=PART if slimmed else 0)
+        refs = self.links.read(text, item.url, self.scope.host_ok, want)
         record.title, record.canonical = refs.title, refs.canonical
         robots = kinds.directives(refs.robots, robots_headers)
         record.robots = robots or None

@@ -1,21 +1,25 @@
-"""A slimmed page parsed in parts (core/parsing/cuts.py) must read exactly what its whole
-parse reads: every part's fresh parser finds the link elements the whole tree holds there."""
+"""A page parsed in parts (core/parsing/cuts.py) must read exactly what its whole parse
+reads: every part's fresh parser finds the link elements the whole tree holds there, and a
+tag-heavy page slimmed a part at a time reads what its whole slim copy reads."""
 from __future__ import annotations
 
 import random
 import tracemalloc
 
-from test_slim import PIECES
+from test_slim import PIECES, response, tag_heavy_page
 
-from crawltop.core.parsing.cuts import PART, cuts
+from crawltop.core.fetching.fetch import decode
+from crawltop.core.parsing.cuts import PART, CutPage, cuts, worth_cutting
 from crawltop.core.parsing.defuse import slim
 from crawltop.core.parsing.page import LinkExtractor, PageRefs, Want, read_page
 
 BASE = "http://h.example/d/page.html"
 ALL = Want.REQUISITES | Want.FRAGMENTS | Want.ALL_HOSTS
-# Around the hostile pieces: plenty of plain links to cut after, and what a head holds.
+# Around the hostile pieces: plenty of plain links and text to cut in, and what a head holds.
 LINKS = ['<a href="/l{n}" title="t">l</a>', "<a href=/m{n} rel=nofollow>m</a>", "<a href='#f{n}' id=i{n}>f</a>",
-         "<img src=/img{n}.png style='background:url(/bg{n}.png)'>", "</a>", "<p><a href=/p{n}>p</a>"]
+         "<img src=/img{n}.png style='background:url(/bg{n}.png)'>", "</a>", "<p><a href=/p{n}>p</a>",
+         "some text &amp; more text &#x3C; ", "<span class=k>fn</span> <span>x{n}</span>\n", "<a href=/open{n}>",
+         "<div><a rel=nofollow href=/nd{n}><p>in</div> after", "<table>", "</table>", "<object>", "</object>"]
 HEAD = ['<head><title>T</title><link rel=canonical href=/canon><meta name=robots content="noarchive">',
         "<head><title>x</title></a><meta name=robots content=nofollow><meta http-equiv=refresh content='0; url=/r'>",
         "<head><template><a href=/ht></a></template><meta name=robots content=noindex>", "<head><noscript>",
@@ -39,48 +43,69 @@ def test_parts_read_what_the_whole_page_reads() -> None:
     rng = random.Random(29)
     ex = LinkExtractor()
     cut_pages = 0
-    for _ in range(3000):
-        thin = slim(hostile_page(rng))
-        if thin is None:  # frameset, svg, math: never slimmed, never cut
-            continue
-        bounds = cuts(thin, 64)
-        cut_pages += bool(bounds)
-        for text in (thin, thin.decode()):
-            whole = read_page(ex, text, BASE, lambda h: True, ALL)
-            assert seen(read_page(ex, text, BASE, lambda h: True, ALL, split=64)) == seen(whole), thin
-            assert seen(read_page(ex, text, BASE, lambda h: h == "h.example", Want.LINKS, split=64)) == seen(
-                read_page(ex, text, BASE, lambda h: h == "h.example", Want.LINKS)), thin
-    assert cut_pages > 600  # the comparison above was not vacuous
+    for _ in range(2500):
+        body = hostile_page(rng)
+        thin = slim(body)  # None with frameset, svg or math: then the body is never cut
+        for text in (body, body.decode(), *((thin, thin.decode()) if thin is not None else ())):
+            bounds = cuts(text, 48)
+            cut_pages += bool(bounds)
+            page = CutPage(text, bounds, False)
+            assert seen(read_page(ex, page, BASE, lambda h: True, ALL)) == seen(
+                read_page(ex, text, BASE, lambda h: True, ALL)), text
+            assert seen(read_page(ex, page, BASE, lambda h: h == "h.example")) == seen(
+                read_page(ex, text, BASE, lambda h: h == "h.example")), text
+        if thin is not None:  # slimmed a part at a time, as decode() hands a tag-heavy body over
+            page = CutPage(body, cuts(body, 48), True)
+            assert seen(read_page(ex, page, BASE, lambda h: True, ALL)) == seen(
+                read_page(ex, thin, BASE, lambda h: True, ALL)), body
+    assert cut_pages > 1500  # the comparisons above were not vacuous
 
 
 def test_no_cut_inside_what_a_fresh_parser_reads_differently() -> None:
-    pad = "".join(f"<a href=/x{i}>x</a>" for i in range(20))
+    pad = "".join(f"<a href=/x{i}>x</a> text &amp; text " for i in range(20))
     inside = ["<!-- {pad} -->", "<script>{pad}</script>", "<textarea>{pad}</textarea>", "<title>{pad}</title>",
-              "<select>{pad}</select>", "<table>{pad}</table>",
-              "<div title='{pad}'>", "<iframe>{pad}</iframe>"]
+              "<select>{pad}</select>", "<table>{pad}</table>", "<object>{pad}</object>", "<div title='{pad}'>",
+              "<iframe>{pad}</iframe>"]
     for wrap in inside:
         before, _, after = wrap.partition("{pad}")
-        text = f"<a href=/first>f</a>{before}{pad}{after}"
+        text = f"<a href=/first>f</a>{before}{pad}{after}{pad}"
         got = cuts(text, 8)
         start, end = text.index(pad), text.index(pad) + len(pad)
         assert got and all(not start <= c < end for c in got), wrap  # cuts only after the first link
     assert cuts(f"<title>t</title></a>{pad}", 8)[0] > len("<title>t</title></a>")  # a stray </a> is in the head
     for stop in ("<plaintext>", "<script><!--<script></script>", "<template>"):  # nothing after it is known
-        text = f"<a href=/a>a</a><a href=/b>b</a>{stop}{pad}"
+        text = f"<a href=/a>a</a> some text here {stop}{pad}"
         got = cuts(text, 8)
         assert got and max(got) <= text.index(stop), stop
+    text = "<a href=/a>a</a>" + "t" * 40 + "<a href=/open>" + "o" * 100 + "</a>" + "u" * 40
+    assert all(not text.index("/open") < c < text.index("</a>u") for c in cuts(text, 8))  # not in an open <a>
+    text = "<a href=/a>a</a>" + "x" * 14 + "&amp;" + "y" * 30
+    assert cuts(text, 32) == [text.index("&")]  # a reference is not cut
+    assert cuts("<svg></svg><a href=/a>a</a>" + "x" * 100, 8) == []  # foreign content: never cut
 
 
-def test_a_page_of_many_links_is_parsed_a_part_at_a_time() -> None:
-    page = "<html><head><title>Wrapping</title></head><body>" + "".join(
-        f'<a class="fn" href="struct.W{i}.html#m{i}" title="method m{i}">m{i}</a> text {i} ' for i in range(24000))
-    assert len(cuts(page)) >= 6
+def test_decode_hands_a_large_page_over_in_parts() -> None:
+    heavy = tag_heavy_page(links=5000) * 3
+    text, enc, slimmed = decode(response(heavy, "utf-8"))
+    assert isinstance(text, CutPage) and text.slim and slimmed and enc == "utf-8" and len(text.bounds) >= 4
+    assert b"".join(text) == heavy  # the parts are the body, unslimmed: each is slimmed before its parse
     ex = LinkExtractor()
+    assert seen(read_page(ex, text, BASE, lambda h: True, ALL)) == seen(read_page(ex, slim(heavy), BASE,
+                                                                                  lambda h: True, ALL))
+    links = ("<html><head><title>Shl</title></head><body>" + "".join(
+        f'<a class="fn" href="struct.W{i}.html#m{i}" title="m{i}">m{i}</a> text {i} ' for i in range(12000))).encode()
+    assert worth_cutting(links)
+    page, _, slimmed = decode(response(links, None))
+    assert isinstance(page, CutPage) and not page.slim and not slimmed and len(page.bounds) >= 5
+    assert not isinstance(decode(response(links, None), parts=False)[0], CutPage)  # a stylesheet is never cut
+    latin = links.replace(b"<body>", b"<body>\xe9")  # only what Lexbor reads as it is (bytes, UTF-8) is cut
+    assert not isinstance(decode(response(latin, "windows-1252"))[0], CutPage)
     peaks = []
-    for split in (0, PART):
+    for html in (links, page):
         tracemalloc.start()
-        refs = read_page(ex, page, BASE, lambda h: True, Want.LINKS, split)
+        refs = read_page(ex, html, BASE, lambda h: True)
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
-        assert len(refs.links) == 24000 and refs.title == "Wrapping"
-    assert peaks[1] < peaks[0] / 2, peaks
+        assert len(refs.links) == 12000 and refs.title == "Shl"
+    assert peaks[1] < peaks[0] / 3, peaks
+    assert PART * 2 <= len(links)

@@ -35,7 +35,9 @@ PIECES = [
     "<script>document.write('</scr' + 'ipt><span><a href=/sw{n}>')</script>", "<script><!--<script>",
     "</script -->", "<TEXTAREA><span><a href=/TA{n}>", "</TEXTAREA>", "<Template><span><a href=/Tp{n}>",
     "<noembed><span><a href=/ne{n}></noembed>", "<span/>", "<br/>", "<div title=\"a>b\" data-a='>'>",
-    "<plaintext><a href=/pt{n}>", "&lt;span&gt;", "<![CDATA[<span><a href=/cd{n}>]]>", "\x00", "<span\x00>",
+    "<plaintext><a href=/pt{n}>", "<div title=\"><a href=/dq{n}>in</a>\">", "<p class='<a href=/sq{n}>'>",
+    "<span title=\"x\"y>", "<b =\"><a href=/eq{n}>\">",
+    "&lt;span&gt;", "<![CDATA[<span><a href=/cd{n}>]]>", "\x00", "<span\x00>",
 ]
 
 
@@ -135,13 +137,17 @@ def test_decode_hands_lexbor_bytes_only_when_they_read_the_same() -> None:
 
 
 def test_decode_slims_tag_heavy_bodies_in_ascii_compatible_encodings_only() -> None:
+    """Whole, as a page that can't be cut is (one that can is slimmed a part at a time:
+    test_cuts.py)."""
     body = tag_heavy_page()
-    text, _, slimmed = decode(response(body, "utf-8"))
+    text, _, slimmed = decode(response(body, "utf-8"), parts=False)
+    assert isinstance(text, bytes)
     assert len(text) > len(body) and b"&lt;span" in text and slimmed  # its ids are then not all known
     latin, enc, _ = decode(response(body.replace(b"<body>", b"<body>\xe9"), "windows-1252"))
     assert enc == "windows-1252" and "&lt;span" in latin and "é" in latin
     wide = body.decode().encode("utf-16")
     text, enc, slimmed = decode(response(wide, "utf-16"))
+    assert isinstance(text, str)
     assert enc == "utf-16" and "<span" in text and "&lt;span" not in text and not slimmed
 
 
@@ -152,8 +158,9 @@ def test_decode_frees_a_slimmed_body_before_joining_its_slim_copy() -> None:
     expect = slim(tag_heavy_page(links=10) * 4)
     tracemalloc.start()  # the body is traced too: it is part of the peak while it lives
     resp = response(tag_heavy_page(links=10) * 4, "utf-8")  # the Response holds the only reference
-    text, _, slimmed = decode(resp)
+    text, _, slimmed = decode(resp, parts=False)  # (a page that can't be cut)
     peak = tracemalloc.get_traced_memory()[1]
+    assert isinstance(text, bytes)
     tracemalloc.stop()
     assert slimmed and text == expect and resp.body == b""
     assert peak < size + 1.75 * len(text), (peak, size, len(text))  # before: size + 2 * len(text)
