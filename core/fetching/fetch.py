@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+import io
 import random
 import re
 from collections.abc import Awaitable, Callable
@@ -114,26 +115,35 @@ async def read_capped(resp: aiohttp.ClientResponse, cap: int, sha1: Any = None,
     so one read is not enough; loop until EOF or the cap.  A hasher given as sha1 sees
     exactly the bytes kept, chunk by chunk as they arrive (the payload digest). `over` is
     awaited once, when LARGE bytes have been read (a body of unknown size waits there for
-    the crawl's BodyBudget)."""
+    the crawl's BodyBudget). From LARGE bytes on, chunks go into a BytesIO: its buffer grows
+    in place and getvalue() hands it over uncopied, where joining a list of chunks held
+    the chunks and the body at once, twice the body (BENCHMARKS.md, issue 29)."""
     chunks: list[bytes] = []
+    into: io.BytesIO | None = None
     size = 0
+    truncated = False
     while True:
-        if over is not None and size >= LARGE:
-            await over()
-            over = None
+        if size >= LARGE and into is None:
+            into = io.BytesIO()
+            into.writelines(chunks)
+            chunks.clear()
+            if over is not None:
+                await over()
         chunk = await resp.content.read(cap - size + 1)
         if not chunk:
-            return b"".join(chunks), False
+            break
         if size + len(chunk) > cap:
-            chunk = chunk[: cap - size]
-            if sha1 is not None:
-                sha1.update(chunk)
-            chunks.append(chunk)
-            return b"".join(chunks), True
+            chunk, truncated = chunk[: cap - size], True
         if sha1 is not None:
             sha1.update(chunk)
-        chunks.append(chunk)
+        if into is None:
+            chunks.append(chunk)
+        else:
+            into.write(chunk)
         size += len(chunk)
+        if truncated:
+            break
+    return (b"".join(chunks) if into is None else into.getvalue()), truncated
 
 
 def retryable(status: int) -> bool:

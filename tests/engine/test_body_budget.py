@@ -110,3 +110,44 @@ async def test_a_crawl_of_large_bodies_records_them_all_and_gives_every_byte_bac
     assert recs[site.url + "/busy.html"].status == 503 and recs[site.url + "/busy.html"].tries == 2
     assert budget.used == 0 and not budget._waiting
     assert 0 < budget.most <= 3 * LARGE  # never more than the budget lent at once
+
+
+async def test_a_large_body_is_read_without_a_second_copy(serve) -> None:
+    """Chunks joined at the end held the chunks and the body at once: twice the body. Past
+    LARGE they go into one buffer that grows in place and is handed over uncopied."""
+    import hashlib
+    import tracemalloc
+
+    import aiohttp
+
+    from crawltop.core.fetching.fetch import read_capped
+
+    big = bytes(range(256)) * (8 * MB // 256)
+
+    async def chunked(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/html"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        for i in range(0, len(big), 64 * 1024):
+            await resp.write(big[i:i + 64 * 1024])
+        await resp.write_eof()
+        return resp
+
+    site = await serve({"/big": chunked})
+    waited: list[bool] = []
+
+    async def over() -> None:
+        waited.append(True)
+
+    async with aiohttp.ClientSession() as session:
+        for cap, want in ((len(big) + 1, big), (5 * MB + 7, big[:5 * MB + 7])):
+            async with session.get(site.url + "/big") as resp:
+                sha1 = hashlib.sha1()
+                waited.clear()
+                tracemalloc.start()
+                body, truncated = await read_capped(resp, cap, sha1, over)
+                peak = tracemalloc.get_traced_memory()[1]
+                tracemalloc.stop()
+            assert body == want and truncated == (cap <= len(big)) and waited == [True]
+            assert sha1.hexdigest() == hashlib.sha1(want).hexdigest()
+            assert peak < 1.4 * len(want), (peak, len(want))  # joined chunks: 2x

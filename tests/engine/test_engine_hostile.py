@@ -188,10 +188,10 @@ async def test_handler_crash_leaves_worker_alive(serve, monkeypatch) -> None:
 
     real = crawler_mod.decode
 
-    def explode(resp):  # the parser blowing up on one page
+    def explode(resp, **kwargs):  # the parser blowing up on one page
         if b"KABOOM" in resp.body:
             raise RuntimeError("parser exploded")
-        return real(resp)
+        return real(resp, **kwargs)
 
     monkeypatch.setattr(crawler_mod, "decode", explode)
     site = await serve({"/": page("/boom", "/fine"), "/boom": page(extra="KABOOM"), "/fine": page()})
