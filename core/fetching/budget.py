@@ -21,7 +21,7 @@ import asyncio
 from collections import deque
 
 LARGE = 1 << 20
-LIMIT = 16 << 20
+LIMIT = 8 << 20
 
 
 class BodyBudget:
