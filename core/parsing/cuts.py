@@ -50,7 +50,7 @@ from typing import Any
 
 from .defuse import _WHOLE
 
-PART = 128 * 1024  # bytes (or characters) a part holds at least: a tree of 1-3 MB
+PART = 64 * 1024  # bytes (or characters) a part holds at least: a tree of 0.5-1.5 MB
 BIG = 1 << 20  # a page this long is cut whatever it holds (a text-heavy page's tree is its text again)
 MANY_TAGS = 16_000  # or one of 2 PARTs and more with this many `<` (a tree of 6 MB and more)
 _RAW = "script|style|xmp|iframe|noembed|noframes|textarea|title"  # (no noscript: see above)
