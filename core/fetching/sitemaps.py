@@ -12,11 +12,8 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from xml.etree.ElementTree import ParseError
 
 import aiohttp
-from defusedxml import DefusedXmlException  # type: ignore[import-untyped]  # types-defusedxml is not a dependency
-from defusedxml.ElementTree import iterparse  # type: ignore[import-untyped]  # (same)
 
 from .. import errors
 from ..output.provenance import hop
@@ -119,6 +116,13 @@ def looks_like_sitemap(head: bytes) -> bool:
 
 
 def _xml(body: bytes, max_entries: int) -> Parsed:
+    # Imported here, on the first sitemap read: XML parsing is RSS (BENCHMARKS.md, issue 29)
+    # that a crawl whose hosts have no sitemap never needs.
+    from xml.etree.ElementTree import ParseError
+
+    from defusedxml import DefusedXmlException  # type: ignore[import-untyped]  # types-defusedxml is not a dependency
+    from defusedxml.ElementTree import iterparse  # type: ignore[import-untyped]  # (same)
+
     out = Parsed()
     root = None
     try:

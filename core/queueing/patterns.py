@@ -14,13 +14,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-
-import re2  # type: ignore[import-untyped]  # google-re2 has no type hints
+from functools import cache
+from typing import Any
 
 from ..errors import PatternError
 
 
-def _options() -> re2.Options:
+@cache
+def _re2() -> Any:
+    """google-re2 (untyped), imported once a pattern is given: 1.5 MB of RSS a crawl
+    without patterns never needs (BENCHMARKS.md, issue 29)."""
+    import re2  # type: ignore[import-untyped]  # google-re2 has no type hints
+
+    return re2
+
+
+def _options() -> Any:
+    re2 = _re2()
     opts = re2.Options()
     opts.log_errors = False  # RE2 would otherwise print to stderr, over the TUI
     opts.never_capture = True
@@ -31,6 +41,7 @@ def check(pattern: str) -> None:
     """Raise PatternError with the reason if RE2 cannot compile `pattern`."""
     if not pattern:
         raise PatternError("empty pattern (it would match every URL)")
+    re2 = _re2()
     try:
         re2.compile(pattern, _options())
     except re2.error as exc:
@@ -50,9 +61,9 @@ class PatternSet:
 
     def __init__(self, patterns: Sequence[str] = ()) -> None:
         self.patterns: tuple[str, ...] = tuple(patterns)
-        self._set: re2.Set | None = None
+        self._set: Any = None  # a re2.Set
         if self.patterns:
-            s = re2.Set.SearchSet(_options())
+            s = _re2().Set.SearchSet(_options())
             for p in self.patterns:
                 check(p)
                 s.Add(p)

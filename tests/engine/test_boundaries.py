@@ -91,19 +91,29 @@ def test_wheel_holds_only_the_crawltop_package(tmp_path: Path) -> None:
     assert "crawltop = crawltop.cli:console" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
-def test_tldextract_is_imported_only_for_registered_domains() -> None:
+def test_what_a_plain_crawl_never_uses_is_imported_when_first_used() -> None:
     """tldextract brings `requests` and its kin (7 MB of RSS) for downloads crawltop never
-    makes: the engine and the headless command import without it (a CDXJ index's `surt`
-    still brings it), a crawl scoped by host never loads it, and --scope domain still gets
-    the bundled public-suffix list."""
-    code = ("import sys, crawltop.core.crawler, crawltop.cli.main, crawltop.cli.headless\n"
-            "from crawltop.core.queueing.scope import Scope\n"
-            "host = Scope(('http://www.example.co.uk/',), 'host')\n"
-            "print(host.allows('http://example.co.uk/a'), host.allows('http://shop.example.co.uk/'),"
-            " 'tldextract' in sys.modules, 'requests' in sys.modules)\n"
-            "dom = Scope(('http://www.example.co.uk/',), 'domain')\n"
-            "print(dom.allows('http://shop.example.co.uk/'), dom.allows('http://other.co.uk/'),"
-            " 'tldextract' in sys.modules)\n")
+    makes; google-re2 and the XML parsers another 2.5 MB. The engine and the headless
+    command import none of them (a CDXJ index's `surt` still brings tldextract): a crawl
+    scoped by host, without patterns or sitemaps, never loads them, and each still works
+    once asked for (BENCHMARKS.md, issue 29)."""
+    sitemap = (b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+               b"<url><loc>http://a.example/x</loc></url></urlset>")
+    code = f"""
+import sys, crawltop.core.crawler, crawltop.cli.main, crawltop.cli.headless
+lazy = ("tldextract", "requests", "re2", "defusedxml", "xml.etree.ElementTree")
+print([m for m in lazy if m in sys.modules])
+from crawltop.core.queueing.scope import Scope
+host = Scope(("http://www.example.co.uk/",), "host")
+print(host.allows("http://example.co.uk/a"), host.allows("http://shop.example.co.uk/"),
+      [m for m in lazy if m in sys.modules])
+dom = Scope(("http://www.example.co.uk/",), "domain", exclude=("/private",))
+print(dom.allows("http://shop.example.co.uk/"), dom.allows("http://other.co.uk/"),
+      dom.allows("http://shop.example.co.uk/private/x"), "tldextract" in sys.modules, "re2" in sys.modules)
+from crawltop.core.fetching.sitemaps import parse
+print(parse({sitemap!r}).urls, "defusedxml" in sys.modules)
+"""
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split("\n")[:2] == ["True False False False", "True False True"]
+    assert proc.stdout.split("\n")[:4] == ["[]", "True False []", "True False False True True",
+                                           "['http://a.example/x'] True"], proc.stdout
