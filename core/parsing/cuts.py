@@ -37,7 +37,7 @@ cut goes only where:
   ends, is not read here (slim() leaves those pages whole too).
 Where the count and the parser could disagree (misnested tags), the count says "still
 open", so a doubtful place gets no cut. A cut in text steps back before a character
-reference it would split.
+reference, or a UTF-8 character, it would split.
 
 Slimming a part on its own is slimming the body (defuse.py): slim() may cut its input
 anywhere (a tag cut by a slice's end stays a tag), and a part ends between tokens.
@@ -177,7 +177,14 @@ def cuts(text: str | bytes, part: int = PART) -> list[int]:
 
 def _before_reference(text: str | bytes, start: int, end: int) -> int:
     """end, or the `&` before it when end would cut a character reference (`&am|p;`): the
-    text from that `&` to end is then all a reference may hold, so it is text."""
+    text from that `&` to end is then all a reference may hold, so it is text. In UTF-8
+    bytes, end steps back to the start of the character it would cut."""
+    if isinstance(text, bytes):
+        back = end
+        while back > max(start, end - 3) and 0x80 <= text[back] < 0xC0:
+            back -= 1
+        if back > start and not 0x80 <= text[back] < 0xC0:
+            end = back
     amp_: Any = b"&" if isinstance(text, bytes) else "&"
     amp = text.rfind(amp_, max(start, end - 40), end)
     if amp <= start:

@@ -81,6 +81,8 @@ def test_no_cut_inside_what_a_fresh_parser_reads_differently() -> None:
     assert all(not text.index("/open") < c < text.index("</a>u") for c in cuts(text, 8))  # not in an open <a>
     text = "<a href=/a>a</a>" + "x" * 14 + "&amp;" + "y" * 30
     assert cuts(text, 32) == [text.index("&")]  # a reference is not cut
+    wide = ("<a href=/a>a</a>" + "é" * 40).encode()
+    assert all(wide[c] < 0x80 or wide[c] >= 0xC0 for c in cuts(wide, 23) + cuts(wide, 24))  # nor a character
     assert cuts("<svg></svg><a href=/a>a</a>" + "x" * 100, 8) == []  # foreign content: never cut
 
 
