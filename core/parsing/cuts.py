@@ -26,17 +26,26 @@ cut goes only where:
   reopened (cloned) after block ends, and a later `<a>` closes it by the adoption agency,
   which clones it too;
 - no select or table is open (opened minus closed, as counted from their tags, never
-  below zero): an `<a>` in one is placed by other rules. Nor is an object, applet or
+  below zero): an `<a>` in one is placed by other rules (in a select, older parsers drop
+  it). Nor is an object, applet or
   marquee: each puts a marker in the list of active formatting elements, and an `</a>`
   inside one leaves an `<a>` opened outside it open. Elsewhere in body, an `<a>`,
   `<area>`, `<iframe>` or `<base>` is made where it stands, whatever else is open (what
   is open decides only where text and the other elements go);
 - no template came before: links in one go to its contents, outside the tree, and where
-  it ends depends on what a fresh parser would put in its head;
+  it ends depends on what a fresh parser would put in its head. A page with an `<html>`,
+  `<head>` or `<body>` start tag in its body is not cut at all: the whole parse merges
+  their attributes into the one element (or ignores them), where a part's fresh parser
+  would make them its own;
+- no form is open: a form inside a form is ignored by the whole parse;
 - the page holds no frameset, svg or math: what a frameset changes, or where foreign content
   ends, is not read here (slim() leaves those pages whole too).
-Where the count and the parser could disagree (misnested tags), the count says "still
-open", so a doubtful place gets no cut. A cut in text steps back before a character
+Where the count and the parser could disagree (misnested tags), the count mostly says
+"still open", so a doubtful place gets no cut; where it says "closed" too early (an object
+and a marquee closed crosswise), what stays open only reopens the same links.
+A page whose tags keep the Python part of the scan busy (10 MB of stray `</a>`) stops
+being cut after len/_MAX_STEPS such tokens: the cuts found so far stand, as each depends
+only on the text before it. A cut in text steps back before a character
 reference, or a UTF-8 character, it would split.
 
 Slimming a part on its own is slimming the body (defuse.py): slim() may cut its input
@@ -68,7 +77,8 @@ def _attrs(eot: str) -> str:
 
 
 _ATTRS, _CLOSED_ATTRS = _attrs(r"|\Z"), _attrs("")
-_NAMED = r"a|select|table|object|applet|marquee"  # the tags the count reads (others are skipped whole)
+_NAMED = r"a|select|table|object|applet|marquee|form"  # the tags the count reads (others are skipped whole)
+_STOPS = ("plaintext", "template", "body", "html", "head")  # no cut after one (the last three in body: none at all)
 _END = rf"(?=[{_WS}/>]|\Z)"  # where a tag's name ends
 # One token: what the tokenizer reads from a `<` (text between tokens is skipped by the search).
 _TOKEN = (
@@ -78,28 +88,35 @@ _TOKEN = (
     rf"|/[a-zA-Z][^{_WS}/>]*+{_ATTRS}"  # any other end tag
     r"|/[^a-zA-Z>][^>]*+(?:>|\Z)"  # `</` and no letter: a bogus comment
     rf"|(?P<raw>{_RAW}){_END}{_ATTRS}(?P<text>.*?)(?:</(?P=raw){_END}{_ATTRS}|\Z)"
-    rf"|(?P<start>{_NAMED}|plaintext|template){_END}{_ATTRS}"  # a start tag the count reads
+    rf"|(?P<start>{_NAMED}|{'|'.join(_STOPS)}){_END}{_ATTRS}"  # a start tag the count reads
     rf"|[a-zA-Z][^{_WS}/>]*+{_ATTRS})"  # any other start tag
 )
 # A run of text and whole tokens that leave the count as it was, once in body with nothing
-# open: `<a>`s with their `</a>`, no raw text element, none of the other _NAMED, no template
-# or plaintext, nothing unclosed (no `\Z`s: where the run is made to stop, it ends between
-# tokens or in text).
-_BUSY = rf"(?:{_NAMED}|template|plaintext|{_RAW})(?=[{_WS}/>])"
+# open: `<a>`s with their `</a>`, end tags of _NAMED with nothing of theirs open (the parser
+# ignores them; the count stays at 0), whole raw text elements (a script's without `<!--`),
+# none of the other _NAMED or _STOPS, nothing unclosed (no `\Z`s: where the run is made to
+# stop, it ends between tokens or in text).
+_BUSY = rf"(?:{_NAMED}|{'|'.join(_STOPS)}|{_RAW})(?=[{_WS}/>])"
 # Common tags first, read without the _BUSY test (none of them is busy): half the time of a
 # run through a syntax-highlighted page, whose tags are almost all `<span class=..>`.
 _COMMON = (rf"</?(?:span|div|p|li|ul|code|pre|em|strong|b|i|td|tr|dt|dd|h[1-6]|section|details|summary|nav)"
            rf"(?=[{_WS}/>]){_CLOSED_ATTRS}")
+_RAWTEXT = "|".join(  # each raw text element whole (a script's only without `<!--`: see above)
+    rf"<{n}(?=[{_WS}/>]){_CLOSED_ATTRS}(?:[^<]++|<(?!{'!--|' if n == 'script' else ''}/{n}[{_WS}/>]))*+"
+    rf"</{n}(?=[{_WS}/>]){_CLOSED_ATTRS}" for n in _RAW.split("|"))
 _ITEM = (rf"[^<]++|{_COMMON}|<!--(?:-?>|.*?--!?>)|<!(?!--)[^>]*+>|<\?[^>]*+>"
-         rf"|</(?!{_BUSY})[a-zA-Z][^{_WS}/>]*+{_CLOSED_ATTRS}|</[^a-zA-Z>][^>]*+>"
-         rf"|<(?!{_BUSY})[a-zA-Z][^{_WS}/>]*+{_CLOSED_ATTRS}"
+         rf"|</(?!{_BUSY})[a-zA-Z][^{_WS}/>]*+{_CLOSED_ATTRS}|</(?:{_NAMED[2:]})(?=[{_WS}/>]){_CLOSED_ATTRS}"
+         rf"|</[^a-zA-Z>][^>]*+>|<(?!{_BUSY})[a-zA-Z][^{_WS}/>]*+{_CLOSED_ATTRS}|{_RAWTEXT}"
          r"|<(?=[^a-zA-Z!?/])")  # a lone `<` is text (and one at the run's end is not taken)
 _PAIR = rf"<a(?=[{_WS}/>]){_CLOSED_ATTRS}(?:{_ITEM})*+</a(?=[{_WS}/>]){_CLOSED_ATTRS}"
-_RUN = rf"(?:[^<]++|{_PAIR}|{_ITEM})*+"
-_TOKENS: dict[type, re.Pattern[Any]] = {str: re.compile(_TOKEN, re.S | re.I),
-                                         bytes: re.compile(_TOKEN.encode(), re.S | re.I)}
-_RUNS: dict[type, re.Pattern[Any]] = {str: re.compile(_RUN, re.S | re.I), bytes: re.compile(_RUN.encode(), re.S | re.I)}
-_FOREIGN: dict[type, re.Pattern[Any]] = {bytes: _WHOLE, str: re.compile(_WHOLE.pattern.decode(), re.I)}
+_RUN = rf"(?:[^<]++|{_PAIR}|</a(?=[{_WS}/>]){_CLOSED_ATTRS}|{_ITEM})*+"
+_FLAGS = re.S | re.I
+# (str patterns ASCII-only: re.I would otherwise match `ſcript` for `script`, as HTML does not)
+_TOKENS: dict[type, re.Pattern[Any]] = {str: re.compile(_TOKEN, _FLAGS | re.A),
+                                         bytes: re.compile(_TOKEN.encode(), _FLAGS)}
+_RUNS: dict[type, re.Pattern[Any]] = {str: re.compile(_RUN, _FLAGS | re.A), bytes: re.compile(_RUN.encode(), _FLAGS)}
+_FOREIGN: dict[type, re.Pattern[Any]] = {bytes: _WHOLE, str: re.compile(_WHOLE.pattern.decode(), re.I | re.A)}
+_MAX_STEPS = 256  # bytes of text per token read in Python, at most: past that, no more cuts (a hostile page)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,18 +143,19 @@ def worth_cutting(text: str | bytes, part: int = PART) -> bool:
 
 
 def cuts(text: str | bytes, part: int = PART) -> list[int]:
-    """Offsets to cut text at (see the module docstring), at least `part` apart and `part`
-    from its end; [] when it has no safe place."""
+    """Offsets to cut text at (see the module docstring), about `part` apart (a cut in text
+    steps back a few bytes) and `part` from its end; [] when it has no safe place."""
     if _FOREIGN[type(text)].search(text) is not None:
         return []
     is_bytes = isinstance(text, bytes)
     token, run = _TOKENS[type(text)], _RUNS[type(text)]
-    open_ = {"select": 0, "table": 0, "object": 0, "applet": 0, "marquee": 0}
+    open_ = dict.fromkeys(("select", "table", "object", "applet", "marquee", "form"), 0)
     in_body = a_open = False
     found: list[int] = []
     pos = last = 0
     stop = len(text) - part
-    while True:
+    steps = len(text) // _MAX_STEPS + 1_000
+    while steps:
         if in_body and not a_open and not any(open_.values()):
             if pos >= last + part and pos <= stop:  # between tokens
                 last = pos
@@ -152,6 +170,7 @@ def cuts(text: str | bytes, part: int = PART) -> list[int]:
         if m is None:
             break
         pos, kind = m.end(), m.lastgroup
+        steps -= 1
         if kind is None:  # a comment, or a tag the count does not read
             continue
         if kind == "text":  # a raw text element, whole
@@ -168,8 +187,11 @@ def cuts(text: str | bytes, part: int = PART) -> list[int]:
                 open_[name] = max(0, open_[name] - 1)
         elif name == "a":
             in_body = a_open = True
-        elif name in ("plaintext", "template"):
-            break
+        elif name in _STOPS:
+            if name in ("plaintext", "template"):
+                break
+            if in_body:  # a fresh part would make its own of what the whole parse merges or ignores
+                return []
         else:
             open_[name] += 1
     return found
@@ -178,12 +200,13 @@ def cuts(text: str | bytes, part: int = PART) -> list[int]:
 def _before_reference(text: str | bytes, start: int, end: int) -> int:
     """end, or the `&` before it when end would cut a character reference (`&am|p;`): the
     text from that `&` to end is then all a reference may hold, so it is text. In UTF-8
-    bytes, end steps back to the start of the character it would cut."""
-    if isinstance(text, bytes):
-        back = end
+    bytes, end steps back to the lead byte of a character it would cut (a stray
+    continuation byte is left as it is: what is before it may be a tag's `>`)."""
+    if isinstance(text, bytes) and 0x80 <= text[end] < 0xC0:
+        back = end - 1
         while back > max(start, end - 3) and 0x80 <= text[back] < 0xC0:
             back -= 1
-        if back > start and not 0x80 <= text[back] < 0xC0:
+        if back > start and text[back] >= 0xC0:
             end = back
     amp_: Any = b"&" if isinstance(text, bytes) else "&"
     amp = text.rfind(amp_, max(start, end - 40), end)

@@ -199,9 +199,9 @@ def _slim(part: str | bytes) -> str | bytes:
 
 def _walk(root: LexborNode, flags: int, raw: dict[str, bool], ids: set[str] | None,
           embeds: list[tuple[str, str | None]], styled: list[str], nofollow: set[str]) -> str | None:
-    """One tree's references into raw, ids, embeds, styled and nofollow (the hrefs of links
-    with rel=nofollow: counted by href, as links are, so that a misnested `<a>` the parser
-    reopens, clones and all, is one link); its first <base href>."""
+    """One tree's references into raw, ids, embeds, styled and nofollow (the hrefs, trimmed
+    and without fragment, of links with rel=nofollow: a misnested `<a>` that the parser
+    reopens, clones and all, is one link, whole or in parts); its first <base href>."""
     req = flags & REQUISITES
     base_href: str | None = None  # the first <base href>, wherever it is
     # One walk of the tree, in document order: each walk of a large page misses the CPU's
@@ -216,7 +216,7 @@ def _walk(root: LexborNode, flags: int, raw: dict[str, bool], ids: set[str] | No
                 raw.setdefault(href, False)
                 rel = attrs.get("rel")
                 if rel is not None and "nofollow" in rel.lower():
-                    nofollow.add(href)
+                    nofollow.add(href.strip().partition("#")[0])
             if ids is not None:  # inline: once per link
                 value = attrs.get("id")
                 if value:

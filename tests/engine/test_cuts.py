@@ -19,7 +19,10 @@ ALL = Want.REQUISITES | Want.FRAGMENTS | Want.ALL_HOSTS
 LINKS = ['<a href="/l{n}" title="t">l</a>', "<a href=/m{n} rel=nofollow>m</a>", "<a href='#f{n}' id=i{n}>f</a>",
          "<img src=/img{n}.png style='background:url(/bg{n}.png)'>", "</a>", "<p><a href=/p{n}>p</a>",
          "some text &amp; more text &#x3C; ", "<span class=k>fn</span> <span>x{n}</span>\n", "<a href=/open{n}>",
-         "<div><a rel=nofollow href=/nd{n}><p>in</div> after", "<table>", "</table>", "<object>", "</object>"]
+         "<div><a rel=nofollow href=/nd{n}><p>in</div> after", "<table>", "</table>", "<object>", "</object>",
+         "<form id=f{n} style='background:url(/fb{n}.png)'>", "</form>", "<a href=/x{n}>\udc80</a>",
+         "</a></table></object>"]
+RARE = ["<body id=b{n} style='background:url(/bb{n}.png)'>", "<html id=h{n}>", "<head id=hd{n}>"]
 HEAD = ['<head><title>T</title><link rel=canonical href=/canon><meta name=robots content="noarchive">',
         "<head><title>x</title></a><meta name=robots content=nofollow><meta http-equiv=refresh content='0; url=/r'>",
         "<head><template><a href=/ht></a></template><meta name=robots content=noindex>", "<head><noscript>",
@@ -32,11 +35,13 @@ def seen(refs: PageRefs) -> tuple[object, ...]:
 
 
 def hostile_page(rng: random.Random) -> bytes:
+    """(`\udc80` is a stray UTF-8 continuation byte, 0x80, once encoded)"""
     parts = [rng.choice(HEAD)]
     for i in range(rng.randint(5, 120)):
-        piece = rng.choice(PIECES) if rng.random() < 0.3 else rng.choice(LINKS)
+        r = rng.random()
+        piece = rng.choice(PIECES) if r < 0.3 else rng.choice(RARE) if r < 0.305 else rng.choice(LINKS)
         parts.append(piece.replace("{n}", str(i)))
-    return "".join(parts).encode()
+    return "".join(parts).encode("utf-8", "surrogateescape")
 
 
 def test_parts_read_what_the_whole_page_reads() -> None:
@@ -46,7 +51,8 @@ def test_parts_read_what_the_whole_page_reads() -> None:
     for _ in range(2500):
         body = hostile_page(rng)
         thin = slim(body)  # None with frameset, svg or math: then the body is never cut
-        for text in (body, body.decode(), *((thin, thin.decode()) if thin is not None else ())):
+        texts = (body, *((thin,) if thin is not None else ()))
+        for text in (*texts, *(t.decode("utf-8", "replace") for t in texts)):
             bounds = cuts(text, 48)
             cut_pages += bool(bounds)
             page = CutPage(text, bounds, False)
@@ -72,7 +78,8 @@ def test_no_cut_inside_what_a_fresh_parser_reads_differently() -> None:
         got = cuts(text, 8)
         start, end = text.index(pad), text.index(pad) + len(pad)
         assert got and all(not start <= c < end for c in got), wrap  # cuts only after the first link
-    assert cuts(f"<title>t</title></a>{pad}", 8)[0] > len("<title>t</title></a>")  # a stray </a> is in the head
+    head = "<title>t</title></a>" + "x" * 40 + "<meta name=robots content=noindex>" + "y" * 40
+    assert cuts(f"{head}{pad}", 8)[0] > len(head)  # a stray </a> in the head: still in the head
     for stop in ("<plaintext>", "<script><!--<script></script>", "<template>"):  # nothing after it is known
         text = f"<a href=/a>a</a> some text here {stop}{pad}"
         got = cuts(text, 8)
@@ -84,10 +91,19 @@ def test_no_cut_inside_what_a_fresh_parser_reads_differently() -> None:
     wide = ("<a href=/a>a</a>" + "é" * 40).encode()
     assert all(wide[c] < 0x80 or wide[c] >= 0xC0 for c in cuts(wide, 23) + cuts(wide, 24))  # nor a character
     assert cuts("<svg></svg><a href=/a>a</a>" + "x" * 100, 8) == []  # foreign content: never cut
+    for stop in ("<body id=b2>", "<html lang=x>", "<head id=h2>"):  # in body: what merges or is ignored
+        assert cuts(f"<body id=b><a href=/a>a</a> some text here {pad}{stop}", 8) == [], stop
+    text = "<a href=/a>a</a>" + "x" * 20 + "<form id=f1>" + pad + "</form>" + "y" * 40
+    assert all(not text.index("<form") < c < text.index("</form>") for c in cuts(text, 8))  # a form is open
+    text = "<a href=/a>a</a>" + "x" * 20 + "<area href=/s>\u0080" + "y" * 40  # a stray byte after a tag
+    raw = text.encode().replace("\u0080".encode(), b"\x80")
+    assert all(raw[c - 1:c] != b">" or raw[c] != 0x80 or c == raw.index(b"\x80") for c in cuts(raw, 30))
+    assert all(raw[:c].count(b"<") == raw[:c].count(b">") for c in cuts(raw, 30))  # never inside a tag
+    assert cuts("<a href=/a>a</a>" + "x" * 20 + "<ſcript><template>" + pad, 8)  # only ASCII case folds
 
 
 def test_decode_hands_a_large_page_over_in_parts() -> None:
-    heavy = tag_heavy_page(links=5000) * 3
+    heavy = tag_heavy_page(links=5000)
     text, enc, slimmed = decode(response(heavy, "utf-8"))
     assert isinstance(text, CutPage) and text.slim and slimmed and enc == "utf-8" and len(text.bounds) >= 4
     assert b"".join(text) == heavy  # the parts are the body, unslimmed: each is slimmed before its parse
@@ -102,6 +118,9 @@ def test_decode_hands_a_large_page_over_in_parts() -> None:
     assert not isinstance(decode(response(links, None), parts=False)[0], CutPage)  # a stylesheet is never cut
     latin = links.replace(b"<body>", b"<body>\xe9")  # only what Lexbor reads as it is (bytes, UTF-8) is cut
     assert not isinstance(decode(response(latin, "windows-1252"))[0], CutPage)
+    boxed = b"<table><tr><td>" + heavy  # no safe place: slimmed whole, as before
+    whole, _, slimmed = decode(response(boxed, "utf-8"))
+    assert isinstance(whole, bytes) and slimmed and whole == slim(boxed)
     peaks = []
     for html in (links, page):
         tracemalloc.start()
