@@ -27,9 +27,9 @@ cut goes only where:
   which clones it too;
 - no select or table is open (opened minus closed, as counted from their tags, never
   below zero): an `<a>` in one is placed by other rules (in a select, older parsers drop
-  it). Nor is an object, applet or
-  marquee: each puts a marker in the list of active formatting elements, and an `</a>`
-  inside one leaves an `<a>` opened outside it open. Elsewhere in body, an `<a>`,
+  it). Nor is an object, applet or marquee: each puts a marker in the list of active
+  formatting elements, and an `</a>` inside one leaves an `<a>` opened outside it open.
+  Elsewhere in body, an `<a>`,
   `<area>`, `<iframe>` or `<base>` is made where it stands, whatever else is open (what
   is open decides only where text and the other elements go);
 - no template came before: links in one go to its contents, outside the tree, and where
@@ -43,13 +43,14 @@ cut goes only where:
 Where the count and the parser could disagree (misnested tags), the count mostly says
 "still open", so a doubtful place gets no cut; where it says "closed" too early (an object
 and a marquee closed crosswise), what stays open only reopens the same links.
-A page whose tags keep the Python part of the scan busy (10 MB of stray `</a>`) stops
+A page whose tags keep the Python part of the scan busy (10 MB of `<form></form>`) stops
 being cut after len/_MAX_STEPS such tokens: the cuts found so far stand, as each depends
-only on the text before it. A cut in text steps back before a character
-reference, or a UTF-8 character, it would split.
+only on the text before it. A cut in text steps back before a character reference, or a
+UTF-8 character, it would split.
 
-Slimming a part on its own is slimming the body (defuse.py): slim() may cut its input
-anywhere (a tag cut by a slice's end stays a tag), and a part ends between tokens.
+A part slimmed on its own keeps the links that the body slimmed whole keeps (defuse.py):
+slim() may cut its input anywhere (a tag cut by a slice's end stays a tag, only its id is
+then read), and a part ends between tokens.
 """
 from __future__ import annotations
 
