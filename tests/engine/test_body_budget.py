@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from support.crawl import ListSink
@@ -70,6 +71,20 @@ class _Watched(BodyBudget):
         return got
 
 
+def chunked_handler(body: bytes, size: int) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """A handler sending body chunked, size bytes a chunk: no Content-Length."""
+    async def chunked(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/html"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        for i in range(0, len(body), size):
+            await resp.write(body[i:i + size])
+        await resp.write_eof()
+        return resp
+
+    return chunked
+
+
 async def test_a_crawl_of_large_bodies_records_them_all_and_gives_every_byte_back(serve) -> None:
     big = b"<html><body>" + b"x" * (2 * LARGE) + b"</body></html>"
     names = [f"/k{i}.html" for i in range(6)]
@@ -81,15 +96,7 @@ async def test_a_crawl_of_large_bodies_records_them_all_and_gives_every_byte_bac
     async def known(request: web.Request) -> web.Response:
         return web.Response(body=big, content_type="text/html")
 
-    async def chunked(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/html"})
-        resp.enable_chunked_encoding()
-        await resp.prepare(request)
-        for i in range(0, len(big), 256 * 1024):
-            await resp.write(big[i:i + 256 * 1024])
-        await resp.write_eof()
-        return resp
-
+    chunked = chunked_handler(big, 256 * 1024)
     async def gzipped(request: web.Request) -> web.Response:
         return web.Response(body=gzip.compress(big), content_type="text/html",
                             headers={"Content-Encoding": "gzip"})
@@ -124,15 +131,7 @@ async def test_a_large_body_is_read_without_a_second_copy(serve) -> None:
 
     big = bytes(range(256)) * (8 * MB // 256)
 
-    async def chunked(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/html"})
-        resp.enable_chunked_encoding()
-        await resp.prepare(request)
-        for i in range(0, len(big), 64 * 1024):
-            await resp.write(big[i:i + 64 * 1024])
-        await resp.write_eof()
-        return resp
-
+    chunked = chunked_handler(big, 64 * 1024)
     site = await serve({"/big": chunked})
     waited: list[bool] = []
 
