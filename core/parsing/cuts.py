@@ -78,7 +78,8 @@ def _attrs(eot: str) -> str:
 
 
 _ATTRS, _CLOSED_ATTRS = _attrs(r"|\Z"), _attrs("")
-_NAMED = r"a|select|table|object|applet|marquee|form"  # the tags the count reads (others are skipped whole)
+_COUNTED = ("select", "table", "object", "applet", "marquee", "form")  # counted open (see above)
+_NAMED = "|".join(("a", *_COUNTED))  # the tags the count reads (others are skipped whole)
 _STOPS = ("plaintext", "template", "body", "html", "head")  # no cut after one (the last three in body: none at all)
 _END = rf"(?=[{_WS}/>]|\Z)"  # where a tag's name ends
 # One token: what the tokenizer reads from a `<` (text between tokens is skipped by the search).
@@ -106,7 +107,7 @@ _RAWTEXT = "|".join(  # each raw text element whole (a script's only without `<!
     rf"<{n}(?=[{_WS}/>]){_CLOSED_ATTRS}(?:[^<]++|<(?!{'!--|' if n == 'script' else ''}/{n}[{_WS}/>]))*+"
     rf"</{n}(?=[{_WS}/>]){_CLOSED_ATTRS}" for n in _RAW.split("|"))
 _ITEM = (rf"[^<]++|{_COMMON}|<!--(?:-?>|.*?--!?>)|<!(?!--)[^>]*+>|<\?[^>]*+>"
-         rf"|</(?!{_BUSY})[a-zA-Z][^{_WS}/>]*+{_CLOSED_ATTRS}|</(?:{_NAMED[2:]})(?=[{_WS}/>]){_CLOSED_ATTRS}"
+         rf"|</(?!{_BUSY})[a-zA-Z][^{_WS}/>]*+{_CLOSED_ATTRS}|</(?:{'|'.join(_COUNTED)})(?=[{_WS}/>]){_CLOSED_ATTRS}"
          rf"|</[^a-zA-Z>][^>]*+>|<(?!{_BUSY})[a-zA-Z][^{_WS}/>]*+{_CLOSED_ATTRS}|{_RAWTEXT}"
          r"|<(?=[^a-zA-Z!?/])")  # a lone `<` is text (and one at the run's end is not taken)
 _PAIR = rf"<a(?=[{_WS}/>]){_CLOSED_ATTRS}(?:{_ITEM})*+</a(?=[{_WS}/>]){_CLOSED_ATTRS}"
@@ -135,12 +136,12 @@ class CutPage:
         return (self.body[a:b] for a, b in zip(starts, ends, strict=True))
 
 
-def worth_cutting(text: str | bytes, part: int = PART) -> bool:
+def worth_cutting(text: str | bytes) -> bool:
     """Long enough, and holding text or tags enough, for its whole tree to matter."""
-    if len(text) < 2 * part:
+    if len(text) < 2 * PART:
         return False
     opening: Any = b"<" if isinstance(text, bytes) else "<"
-    return len(text) >= BIG * part // PART or text.count(opening) >= MANY_TAGS * part // PART
+    return len(text) >= BIG or text.count(opening) >= MANY_TAGS
 
 
 def cuts(text: str | bytes, part: int = PART) -> list[int]:
@@ -150,7 +151,7 @@ def cuts(text: str | bytes, part: int = PART) -> list[int]:
         return []
     is_bytes = isinstance(text, bytes)
     token, run = _TOKENS[type(text)], _RUNS[type(text)]
-    open_ = dict.fromkeys(("select", "table", "object", "applet", "marquee", "form"), 0)
+    open_ = dict.fromkeys(_COUNTED, 0)
     in_body = a_open = False
     found: list[int] = []
     pos = last = 0

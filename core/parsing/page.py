@@ -193,7 +193,7 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
 
 
 def _slim(part: str | bytes) -> str | bytes:
-    """A part slimmed (CutPage never hold what keeps a body whole: slim() gives None for that)."""
+    """A part slimmed (a CutPage never holds what keeps a body whole, for which slim() gives None)."""
     return (slim(part) or part) if isinstance(part, bytes) else part
 
 
