@@ -35,7 +35,7 @@ def seen(refs: PageRefs) -> tuple[object, ...]:
 
 
 def hostile_page(rng: random.Random) -> bytes:
-    """(`\udc80` is a stray UTF-8 continuation byte, 0x80, once encoded)"""
+    """(`\\udc80` is a stray UTF-8 continuation byte, 0x80, once encoded)"""
     parts = [rng.choice(HEAD)]
     for i in range(rng.randint(5, 120)):
         r = rng.random()
