@@ -182,6 +182,8 @@ def main() -> None:
     ap.add_argument("-c", "--concurrency", type=int, default=20)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--crawltop-args", default="", help="extra crawltop flags, space separated")
+    ap.add_argument("--before-args", default=None, help="the `before` build's flags (default: --crawltop-args), "
+                    "for a build that predates some of them")
     ap.add_argument("--quiet-wait", type=float, default=60.0)
     ap.add_argument("--json", default=None, help="figures (default bench/_work/large/results.json)")
     a = ap.parse_args()
@@ -211,7 +213,8 @@ def main() -> None:
                     res = run_wget(root, work, f"wget-{r}")
                 else:
                     binary = BEFORE if tool == "before" else str(CRAWLTOP)
-                    res = run_crawltop(binary, tool, root, a.concurrency, work, f"{tool}-{r}", a.crawltop_args.split())
+                    args = a.before_args if tool == "before" and a.before_args is not None else a.crawltop_args
+                    res = run_crawltop(binary, tool, root, a.concurrency, work, f"{tool}-{r}", args.split())
                 res.extra["other_load"] = last_machine_busy()
                 results[tool].append(res)
                 extra = f"  rss trace: {trace_summary(res.extra['trace'])}" if "trace" in res.extra else ""
