@@ -20,7 +20,7 @@ from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser, LexborNode
 
 from .css import css_refs, srcset_urls
 from .cuts import CutPage
-from .defuse import slim
+from .defuse import MAX_TAGS, cap_tags, slim
 from .urls import _DEFAULT_PORT, _SCHEME, Joiner, _raw_host, href_target
 
 # Requisite hop letters: what referred to the URL (the report's words: core/queueing/kinds.py).
@@ -79,7 +79,7 @@ class PageRefs:
     """What one page holds (a plain class: one is made per page, on the hot path)."""
 
     __slots__ = ("links", "frames", "requisites", "refresh", "fragments", "ids", "title", "canonical", "robots",
-                 "nofollow_links")
+                 "nofollow_links", "capped")
 
     def __init__(self) -> None:
         self.links: set[str] = set()  # a, area: canonical, fragment dropped
@@ -92,6 +92,7 @@ class PageRefs:
         self.canonical: str | None = None
         self.robots = ""  # <meta name=robots> content, lower-case
         self.nofollow_links = 0  # hrefs of links with rel=nofollow: recorded, still followed (as by Heritrix)
+        self.capped = False  # read only up to its MAX_TAGS-th tag (core/parsing/defuse.py cap_tags)
 
 
 class LinkExtractor(Joiner):
@@ -123,8 +124,15 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
     slimmed if it says so and parsed one at a time, each tree gone before the next is built;
     the first part's head is the page's head."""
     refs = PageRefs()
+    cut = isinstance(html, CutPage)
     parts, slimming = (iter(html), html.slim) if isinstance(html, CutPage) else (iter((html,)), False)
-    tree = LexborHTMLParser(_slim(next(parts)) if slimming else next(parts))
+    text = _slim(next(parts)) if slimming else next(parts)
+    budget = MAX_TAGS  # `<` a page's parse is given (core/parsing/defuse.py cap_tags)
+    if cut or len(text) >= 3 * MAX_TAGS:  # (a shorter text can't hold that many tags)
+        text, used = cap_tags(text, budget)
+        budget = budget - used if used >= 0 else 0
+    tree = LexborHTMLParser(text)
+    del text
     root = tree.root
     if root is None:
         return refs
@@ -141,12 +149,16 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
     canonical, refresh = _head(head, refs) if head is not None else (None, None)
     del root, head, tree  # before the next part's tree is built
     for text in parts:  # one part's tree at a time
-        part = LexborHTMLParser(_slim(text) if slimming else text).root
+        if budget == 0:
+            break
+        text, used = cap_tags(_slim(text) if slimming else text, budget)
+        budget = budget - used if used >= 0 else 0
+        part = LexborHTMLParser(text).root
         if part is not None:
             more_base = _walk(part, flags, raw, ids, embeds, styled, nofollow)
             base_href = more_base if base_href is None else base_href
         part = None
-    refs.ids, refs.nofollow_links = ids, len(nofollow)
+    refs.ids, refs.nofollow_links, refs.capped = ids, len(nofollow), budget == 0
     base = page_url
     if base_href is not None:
         base = ex.join(page_url, base_href.strip() or page_url) or page_url

@@ -10,7 +10,7 @@ from test_slim import PIECES, response, tag_heavy_page
 
 from crawltop.core.fetching.fetch import decode
 from crawltop.core.parsing.cuts import PART, CutPage, cuts, worth_cutting
-from crawltop.core.parsing.defuse import slim
+from crawltop.core.parsing.defuse import MAX_TAGS, cap_tags, slim
 from crawltop.core.parsing.page import LinkExtractor, PageRefs, Want, read_page
 
 BASE = "http://h.example/d/page.html"
@@ -130,3 +130,20 @@ def test_decode_hands_a_large_page_over_in_parts() -> None:
         assert len(refs.links) == 12000 and refs.title == "Shl"
     assert peaks[1] < peaks[0] / 3, peaks
     assert PART * 2 <= len(links)
+
+
+def test_a_page_is_parsed_up_to_its_tag_cap_whole_or_in_parts() -> None:
+    """lexbor is quadratic on some misnested markup, so a page's parse is given its first
+    MAX_TAGS `<` and no more, all its parts together: the same links either way."""
+    assert cap_tags(b"<a><b>", 3) == (b"<a><b>", 2) and cap_tags("<a><b>", 2) == ("<a>", -1)
+    assert cap_tags(b"x<a>y<b>z<c>", 2) == (b"x<a>y", -1)
+    n = MAX_TAGS // 2 + 500  # links: two tags each
+    body = "".join(f'<a href="/l{i}">{i}</a> ' for i in range(n)).encode()
+    ex = LinkExtractor()
+    page, _, _ = decode(response(body, "utf-8"))
+    assert isinstance(page, CutPage) and len(page.bounds) > 10
+    whole = read_page(ex, body, BASE, lambda h: True)
+    parts = read_page(ex, page, BASE, lambda h: True)
+    assert whole.capped and parts.capped
+    assert whole.links == parts.links == {f"http://h.example/l{i}" for i in range(MAX_TAGS // 2)}
+    assert not read_page(ex, body[: body.index(b'<a href="/l%d"' % (MAX_TAGS // 2 - 1))], BASE, lambda h: True).capped

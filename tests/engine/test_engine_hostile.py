@@ -141,6 +141,30 @@ async def test_gzip_bomb_is_capped(serve) -> None:
     assert rec.truncated and rec.size == 100_000
 
 
+async def test_quadratic_markup_is_read_up_to_the_tag_cap(serve) -> None:
+    """lexbor is quadratic on `<table>` then `<a><B></a>` repeated: 10 MB of it held the event
+    loop for minutes (an estimate from 1.3 s at 300,000 tags). The parse is given the first
+    MAX_TAGS tags only: the crawl goes on, and the record says the page was not read whole."""
+    from crawltop.core.parsing.defuse import MAX_TAGS
+
+    hostile = (b"<html><body><table><a href='/before'>x</a>" + b"<a><B></a>" * 1_000_000
+               + b"<a href='/after'>y</a>")
+    assert hostile.count(b"<") > 10 * MAX_TAGS
+
+    async def table(request: web.Request) -> web.Response:
+        return web.Response(body=hostile, headers={"Content-Type": "text/html"})
+
+    site = await serve({"/": page("/t"), "/t": table, "/before": page(), "/after": page()})
+    started = time.monotonic()
+    crawler, sink = await crawl(site.url + "/", robots=False, max_bytes=len(hostile))
+    assert time.monotonic() - started < 60  # a hang guard: uncapped, this parse takes minutes
+    rec = sink.by_url()[site.url + "/t"]
+    assert rec.status == 200 and rec.error is None and rec.size == len(hostile)
+    assert rec.truncated and crawler.stats.truncated == 0  # the body came whole: only its parse stopped
+    assert site.url + "/before" in sink.by_url() and site.url + "/after" not in sink.by_url()
+    assert not sink.by_url()[site.url + "/"].truncated
+
+
 @pytest.mark.parametrize("root", ["ftp://example.com/", "example.com", "http://", "mailto:a@b", ""])
 def test_invalid_roots_are_usage_errors(root: str) -> None:
     with pytest.raises(UsageError):
