@@ -91,9 +91,9 @@ def slim_pieces(body: bytes) -> list[bytes] | None:
 
 # lexbor is quadratic on some misnested markup: `<table>` then `<a><B></a>` over and over
 # parses 300,000 tags in 1.3 s and a 10 MB body's 3 million in minutes, all of it holding
-# the event loop. A page's parse is given at most MAX_TAGS `<`, all its parts together
-# (0.9 s on that markup). Real pages hold far fewer once slimmed: the largest of Rust's
-# docs, 48,000; an index of 30,000 files in a table, about 180,000.
+# the event loop. A page's parse is given fewer than MAX_TAGS `<` (in text too), all its
+# parts together: 0.9 s of that markup. Real pages hold far fewer once slimmed: the largest
+# of Rust's docs, 48,000; an index of 30,000 files in a table, about 180,000.
 MAX_TAGS = 250_000
 
 
@@ -103,8 +103,15 @@ def cap_tags(text: str | bytes, budget: int) -> tuple[str | bytes, int]:
     n = text.count(b"<") if isinstance(text, bytes) else text.count("<")
     if n < budget:
         return text, n
-    # the end of the budget-th `<`: a run in C, however many
-    m = re.match(rb"(?:[^<]*+<){%d}" % budget, text) if isinstance(text, bytes) \
-        else re.match(r"(?:[^<]*+<){%d}" % budget, text)  # noqa: UP031 (one pattern, bytes or str)
-    assert m is not None  # text holds budget `<` or more
-    return text[: m.end() - 1], -1
+    return text[:_nth_lt(text, budget) if budget > 0 else 0], -1
+
+
+def _nth_lt(text: str | bytes, n: int) -> int:
+    """Where text's n-th `<` is (it holds that many): one run in C, however many."""
+    if isinstance(text, bytes):
+        found = re.match(b"(?:[^<]*+<){" + str(n).encode() + b"}", text)
+        assert found is not None
+        return found.end() - 1
+    m = re.match("(?:[^<]*+<){" + str(n) + "}", text)
+    assert m is not None
+    return m.end() - 1

@@ -128,13 +128,14 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
     parts, slimming = (iter(html), html.slim) if isinstance(html, CutPage) else (iter((html,)), False)
     text = _slim(next(parts)) if slimming else next(parts)
     budget = MAX_TAGS  # `<` a page's parse is given (core/parsing/defuse.py cap_tags)
-    if cut or len(text) >= 3 * MAX_TAGS:  # (a shorter text can't hold that many tags)
+    if cut or len(text) >= 3 * MAX_TAGS:  # a page under 750 KB is not counted: too few tags to matter
         text, used = cap_tags(text, budget)
         budget = budget - used if used >= 0 else 0
     tree = LexborHTMLParser(text)
     del text
     root = tree.root
     if root is None:
+        refs.capped = budget == 0
         return refs
     flags = int(want)  # an IntFlag's & is a Python call: test plain ints on the hot path
     keep = None if flags & ALL_HOSTS else host_ok

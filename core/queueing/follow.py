@@ -52,11 +52,12 @@ class Follow:
         robots = kinds.directives(refs.robots, robots_headers)
         record.robots = robots or None
         record.nofollow_links = refs.nofollow_links
-        if refs.capped:  # its markup past MAX_TAGS tags was not read (core/parsing/defuse.py)
+        if refs.capped:  # its markup past MAX_TAGS `<` was not read (core/parsing/defuse.py)
             record.truncated = True
         if kinds.fragments:
-            missing = self.fragments.parsed(item.url, None if slimmed else refs.ids)
-            if record.kind != EXTERNAL and not slimmed:  # a defused page's ids are not all known
+            unknown = slimmed or refs.capped  # a defused or capped page's ids are not all known
+            missing = self.fragments.parsed(item.url, None if unknown else refs.ids)
+            if record.kind != EXTERNAL and not unknown:
                 missing += self._fragments(item.url, refs)
             record.missing_fragments = missing or None
         if record.kind != EXTERNAL:

@@ -136,7 +136,7 @@ def test_a_page_is_parsed_up_to_its_tag_cap_whole_or_in_parts() -> None:
     """lexbor is quadratic on some misnested markup, so a page's parse is given its first
     MAX_TAGS `<` and no more, all its parts together: the same links either way."""
     assert cap_tags(b"<a><b>", 3) == (b"<a><b>", 2) and cap_tags("<a><b>", 2) == ("<a>", -1)
-    assert cap_tags(b"x<a>y<b>z<c>", 2) == (b"x<a>y", -1)
+    assert cap_tags(b"x<a>y<b>z<c>", 2) == (b"x<a>y", -1) and cap_tags(b"<a>", 0) == (b"", -1)
     n = MAX_TAGS // 2 + 500  # links: two tags each
     body = "".join(f'<a href="/l{i}">{i}</a> ' for i in range(n)).encode()
     ex = LinkExtractor()

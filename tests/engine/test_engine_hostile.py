@@ -147,8 +147,8 @@ async def test_quadratic_markup_is_read_up_to_the_tag_cap(serve) -> None:
     MAX_TAGS tags only: the crawl goes on, and the record says the page was not read whole."""
     from crawltop.core.parsing.defuse import MAX_TAGS
 
-    hostile = (b"<html><body><table><a href='/before'>x</a>" + b"<a><B></a>" * 1_000_000
-               + b"<a href='/after'>y</a>")
+    hostile = (b"<html><body><svg></svg><a href='#late'>top</a><table><a href='/before'>x</a>"
+               + b"<a><B></a>" * 1_000_000 + b"<a href='/after' id=late>y</a>")  # (svg: not slimmed)
     assert hostile.count(b"<") > 10 * MAX_TAGS
 
     async def table(request: web.Request) -> web.Response:
@@ -156,12 +156,13 @@ async def test_quadratic_markup_is_read_up_to_the_tag_cap(serve) -> None:
 
     site = await serve({"/": page("/t"), "/t": table, "/before": page(), "/after": page()})
     started = time.monotonic()
-    crawler, sink = await crawl(site.url + "/", robots=False, max_bytes=len(hostile))
+    crawler, sink = await crawl(site.url + "/", robots=False, max_bytes=len(hostile), fragments=True)
     assert time.monotonic() - started < 60  # a hang guard: uncapped, this parse takes minutes
     rec = sink.by_url()[site.url + "/t"]
     assert rec.status == 200 and rec.error is None and rec.size == len(hostile)
     assert rec.truncated and crawler.stats.truncated == 0  # the body came whole: only its parse stopped
     assert site.url + "/before" in sink.by_url() and site.url + "/after" not in sink.by_url()
+    assert rec.missing_fragments is None  # its ids past the cap are unknown: `#late` is not judged
     assert not sink.by_url()[site.url + "/"].truncated
 
 
