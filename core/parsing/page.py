@@ -16,11 +16,12 @@ from collections.abc import Callable
 from enum import IntFlag
 from urllib.parse import unquote
 
-from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser, LexborNode
+from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser, LexborNode, SelectolaxError
 
 from .css import css_refs, srcset_urls
 from .cuts import CutPage
 from .defuse import MAX_TAGS, cap_tags, slim
+from .memcap import CEILING
 from .urls import _DEFAULT_PORT, _SCHEME, Joiner, _raw_host, href_target
 
 # Requisite hop letters: what referred to the URL (the report's words: core/queueing/kinds.py).
@@ -92,7 +93,7 @@ class PageRefs:
         self.canonical: str | None = None
         self.robots = ""  # <meta name=robots> content, lower-case
         self.nofollow_links = 0  # hrefs of links with rel=nofollow: recorded, still followed (as by Heritrix)
-        self.capped = False  # read only up to its MAX_TAGS-th tag (core/parsing/defuse.py cap_tags)
+        self.capped = False  # not read whole: MAX_TAGS (core/parsing/defuse.py) or the memory ceiling (memcap.py)
 
 
 class LinkExtractor(Joiner):
@@ -131,11 +132,11 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
     if cut or len(text) >= 3 * MAX_TAGS:  # a page under 750 KB is not counted: too few tags to matter
         text, used = cap_tags(text, budget)
         budget = budget - used if used >= 0 else 0
-    tree = LexborHTMLParser(text)
+    tree = _parse(text)
     del text
-    root = tree.root
-    if root is None:
-        refs.capped = budget == 0
+    root = tree.root if tree is not None else None
+    if tree is None or root is None:
+        refs.capped = budget == 0 or tree is None
         return refs
     flags = int(want)  # an IntFlag's & is a Python call: test plain ints on the hot path
     keep = None if flags & ALL_HOSTS else host_ok
@@ -154,11 +155,15 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
             break
         text, used = cap_tags(_slim(text) if slimming else text, budget)
         budget = budget - used if used >= 0 else 0
-        part = LexborHTMLParser(text).root
+        part_tree = _parse(text)
+        if part_tree is None:  # past the memory ceiling: the rest is not read
+            budget = 0
+            break
+        part = part_tree.root
         if part is not None:
             more_base = _walk(part, flags, raw, ids, embeds, styled, nofollow)
             base_href = more_base if base_href is None else base_href
-        part = None
+        part = part_tree = None
     refs.ids, refs.nofollow_links, refs.capped = ids, len(nofollow), budget == 0
     base = page_url
     if base_href is not None:
@@ -203,6 +208,15 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
     if req:
         _requisites(ex, base, refs, embeds, styled)
     return refs
+
+
+def _parse(text: str | bytes) -> LexborHTMLParser | None:
+    """The tree; None when lexbor gave up, at the memory ceiling (core/parsing/memcap.py)."""
+    try:
+        with CEILING:
+            return LexborHTMLParser(text)
+    except SelectolaxError:
+        return None
 
 
 def _slim(part: str | bytes) -> str | bytes:

@@ -52,7 +52,7 @@ class Follow:
         robots = kinds.directives(refs.robots, robots_headers)
         record.robots = robots or None
         record.nofollow_links = refs.nofollow_links
-        if refs.capped:  # its markup past MAX_TAGS `<` was not read (core/parsing/defuse.py)
+        if refs.capped:  # not read whole (core/parsing/defuse.py MAX_TAGS, core/parsing/memcap.py)
             record.truncated = True
         if kinds.fragments:
             unknown = slimmed or refs.capped  # a defused or capped page's ids are not all known

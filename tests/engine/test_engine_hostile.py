@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import asyncio
+import resource
 import socket
 import struct
+import subprocess
+import sys
 import time
 
 import pytest
@@ -13,6 +16,8 @@ from support.sites import page, redirect
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.errors import UsageError
+
+ORIGINAL_LIMIT = resource.getrlimit(resource.RLIMIT_AS)
 
 
 async def test_missing_location_header(serve) -> None:
@@ -164,6 +169,44 @@ async def test_quadratic_markup_is_read_up_to_the_tag_cap(serve) -> None:
     assert site.url + "/before" in sink.by_url() and site.url + "/after" not in sink.by_url()
     assert rec.missing_fragments is None  # its ids past the cap are unknown: `#late` is not judged
     assert not sink.by_url()[site.url + "/"].truncated
+
+
+# 1,000 open formatting elements with distinct attributes, copied by lexbor into each of
+# 5,000 blocks: 69 KB that built 5 million nodes (1.9 GB) before the memory ceiling.
+BOMB = ("<a href='/first'>f</a><DIV>" + "".join(f"<B c={i}>" for i in range(1000)) + "</DIV>"
+        + "<DIV>x</DIV>" * 5000).encode()
+
+
+def test_a_parse_stops_at_the_memory_ceiling() -> None:
+    """core/parsing/memcap.py: in a child process kept under 1.5 GB of address space (so a
+    regression fails this test instead of taking the machine), the bomb's parse gives up
+    near the ceiling; the next page parses as ever."""
+    script = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))\n"
+        "from crawltop.core.parsing.page import LinkExtractor, Want\n"
+        "ex = LinkExtractor()\n"
+        "bomb = ex.read(sys.stdin.buffer.read(), 'http://h/', lambda h: True, Want.FRAGMENTS)\n"
+        "fine = ex.read(b'<a href=/ok>ok</a>', 'http://h/', lambda h: True)\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10\n"
+        "print(bomb.capped, sorted(bomb.links), fine.capped, sorted(fine.links), peak)\n")
+    out = subprocess.run([sys.executable, "-c", script], input=BOMB, capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout.decode().startswith("True [] False ['http://h/ok'] "), out.stdout
+    peak = int(out.stdout.split()[-1])
+    assert peak < 600, peak  # MB: the process's size plus the ceiling's 256 MB, not the 1.5 GB it may use
+
+
+async def test_a_memory_bomb_page_is_recorded_unread(serve) -> None:
+    async def bomb(request: web.Request) -> web.Response:
+        return web.Response(body=BOMB, headers={"Content-Type": "text/html"})
+
+    site = await serve({"/": page("/bomb", "/next"), "/bomb": bomb, "/next": page(), "/first": page()})
+    crawler, sink = await crawl(site.url + "/", robots=False)
+    rec = sink.by_url()[site.url + "/bomb"]
+    assert rec.status == 200 and rec.error is None and rec.truncated and rec.size == len(BOMB)
+    assert site.url + "/next" in sink.by_url() and site.url + "/first" not in sink.by_url()
+    assert resource.getrlimit(resource.RLIMIT_AS) == ORIGINAL_LIMIT  # put back after the parse
 
 
 @pytest.mark.parametrize("root", ["ftp://example.com/", "example.com", "http://", "mailto:a@b", ""])
