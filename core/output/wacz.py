@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from selectolax.lexbor import LexborHTMLParser
 from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]  # warcio has no type hints
 
+from ..parsing.page import parse_tree
 from . import cdxj
 
 WACZ_VERSION = "1.1.1"
@@ -39,10 +39,10 @@ class Packed:
 
 
 def _title(body: bytes) -> str:
-    try:
-        node = LexborHTMLParser(body[:TITLE_BYTES]).css_first("title")
-    except Exception:
-        return ""
+    """An archived page's title; its markup is a server's, so it is parsed under the
+    ceiling a crawl's pages are (core/parsing/page.py parse_tree)."""
+    tree = parse_tree(body[:TITLE_BYTES])
+    node = tree.css_first("title") if tree is not None else None
     return " ".join(node.text().split()) if node is not None else ""
 
 

@@ -132,7 +132,7 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
     if cut or len(text) >= 3 * MAX_TAGS:  # a page under 750 KB is not counted: too few tags to matter
         text, used = cap_tags(text, budget)
         budget = budget - used if used >= 0 else 0
-    tree = _parse(text)
+    tree = parse_tree(text)
     del text
     root = tree.root if tree is not None else None
     if tree is None or root is None:
@@ -155,7 +155,7 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
             break
         text, used = cap_tags(_slim(text) if slimming else text, budget)
         budget = budget - used if used >= 0 else 0
-        part_tree = _parse(text)
+        part_tree = parse_tree(text)
         if part_tree is None:  # past the memory ceiling: the rest is not read
             budget = 0
             break
@@ -210,12 +210,13 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
     return refs
 
 
-def _parse(text: str | bytes) -> LexborHTMLParser | None:
-    """The tree; None when lexbor gave up, at the memory ceiling (core/parsing/memcap.py)."""
+def parse_tree(text: str | bytes) -> LexborHTMLParser | None:
+    """The tree of untrusted markup; None when lexbor gave up at the memory ceiling
+    (core/parsing/memcap.py), or a str could not be encoded for it under that ceiling."""
     try:
         with CEILING:
             return LexborHTMLParser(text)
-    except SelectolaxError:
+    except (SelectolaxError, MemoryError):
         return None
 
 

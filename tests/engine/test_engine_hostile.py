@@ -197,14 +197,22 @@ def test_a_parse_stops_at_the_memory_ceiling() -> None:
     assert peak < 600, peak  # MB: the process's size plus the ceiling's 256 MB, not the 1.5 GB it may use
 
 
-async def test_a_memory_bomb_page_is_recorded_unread(serve) -> None:
+async def test_a_memory_bomb_page_is_recorded_unread(serve, monkeypatch) -> None:
+    """In this process, so with a small bomb (163 MB of nodes, were it ever built) under a
+    32 MB ceiling."""
+    from crawltop.core.parsing import memcap
+
+    monkeypatch.setattr(memcap, "HEADROOM", 32 << 20)
+    small = BOMB.replace(b"<DIV>x</DIV>" * 5000, b"<DIV>x</DIV>" * 2000)
+    small = small[: small.index(b"<B c=200>")] + small[small.index(b"</DIV>"):]
+
     async def bomb(request: web.Request) -> web.Response:
-        return web.Response(body=BOMB, headers={"Content-Type": "text/html"})
+        return web.Response(body=small, headers={"Content-Type": "text/html"})
 
     site = await serve({"/": page("/bomb", "/next"), "/bomb": bomb, "/next": page(), "/first": page()})
     crawler, sink = await crawl(site.url + "/", robots=False)
     rec = sink.by_url()[site.url + "/bomb"]
-    assert rec.status == 200 and rec.error is None and rec.truncated and rec.size == len(BOMB)
+    assert rec.status == 200 and rec.error is None and rec.truncated and rec.size == len(small)
     assert site.url + "/next" in sink.by_url() and site.url + "/first" not in sink.by_url()
     assert resource.getrlimit(resource.RLIMIT_AS) == ORIGINAL_LIMIT  # put back after the parse
 
