@@ -128,15 +128,12 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
     cut = isinstance(html, CutPage)
     parts, slimming = (iter(html), html.slim) if isinstance(html, CutPage) else (iter((html,)), False)
     text = _slim(next(parts)) if slimming else next(parts)
-    budget = MAX_TAGS  # `<` a page's parse is given (core/parsing/defuse.py cap_tags)
-    if cut or len(text) >= 3 * MAX_TAGS:  # a page under 750 KB is not counted: too few tags to matter
-        text, used = cap_tags(text, budget)
-        budget = budget - used if used >= 0 else 0
-    tree = parse_tree(text)
+    # a page under 750 KB is not counted: too few tags to matter
+    tree, budget = _tree(text, MAX_TAGS, cut or len(text) >= 3 * MAX_TAGS)
     del text
     root = tree.root if tree is not None else None
     if tree is None or root is None:
-        refs.capped = budget == 0 or tree is None
+        refs.capped = budget == 0
         return refs
     flags = int(want)  # an IntFlag's & is a Python call: test plain ints on the hot path
     keep = None if flags & ALL_HOSTS else host_ok
@@ -153,11 +150,8 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
     for text in parts:  # one part's tree at a time
         if budget == 0:
             break
-        text, used = cap_tags(_slim(text) if slimming else text, budget)
-        budget = budget - used if used >= 0 else 0
-        part_tree = parse_tree(text)
+        part_tree, budget = _tree(_slim(text) if slimming else text, budget, True)
         if part_tree is None:  # past the memory ceiling: the rest is not read
-            budget = 0
             break
         part = part_tree.root
         if part is not None:
@@ -208,6 +202,16 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
     if req:
         _requisites(ex, base, refs, embeds, styled)
     return refs
+
+
+def _tree(text: str | bytes, budget: int, count: bool) -> tuple[LexborHTMLParser | None, int]:
+    """One part's tree within the page's budget of `<` (counted if `count`), and the budget
+    left: 0 once the page reads no further (core/parsing/defuse.py cap_tags, memcap.py)."""
+    if count:
+        text, used = cap_tags(text, budget)
+        budget = budget - used if used >= 0 else 0
+    tree = parse_tree(text)
+    return tree, budget if tree is not None else 0
 
 
 def parse_tree(text: str | bytes) -> LexborHTMLParser | None:
