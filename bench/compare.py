@@ -66,7 +66,9 @@ print(f"aiohttp {__import__('aiohttp').__version__} C parser {'on' if c else 'OF
 
 def stack() -> str:
     """What the engine runs on (issue 29): aiohttp's C extensions, the loop, the JSON library."""
-    done = subprocess.run([str(VENV_PY), "-c", STACK_PROBE], capture_output=True, text=True, check=False)
+    # -P: the repository's own crawltop/ folder (the package's top, mapped at install) must
+    # not stand in for the installed package when this runs from the repository
+    done = subprocess.run([str(VENV_PY), "-P", "-c", STACK_PROBE], capture_output=True, text=True, check=False)
     return done.stdout.strip() or f"unknown ({done.stderr.strip()[-200:]})"
 
 

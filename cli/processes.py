@@ -28,6 +28,7 @@ from ..core.sockets.rundir import state_dir
 from . import hangup
 from .archive import archive_argv
 from .engine import final_report
+from .gather import Gather
 from .monitor import run_monitor
 
 PROGRESS_EVERY = 2.0
@@ -56,10 +57,15 @@ def supervise(args: argparse.Namespace, name: str, config: CrawlConfig, join: Ma
         if not args.headless and sys.stdout.isatty():
             # q stops the crawl; d leaves it to us; a hang-up too (its log: NAME.log), or stops it
             run_monitor(url, name, exit_on_finish=args.exit_on_finish, on_hangup=hup)
-        code = watch(url, name, children, hup=hup.reason is None, stop_now=hup.reason is not None and hup.stop,
-                     redis_alive=(lambda: server.proc.poll() is None) if server is not None else None)
-        if args.output:
-            one_output(url, name, args.output, [f"{args.output}.p{i}" for i in range(1, args.processes + 1)])
+        gather = Gather(url, name, args.output)
+        try:
+            code = watch(url, name, children, hup=hup.reason is None, stop_now=hup.reason is not None and hup.stop,
+                         redis_alive=(lambda: server.proc.poll() is None) if server is not None else None,
+                         gather=gather)
+            if args.output:
+                gather.write_output([f"{args.output}.p{i}" for i in range(1, args.processes + 1)], one_output)
+        finally:
+            gather.close()
         return code
     finally:
         if server is not None:
@@ -204,11 +210,12 @@ def stop_grace() -> float:
 
 
 def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop_now: bool = False,
-          redis_alive: Callable[[], bool] | None = None) -> int:
+          redis_alive: Callable[[], bool] | None = None, gather: Gather | None = None) -> int:
     """Progress of the whole crawl on stderr until every child is gone; Ctrl-C stops the
     whole crawl (through Redis), and the children finish cleanly. If the private
     redis-server dies (`redis_alive`), the crawl is gone with it: the engines are told to
-    stop at once (SIGTERM, then SIGKILL), rather than retry it forever."""
+    stop at once (SIGTERM, then SIGKILL), rather than retry it forever. `gather` reads the
+    crawl's records meanwhile, for its report and -o FILE (cli/gather.py)."""
     keys = Keys(name)
     r = redis.Redis.from_url(url, socket_timeout=5)
     stopping = stop_now  # (--on-hangup stop after the monitor's terminal went away)
@@ -236,6 +243,8 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
             if sent:
                 escalate(children, time.monotonic() - sent, grace)
             time.sleep(0.1)
+            if gather is not None:
+                gather.step()
             if time.monotonic() - shown < PROGRESS_EVERY:
                 continue
             shown = time.monotonic()
@@ -254,11 +263,16 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
             signal.signal(s, h)
         r.close()
     codes = [c.wait() for c in children]
+    if gather is not None:
+        gather.finish()
     print(f"crawl {name!r} {status}: {records} records from {len(children)} processes "
           f"(exit codes {', '.join(map(str, codes))})", file=sys.stdout)
     # the whole crawl's report, as one process prints its own: at the end, and after Ctrl-C
     if status in ("finished", "stopped") and claim_report(url, name):
-        final_report(url, name)
+        if gather is not None:
+            gather.report()
+        else:
+            final_report(url, name)
     return 0 if all(c == 0 for c in codes) else 1
 
 

@@ -6,7 +6,6 @@ options and picks one. What counts as broken: `is_broken`.
 from __future__ import annotations
 
 import heapq
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -14,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import ReportError, StateError
+from ..jsonfast import loads
 from ..outcomes import Tally, reason
 from ..output.provenance import word
 from ..storage.schema import SQLITE_MAGIC, iter_records, read_state
@@ -169,7 +169,7 @@ def _from_jsonl(source: str) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
+                rec = loads(line)
             except ValueError:
                 raise ReportError(f"{source}: line {n} is not JSON (expected crawltop records, one per line)") from None
             if not isinstance(rec, dict) or not isinstance(rec.get("url"), str):
@@ -205,32 +205,50 @@ def analyse(records: Iterable[dict[str, Any]], options: Options = Options(), sou
     redirect hops, the slowest few pages, the totals), so a report over millions stays small.
     Broken links are grouped by `via`, the page they are on (roots and unnamed sitemaps have none).
     """
-
-    report = Report(source=source, options=options)
-    redirects: dict[str, dict[str, Any]] = {}
-    outcome: dict[str, tuple[int | None, str | None]] = {}  # status and error of redirect targets
-    slow: list[tuple[float, str, int | None]] = []
-    broken: dict[str, Broken] = {}  # broken URL -> its finding, for the pages that refer to it later
-    offline = _Offline()
+    analysis = Analysis(options, source)
     for rec in records:
+        analysis.add(rec)
+    return analysis.report()
+
+
+class Analysis:
+    """`analyse`, a record at a time: the parent of a `--processes` crawl reads the crawl's
+    records while its engines fetch (core/cluster/records.py Tail), so that the report is
+    ready when they end instead of a second read of every record after them."""
+
+    def __init__(self, options: Options = Options(), source: str = "") -> None:
+        self.options = options
+        self._report = Report(source=source, options=options)
+        self._redirects: dict[str, dict[str, Any]] = {}
+        self._outcome: dict[str, tuple[int | None, str | None]] = {}  # status and error of redirect targets
+        self._slow: list[tuple[float, str, int | None]] = []
+        self._broken: dict[str, Broken] = {}  # broken URL -> its finding, for the pages that refer to it later
+        self._offline = _Offline()
+
+    def add(self, rec: dict[str, Any]) -> None:
+        report = self._report
         report.records += 1
         try:
-            _add(report, rec, options, redirects, outcome, slow)
-            _refs(report, rec, options, broken, offline)
+            _add(report, rec, self.options, self._redirects, self._outcome, self._slow)
+            _refs(report, rec, self.options, self._broken, self._offline)
         except (TypeError, ValueError, AttributeError) as exc:  # a record with fields of the wrong type
-            raise ReportError(f"{source}: record {report.records} is not a crawltop record ({exc})") from None
-    if offline.is_offline:
-        report.unresolved = offline.unresolved
-        for via, links in list(report.broken.items()):
-            report.broken[via] = [b for b in links if not _unresolved(b)]
-            if not report.broken[via]:
-                del report.broken[via]
-    report.slowest = sorted(slow, reverse=True)
-    report.chains = _chains(redirects, outcome)
-    report.broken = dict(sorted(report.broken.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
-    for links in report.broken.values():
-        links.sort(key=lambda b: b.url)
-    return report
+            raise ReportError(f"{report.source}: record {report.records} is not a crawltop record ({exc})") from None
+
+    def report(self) -> Report:
+        """The Report of the records added so far (call it once, after the last)."""
+        report, offline = self._report, self._offline
+        if offline.is_offline:
+            report.unresolved = offline.unresolved
+            for via, links in list(report.broken.items()):
+                report.broken[via] = [b for b in links if not _unresolved(b)]
+                if not report.broken[via]:
+                    del report.broken[via]
+        report.slowest = sorted(self._slow, reverse=True)
+        report.chains = _chains(self._redirects, self._outcome)
+        report.broken = dict(sorted(report.broken.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
+        for links in report.broken.values():
+            links.sort(key=lambda b: b.url)
+        return report
 
 
 def _add(report: Report, rec: dict[str, Any], options: Options, redirects: dict[str, dict[str, Any]],

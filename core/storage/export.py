@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import IO
 
+from ..jsonfast import dumps_str
 from ..outcomes import Tally
 from ..output.records import Record
 from .store import iter_records, read_state
@@ -50,7 +51,7 @@ def export_jsonl(state_path: str | Iterable[dict], out_path: str, tally: Tally |
         for rec in _records(state_path):
             if tally is not None:
                 tally.add(rec.get("status"), rec.get("error_kind"), rec.get("error"))
-            out.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+            out.write(dumps_str(rec) + "\n")
             n += 1
     return n
 

@@ -3,6 +3,7 @@ record once; Ctrl-C on a crawl of many polite hosts ends within seconds with the
 engine whose parent is SIGKILLed is gone within seconds (with the private redis-server)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -12,8 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-from support.cluster import CLI
+from support.cluster import CLI, start
 from support.sites import counting_site
+
+from crawltop.core.reporting.formats import text
+from crawltop.core.reporting.linkcheck import analyse
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -66,6 +70,30 @@ def test_one_output_file_with_every_record_once(rundir, tmp_path):
     assert len(urls) == len(set(urls)) == pages
     assert sorted(p.name for p in tmp_path.iterdir()) == ["all.jsonl"]  # the per-process files are gone
     assert f"{pages} records in {out}" in done.stderr
+
+
+def test_the_file_and_the_report_are_read_while_the_engines_fetch(rundir, tmp_path):
+    """Issue 29: the parent reads the crawl's records as they come (cli/gather.py): FILE.tmp
+    grows while the engines fetch, and the report it prints at the end is the report of
+    FILE's records, every one of them."""
+    out, tmp = tmp_path / "all.jsonl", tmp_path / "all.jsonl.tmp"
+    pages = 150
+    with counting_site(pages, 0.05) as site:
+        proc = start("crawl", site.url, "--processes", "2", "--headless", "-c", "2", "--name", "gather",
+                     "--no-sitemaps", "--no-robots", "-o", str(out))
+        seen_while_running = 0
+        while proc.poll() is None:
+            with contextlib.suppress(FileNotFoundError):
+                seen_while_running = max(seen_while_running, tmp.read_bytes().count(b"\n"))
+            time.sleep(0.05)
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr[-2000:]
+    assert 0 < seen_while_running < pages  # lines written before the crawl ended, not all at its end
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len({r["url"] for r in records}) == len(records) == pages
+    report = text(analyse(records, source="crawl gather on Redis"))  # as final_report writes it: 80 columns
+    assert report in stdout, stdout[-3000:]
+    assert f"{pages} records in {out}" in stderr
 
 
 def test_ctrl_c_ends_a_polite_many_host_crawl_within_seconds(many_hosts, rundir, tmp_path):
