@@ -16,6 +16,7 @@ from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.output.provenance import referrer_letter
 from crawltop.core.output.warc import WarcSink
 from crawltop.core.parsing.css import css_refs, srcset_urls
+from crawltop.core.parsing.page import LinkExtractor
 from crawltop.core.queueing.kinds import directives, requisite_hops
 from crawltop.core.reporting.linkcheck import analyse
 
@@ -141,6 +142,29 @@ def test_robots_directives() -> None:
     assert directives("NOINDEX, nofollow".lower(), [], "crawltop") == "noindex,nofollow"
     assert directives("", ["googlebot: nofollow", "crawltop: noindex", "none"], "crawltop") == "noindex,none"
     assert directives("", ["unavailable_after: 2030-01-01"], "crawltop") == "unavailable_after: 2030-01-01"
+
+
+HEADS = [  # (head markup, title, robots, canonical, refresh)
+    ("<title> A  b </title><title>second</title><link rel='Preload CANONICAL' href=' /c '><link rel=canonical href=/d>"
+     "<meta NAME=Robots content='NoIndex, nofollow'><meta http-equiv=REFRESH content='5; url=/r'>"
+     "<meta http-equiv=refresh content=0;url=/s>", "A b", "noindex,nofollow", "http://h.test/c", "http://h.test/r"),
+    # one element that is both: read as robots, as a walk of the head's children read it (not twice)
+    ("<meta name=robots http-equiv=refresh content=noarchive><meta name=robots content=nosnippet>",
+     None, "noarchive,nosnippet", None, None),
+    # in a <noscript> (lexbor parses with scripting off: its content is markup) or in the body: not read
+    ("<noscript><link rel=canonical href=/n><meta name=robots content=nofollow></noscript>"
+     "<link rel=stylesheet href=/s.css></head><body><meta name=robots content=noindex><title>no</title>",
+     None, "", None, None),
+    ("<link rel=canonical>", None, "", "http://h.test/p", None),  # no href: the page itself
+]
+
+
+@pytest.mark.parametrize("head, title, robots, canonical, refresh", HEADS)
+def test_the_head_gives_title_robots_canonical_and_refresh(head, title, robots, canonical, refresh) -> None:
+    refs = LinkExtractor().read(f"<html><head>{head}</head><body><a href=/x>x</a></body></html>".encode(),
+                                "http://h.test/p", lambda h: True)
+    assert (refs.title, refs.robots, refs.canonical, refs.refresh) == (title, robots, canonical, refresh)
+    assert refs.links == {"http://h.test/x"}
 
 
 async def test_a_stylesheet_chain_is_bounded(serve) -> None:
