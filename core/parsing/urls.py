@@ -174,7 +174,19 @@ def _plain_join(base: str, href: str) -> str | None:
         url = base[:origin_end] + href
     else:
         path = base.split("?", 1)[0]
-        url = path[: path.rfind("/") + 1] + href
+        end = path.rfind("/") + 1  # the base's directory
+        if href.startswith("../"):  # a generated site's links (rustdoc, Sphinx): up, then plain
+            up = 3
+            while href.startswith("../", up):
+                up += 3
+            rest = href[up:]
+            if "/." not in "/" + rest:  # (the base is canonical: no dot segments of its own)
+                for _ in range(up // 3):
+                    if end - 1 <= origin_end:
+                        break  # the root: as remove_dot_segments, no higher
+                    end = path.rfind("/", origin_end, end - 1) + 1
+                return path[:end] + rest
+        url = path[:end] + href
     if "/." in url or href[0] == ".":
         url = _dots(url, origin_end)
     return url

@@ -101,11 +101,12 @@ def test_plain_join_fast_path_matches_urljoin_on_random_hrefs() -> None:
 
     rng = random.Random(1)
     parts = ["a", "b", ".", "..", "", "x.html", "p?q=1", "?", "q=/./", "A", "~u", "c:d"]
-    bases = ["http://h.com/", "http://h.com/d/e/f.html", "http://h.com/d/?x=/y/z", "https://h.com:8443/a/b/"]
-    prefixes = ["", "/", "./", "../", "../../", "http://h.com/", "https://H.com/", "http://h.com:80/",
+    bases = ["http://h.com/", "http://h.com/d/e/f.html", "http://h.com/d/?x=/y/z", "https://h.com:8443/a/b/",
+             "http://h.com/a/b/c/d/e/", "http://h.com/x?q=../.."]
+    prefixes = ["", "/", "./", "../", "../../", "../../../", "../../../../../", ".././", "http://h.com/", "https://H.com/", "http://h.com:80/",
                 "http://h.com:81/", "https://h.com:443/", "http://h.com", "http://u@h.com/", "http://h.com:99999/"]
     checked = 0
-    for _ in range(30_000):
+    for _ in range(60_000):
         href = rng.choice(prefixes) + "/".join(rng.choice(parts) for _ in range(rng.randint(0, 4)))
         if not href or _NEEDS_WORK.search(href):
             continue
@@ -114,7 +115,11 @@ def test_plain_join_fast_path_matches_urljoin_on_random_hrefs() -> None:
         if fast is not None:
             checked += 1
             assert fast == canonical(urljoin(base, href)), (base, href)
-    assert checked > 5_000
+    assert checked > 10_000
+    # An empty segment in the base counts as one, as remove_dot_segments (RFC 3986) and
+    # browsers read it; urljoin drops it first, so it is no oracle for such a base.
+    assert _plain_join("http://h.com/a//b/c/d.html", "../../../x") == "http://h.com/a/x"
+    assert _plain_join("http://h.com/a//b/c/d.html", "../../x") == "http://h.com/a//x"
 
 
 def test_fragment_and_query_only_hrefs_depend_on_the_whole_base() -> None:
