@@ -29,7 +29,7 @@ IMG, SRCSET, LINK, SCRIPT, MEDIA, OBJECT, CSS = "I", "Y", "K", "J", "V", "O", "U
 # <link rel=...> values whose target a page loads to show itself (anything else is metadata).
 _LOADED_RELS = frozenset(("stylesheet", "icon", "shortcut", "apple-touch-icon", "apple-touch-icon-precomposed",
                           "manifest", "preload", "modulepreload", "mask-icon", "search"))
-_HEAD_QUERY = 'title, link[rel~="canonical" i], meta[name="robots" i], meta[http-equiv="refresh" i]'
+_HEAD_TAGS = frozenset(("meta", "link", "title"))
 _EMBEDS = ("img, source, link[href], script[src], video, audio, track[src], embed[src], object[data],"
            " input[src], style")
 
@@ -299,30 +299,30 @@ def _fragment(target: str, frag: str, out: list[tuple[str, str]]) -> None:
 
 def _head(head: LexborNode, refs: PageRefs) -> tuple[str | None, str | None]:
     """The page's title and meta robots (into refs), and its canonical link and meta refresh
-    as written (joined once the base is known), from the head's children, where HTML puts
-    them (a `<meta>` in the body or in a `<noscript>` is not read). The shared selector finds
-    just those in C; reading every child's tag and attributes in Python cost 4% of a crawl
-    of the Rust docs, whose heads hold a dozen links and metas (BENCHMARKS.md, issue 29)."""
+    as written (joined once the base is known): one small walk of the head's children, where
+    HTML puts them (a `<meta>` written in the body is not read: a walk of the whole tree on
+    every page for what valid pages never do)."""
     canonical = refresh = None
-    last = -1
-    for node in _SELECT.find(_HEAD_QUERY, head):
-        if node.mem_id == last or node.parent.tag != "head":  # type: ignore[union-attr]  # (in head: a parent)
-            continue  # a node that matches two selectors of the list comes twice, in a row
-        last = node.mem_id
+    for node in head.iter():  # its children: no selector to set up, no walk of the body
         tag = node.tag
+        if tag not in _HEAD_TAGS:
+            continue
         if tag == "title":
             if refs.title is None:
                 refs.title = " ".join(node.text().split())[:300]
             continue
         attrs = node.attributes  # a dict in one pass: attrs.get() raises inside for a missing name
         if tag == "link":
-            if canonical is None:
+            rel = (attrs.get("rel") or "").lower().split()
+            if "canonical" in rel and canonical is None:
                 canonical = (attrs.get("href") or "").strip() or "#"
-        elif (attrs.get("name") or "").lower() == "robots":
-            content = (attrs.get("content") or "").lower()
-            refs.robots = ",".join(filter(None, (refs.robots, *(d.strip() for d in content.split(",")))))
-        elif refresh is None:  # (an http-equiv=refresh, then)
-            refresh = attrs.get("content") or ""
+        else:
+            name = (attrs.get("name") or "").lower()
+            if name == "robots":
+                content = (attrs.get("content") or "").lower()
+                refs.robots = ",".join(filter(None, (refs.robots, *(d.strip() for d in content.split(",")))))
+            elif (attrs.get("http-equiv") or "").lower() == "refresh" and refresh is None:
+                refresh = attrs.get("content") or ""
     return canonical, refresh
 
 
