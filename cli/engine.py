@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from ..core.cluster import connect as cluster
 from ..core.cluster.member import Member
@@ -57,7 +58,13 @@ def final_report(url: str, name: str) -> None:
     from ..core.reporting.formats import FORMATS
     from ..core.reporting.linkcheck import analyse
 
+    write_report(lambda: FORMATS["text"](analyse(records(url, name), source=f"crawl {name} on Redis")))
+
+
+def write_report(make: Callable[[], str]) -> None:
+    """The whole crawl's report on stdout; if it can't be made or written, one line on stderr."""
     try:
-        sys.stdout.write(FORMATS["text"](analyse(records(url, name), source=f"crawl {name} on Redis")))
+        sys.stdout.write(make())
+        sys.stdout.flush()
     except Exception as exc:  # the crawl is done and its records are safe in Redis: say why, no traceback
         print(f"crawltop: the final report could not be written: {clean(exc)}", file=sys.stderr)

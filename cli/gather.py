@@ -5,8 +5,10 @@ Both used to read every record from Redis after the last engine left, one after 
 other: a tenth of a two-process crawl's wall time (BENCHMARKS.md, issue 29). The parent
 idles while the engines fetch, so it reads the record stream then (core/cluster/records.py
 Tail), writing FILE's lines to FILE.tmp and adding each record to the report's Analysis;
-at the end only the last records are left. Whatever goes wrong on the way (Redis, the
-disk, a record the report can't read) leaves the end to do it the old way, which says why.
+at the end only the last records are left. If the stream can't be read to its end (Redis
+gone, a record that is not one), FILE and the report are made the old way at the end, which
+says why; if FILE.tmp can't be written, FILE is. FILE.tmp never outlives the parent's
+clean exit.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from ..core.cluster.records import Tail
 from ..core.errors import ReportError
 from ..core.reporting.formats import FORMATS
 from ..core.reporting.linkcheck import Analysis
-from .engine import final_report
+from .engine import final_report, write_report
 
 OneOutput = Callable[[str, str, str, Sequence[str]], None]  # url, name, FILE, the per-process files
 STEP_PAGES = 2  # at most 2,000 records a step, so Ctrl-C and the progress line wait for none
@@ -31,79 +33,97 @@ STEP_PAGES = 2  # at most 2,000 records a step, so Ctrl-C and the progress line 
 class Gather:
     def __init__(self, url: str, name: str, output: str | None) -> None:
         self.url, self.name, self.output = url, name, output
-        self._r = redis.Redis.from_url(url, socket_timeout=5)  # as watch()'s: Ctrl-C waits on it
+        # no retries of its own: a step that finds Redis away is simply tried again 0.1 s later
+        self._r = redis.Redis.from_url(url, socket_timeout=5, retry=None)
+        self._tmp = f"{output}.tmp" if output else None
         self._file: IO[str] | None = None
-        if output:
+        if self._tmp is not None:
             try:
-                self._file = open(f"{output}.tmp", "w", encoding="utf-8")
+                self._file = open(self._tmp, "w", encoding="utf-8")
             except OSError:
                 self._file = None  # the end writes FILE the old way, or says why it can't
-        self._file_ok = self._file is not None
         self._analysis: Analysis | None = Analysis(source=f"crawl {name} on Redis")
-        self._tail = Tail(self._r, name, self._write, self._add)
+        self._tail = Tail(self._r, name, self._write if self._file is not None else None, self._add)
+        self._failed = False  # the stream could not be read: the end does it the old way
         self._complete = False
+        self._renamed = False
 
     def _write(self, line: str) -> None:
-        if self._file_ok:
-            try:
-                self._file.write(line)  # type: ignore[union-attr]  # (_file_ok: it is open)
-            except OSError:
-                self._file_ok = False
+        try:
+            self._file.write(line)  # type: ignore[union-attr]  # (_write is given to the Tail only with a file)
+        except (OSError, ValueError):  # a full disk; a str the codec refuses
+            self._tail.out = None
+            self._drop_file()
 
     def _add(self, rec: dict) -> None:
         if self._analysis is not None:
             try:
                 self._analysis.add(rec)
-            except ReportError:
+            except (ReportError, LookupError, TypeError, ValueError):
                 self._analysis = None  # final_report says what is wrong with it
 
     def step(self) -> None:
         """While the engines fetch: what is new, a few pages of it."""
-        with contextlib.suppress(redis.RedisError):
+        if self._failed:
+            return
+        try:
             self._tail.read(STEP_PAGES)
+        except redis.RedisError:
+            pass  # away for now: the next step reads it
+        except Exception:  # noqa: BLE001 - a record that is not one: the end reads the stream the old way
+            self._failed = True
 
     def finish(self) -> None:
         """Every engine has left: read what is left."""
-        try:
-            self._tail.drain()
-            self._complete = True
-        except redis.RedisError:
-            self._complete = False
+        if not self._failed:
+            try:
+                self._tail.drain()
+                self._complete = True
+            except Exception:  # noqa: BLE001 - Redis gone, or a record that is not one: the old way
+                self._complete = False
         if self._file is not None:
             try:
                 self._file.close()
             except OSError:
-                self._file_ok = False
+                self._drop_file()
 
     def report(self) -> None:
         """The whole crawl's report, as final_report writes it."""
-        if self._complete and self._analysis is not None:
-            sys.stdout.write(FORMATS["text"](self._analysis.report()))
+        analysis = self._analysis
+        if self._complete and analysis is not None:
+            write_report(lambda: FORMATS["text"](analysis.report()))
         else:
             final_report(self.url, self.name)
 
     def write_output(self, parts: Sequence[str], fallback: OneOutput) -> None:
         """-o FILE from what was read; else the old way (`fallback`: cli/processes.py one_output)."""
-        assert self.output is not None
-        tmp = f"{self.output}.tmp"
-        if self._complete and self._file_ok:
+        assert self.output is not None and self._tmp is not None
+        if self._complete and self._file is not None:
             try:
-                os.replace(tmp, self.output)
+                os.replace(self._tmp, self.output)
             except OSError:
                 pass
             else:
+                self._renamed = True
                 for part in parts:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(part)
                 print(f"crawltop: {self._tail.records.count} records in {self.output}", file=sys.stderr)
                 return
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        self._drop_file()
         fallback(self.url, self.name, self.output, parts)
 
-    def close(self) -> None:
+    def _drop_file(self) -> None:
         if self._file is not None:
             with contextlib.suppress(OSError):
                 self._file.close()
-        self._r.close()
+            self._file = None
+        if self._tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._tmp)
 
+    def close(self) -> None:
+        """FILE.tmp goes unless it became FILE (Ctrl-C at the end, an error on the way)."""
+        if not self._renamed:
+            self._drop_file()
+        self._r.close()

@@ -63,14 +63,14 @@ class Tail:
     ones for the end: two reads of every record after the crawl were a tenth of a
     two-process crawl's wall time (BENCHMARKS.md, issue 29).
 
-    `read` takes what is new, at most `pages` pages of PAGE; a Redis error leaves the place
-    as it was (the records are read again next time, never twice). Each record is written
-    to `out` as a JSON line, then given to `each`."""
+    `read` takes what is new, at most `pages` pages of PAGE; an error in reading a page
+    (Redis) leaves the place as it was: those records are read next time, never twice. Each
+    record is written to `out` (if any) as a JSON line, then given to `each`."""
 
     def __init__(self, client: redis.Redis, name: str, out: Callable[[str], object] | None,
                  each: Callable[[dict], None]) -> None:
         self.records = StreamRecords(client, name)
-        self._out, self._each = out, each
+        self.out, self._each = out, each
 
     def read(self, pages: int = 1) -> int:
         """Records read now (a RedisError is the caller's)."""
@@ -79,8 +79,8 @@ class Tail:
             entries = self.records.page()
             for entry_id, fields in entries:
                 rec = _record(fields)
-                if self._out is not None:
-                    self._out(dumps_str(rec) + "\n")
+                if self.out is not None:
+                    self.out(dumps_str(rec) + "\n")
                 self._each(rec)
                 self.records.last_id = entry_id
                 self.records.count += 1

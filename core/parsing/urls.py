@@ -180,7 +180,8 @@ def _plain_join(base: str, href: str) -> str | None:
             while href.startswith("../", up):
                 up += 3
             rest = href[up:]
-            if "/." not in "/" + rest:  # (the base is canonical: no dot segments of its own)
+            # (a canonical base may hold `/../` still: canonical() decodes %2E after the dot pass)
+            if "/." not in "/" + rest and "/." not in path[origin_end:end]:
                 for _ in range(up // 3):
                     if end - 1 <= origin_end:
                         break  # the root: as remove_dot_segments, no higher

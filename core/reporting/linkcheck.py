@@ -6,6 +6,7 @@ options and picks one. What counts as broken: `is_broken`.
 from __future__ import annotations
 
 import heapq
+import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -170,8 +171,12 @@ def _from_jsonl(source: str) -> Iterator[dict[str, Any]]:
                 continue
             try:
                 rec = loads(line)
-            except ValueError:
-                raise ReportError(f"{source}: line {n} is not JSON (expected crawltop records, one per line)") from None
+            except ValueError:  # orjson refuses what json reads (NaN, a lone surrogate's escape): ask json
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    raise ReportError(f"{source}: line {n} is not JSON (expected crawltop records, one per line)") \
+                        from None
             if not isinstance(rec, dict) or not isinstance(rec.get("url"), str):
                 raise ReportError(f"{source}: line {n} is not a crawltop record (no url)")
             yield rec

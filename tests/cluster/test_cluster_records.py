@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import redis
 
 from crawltop.core.cluster.keys import Keys
@@ -38,24 +39,29 @@ def test_a_tail_reads_every_record_once_as_the_stream_grows(redis_url):
     assert all(line.endswith("\n") for line in lines)
     assert [rec["num_new_urls"] for rec in seen[:4]] == [0, 1, 2, 0]  # Redis's count, across the cluster
     assert list(StreamRecords(r, "grow")) == seen  # what `export` reads, the same records
+    r.close()
 
 
 def test_a_tail_reads_again_what_a_redis_error_left(redis_url):
-    """A read that fails leaves the place as it was: the next one gets those records, once."""
+    """A read that fails leaves the place as it was: the next one gets those records, once,
+    after a first page read whole and in the middle of a drain alike."""
     r = redis.Redis.from_url(redis_url)
+    dead = redis.Redis(unix_socket_path="/nonexistent/redis.sock", retry=None)
     seen: list[dict] = []
     tail = Tail(r, "again", None, seen.append)
     _add(r, "again", 0, 3)
     assert tail.read() == 3
-    _add(r, "again", 3, 3)
-    dead = redis.Redis(unix_socket_path="/nonexistent/redis.sock")
+    _add(r, "again", 3, PAGE + 3)
     tail.records._r = dead
-    try:
+    with pytest.raises(redis.ConnectionError):
         tail.read()
-    except redis.ConnectionError:
-        pass
-    else:
-        raise AssertionError("a read from a dead Redis did not fail")
+    tail.records._r = r
+    assert tail.read(1) == PAGE  # one page, then Redis goes away before the next
+    tail.records._r = dead
+    with pytest.raises(redis.ConnectionError):
+        tail.drain()
     tail.records._r = r
     assert tail.drain() == 3
-    assert [rec["url"] for rec in seen] == [f"http://h.test/{i}" for i in range(6)]
+    assert [rec["url"] for rec in seen] == [f"http://h.test/{i}" for i in range(PAGE + 6)]
+    r.close()
+    dead.close()

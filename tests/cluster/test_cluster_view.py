@@ -38,6 +38,9 @@ async def test_merge_adds_up_real_snapshots(serve):
     assert [e.seq for e in m.recent_merges] == list(range(len(m.recent_merges)))
 
 
+# Its crawl must outlast the monitor's first frames: on a loaded machine it once did not
+# (seen in CI). What it asserts holds on the rerun or fails there too.
+@pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
 async def test_monitor_shows_both_processes_and_steers_them(serve, redis_url):
     routes = slow_tree(400, 0.2)  # ~20 s: both rows show before either engine is done on a loaded CI (10 s did not)
     site = await serve(routes)

@@ -81,14 +81,15 @@ def test_the_file_and_the_report_are_read_while_the_engines_fetch(rundir, tmp_pa
     with counting_site(pages, 0.05) as site:
         proc = start("crawl", site.url, "--processes", "2", "--headless", "-c", "2", "--name", "gather",
                      "--no-sitemaps", "--no-robots", "-o", str(out))
-        seen_while_running = 0
+        samples = []  # FILE.tmp's lines while the command runs (all of them, at its very end)
         while proc.poll() is None:
             with contextlib.suppress(FileNotFoundError):
-                seen_while_running = max(seen_while_running, tmp.read_bytes().count(b"\n"))
+                samples.append(tmp.read_bytes().count(b"\n"))
             time.sleep(0.05)
         stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr[-2000:]
-    assert 0 < seen_while_running < pages  # lines written before the crawl ended, not all at its end
+    assert any(0 < n < pages for n in samples), samples  # lines written while the engines fetched
+    assert not tmp.exists()
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len({r["url"] for r in records}) == len(records) == pages
     report = text(analyse(records, source="crawl gather on Redis"))  # as final_report writes it: 80 columns

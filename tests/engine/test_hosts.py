@@ -11,6 +11,7 @@ import time
 from email.utils import formatdate
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 from support.crawl import ListSink, crawl
 from support.sites import page, redirect
@@ -350,6 +351,10 @@ async def test_a_rate_limit_backs_off_but_never_retires_the_host(serve) -> None:
     assert crawler.host_table()[0].state == "done"
 
 
+# A timing test with the servers in this test's own process: when the machine is loaded, the
+# process can be kept off the CPU long enough to stamp a request late (seen once in CI: robots.txt
+# stamped 61 ms before / where the crawler kept 200 ms). A real violation fails the rerun too.
+@pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
 async def test_the_sitemap_probe_is_one_of_the_hosts_requests_and_keeps_the_gap(serve) -> None:
     routes = tree(4)
     routes["/sitemap.xml"] = page()  # HTML: not a sitemap, so no record

@@ -102,7 +102,8 @@ def test_plain_join_fast_path_matches_urljoin_on_random_hrefs() -> None:
     rng = random.Random(1)
     parts = ["a", "b", ".", "..", "", "x.html", "p?q=1", "?", "q=/./", "A", "~u", "c:d"]
     bases = ["http://h.com/", "http://h.com/d/e/f.html", "http://h.com/d/?x=/y/z", "https://h.com:8443/a/b/",
-             "http://h.com/a/b/c/d/e/", "http://h.com/x?q=../.."]
+             "http://h.com/a/b/c/d/e/", "http://h.com/x?q=../..",
+             canonical("http://h.com/a/%2E%2E/b/c.html"), canonical("http://h.com/a/%2e/b/")]
     prefixes = ["", "/", "./", "../", "../../", "../../../", "../../../../../", ".././",
                 "http://h.com/", "https://H.com/", "http://h.com:80/",
                 "http://h.com:81/", "https://h.com:443/", "http://h.com", "http://u@h.com/", "http://h.com:99999/"]
