@@ -86,7 +86,7 @@ def one_output(url: str, name: str, output: str, parts: Sequence[str]) -> None:
     try:
         n = export_jsonl(StreamRecords(r, name), tmp)
         os.replace(tmp, output)
-    except (redis.RedisError, OSError) as exc:
+    except (redis.RedisError, OSError, ValueError, LookupError) as exc:  # (ValueError, LookupError: not a record)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         with open(output, "wb") as out:

@@ -183,6 +183,29 @@ def test_processes_with_a_given_redis(redis_url, rundir):
     assert not (rundir.parent / "state" / "crawltop" / "redis").exists()  # no private server's directory
 
 
+def test_processes_with_a_record_that_is_not_one_still_write_file_and_say_why(redis_url, rundir, tmp_path):
+    """A record that is not JSON, put in the crawl's stream by hand while it runs: the
+    parent's reading gives up on it and the end does it the old way, which says why in one
+    line each: no traceback, FILE made of the engines' own files, the exit code theirs."""
+    out = tmp_path / "all.jsonl"
+    r = redis.Redis.from_url(redis_url)
+    pages = 60
+    with counting_site(pages, 0.1) as site_:
+        proc = start("crawl", site_.url, "--processes", "2", "--redis", redis_url, "--headless", "-c", "3",
+                     "--name", "bad", "--no-sitemaps", "--no-robots", "-o", str(out))
+        wait_for(lambda: r.xlen(Keys("bad").rec) > 0, what="a first record")
+        r.xadd(Keys("bad").rec, {"url": "http://x.invalid/", "data": "not json", "new": 0, "proc": "p0"})
+        stdout, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 0, stderr[-2000:]
+    assert "Traceback" not in stderr, stderr[-2000:]
+    assert "crawltop: the final report could not be written" in stderr
+    assert f"{out}: the per-process files one after the other" in stderr
+    urls = [json.loads(line)["url"] for line in out.read_text().splitlines()]
+    assert len(urls) == len(set(urls)) == pages
+    assert not (tmp_path / "all.jsonl.tmp").exists()
+    r.close()
+
+
 # -- ctl concurrency, one process and the whole crawl ---------------------------------------------
 
 def test_ctl_concurrency_of_one_process(site, redis_url, rundir):
