@@ -54,6 +54,7 @@ then read), and a part ends between tokens.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -114,10 +115,18 @@ _PAIR = rf"<a(?=[{_WS}/>]){_CLOSED_ATTRS}(?:{_ITEM})*+</a(?=[{_WS}/>]){_CLOSED_A
 _RUN = rf"(?:[^<]++|{_PAIR}|</a(?=[{_WS}/>]){_CLOSED_ATTRS}|{_ITEM})*+"
 _FLAGS = re.S | re.I
 # (str patterns ASCII-only: re.I would otherwise match `ſcript` for `script`, as HTML does not)
-_TOKENS: dict[type, re.Pattern[Any]] = {str: re.compile(_TOKEN, _FLAGS | re.A),
-                                         bytes: re.compile(_TOKEN.encode(), _FLAGS)}
-_RUNS: dict[type, re.Pattern[Any]] = {str: re.compile(_RUN, _FLAGS | re.A), bytes: re.compile(_RUN.encode(), _FLAGS)}
-_FOREIGN: dict[type, re.Pattern[Any]] = {bytes: _WHOLE, str: re.compile(_WHOLE.pattern.decode(), re.I | re.A)}
+
+
+@functools.cache
+def _patterns(kind: type) -> tuple[re.Pattern[Any], re.Pattern[Any], re.Pattern[Any]]:
+    """(foreign, token, run) for str or bytes, compiled on a crawl's first large page: all
+    four at import were 20–35 ms of every command's start (BENCHMARKS.md, issue 29)."""
+    if kind is bytes:
+        return _WHOLE, re.compile(_TOKEN.encode(), _FLAGS), re.compile(_RUN.encode(), _FLAGS)
+    return (re.compile(_WHOLE.pattern.decode(), re.I | re.A), re.compile(_TOKEN, _FLAGS | re.A),
+            re.compile(_RUN, _FLAGS | re.A))
+
+
 _MAX_STEPS = 256  # bytes of text per token read in Python, at most: past that, no more cuts (a hostile page)
 
 
@@ -147,10 +156,10 @@ def worth_cutting(text: str | bytes) -> bool:
 def cuts(text: str | bytes, part: int = PART) -> list[int]:
     """Offsets to cut text at (see the module docstring), about `part` apart (a cut in text
     steps back a few bytes) and `part` from its end; [] when it has no safe place."""
-    if _FOREIGN[type(text)].search(text) is not None:
+    foreign, token, run = _patterns(type(text))
+    if foreign.search(text) is not None:
         return []
     is_bytes = isinstance(text, bytes)
-    token, run = _TOKENS[type(text)], _RUNS[type(text)]
     open_ = dict.fromkeys(_COUNTED, 0)
     in_body = a_open = False
     found: list[int] = []
