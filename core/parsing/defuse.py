@@ -7,6 +7,7 @@ links can't change: `slim`'s docstring.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # More `<` than this and the tree would cost ~10 MB or more: worth a pass to slim it first.
 TAG_HEAVY = 30_000
@@ -108,10 +109,7 @@ def cap_tags(text: str | bytes, budget: int) -> tuple[str | bytes, int]:
 
 def _nth_lt(text: str | bytes, n: int) -> int:
     """Where text's n-th `<` is (it holds that many): one run in C, however many."""
-    if isinstance(text, bytes):
-        found = re.match(b"(?:[^<]*+<){" + str(n).encode() + b"}", text)
-        assert found is not None
-        return found.end() - 1
-    m = re.match("(?:[^<]*+<){" + str(n) + "}", text)
-    assert m is not None
-    return m.end() - 1
+    pattern: Any = f"(?:[^<]*+<){{{n}}}"  # one pattern, str or bytes as the text is
+    found = re.match(pattern.encode() if isinstance(text, bytes) else pattern, text)
+    assert found is not None
+    return found.end() - 1

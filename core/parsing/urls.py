@@ -181,7 +181,7 @@ def _plain_join(base: str, href: str) -> str | None:
                 up += 3
             rest = href[up:]
             # (a canonical base may hold `/../` still: canonical() decodes %2E after the dot pass)
-            if "/." not in "/" + rest and "/." not in path[origin_end:end]:
+            if rest[:1] != "." and "/." not in rest and path.find("/.", origin_end, end) < 0:
                 for _ in range(up // 3):
                     if end - 1 <= origin_end:
                         break  # the root: as remove_dot_segments, no higher
