@@ -459,7 +459,7 @@ class SqliteStore(DueWaiters):
         while len(self._writer.uncommitted) > MAX_BACKLOG:  # the writer is behind: let it catch up
             await asyncio.sleep(0.005)
         while True:
-            item = self._take(loop)
+            item = self._take()
             if item is not None:
                 self._state(item, IN_FLIGHT)
                 if self._spilled and self.hosts.size < REFILL // 2 and self._refill_task is None:
