@@ -7,7 +7,6 @@ foreign data, joining a crawl that does not exist.
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
 import time
@@ -43,7 +42,9 @@ def client(url: str, *, timeout: float = 10.0, linked: bool = False) -> aioredis
     return r
 
 
-@functools.cache
+_PACKED: dict[type[AbstractConnection], type[AbstractConnection]] = {}  # one subclass per class
+
+
 def _packed_by_hiredis(cls: type[AbstractConnection]) -> type[AbstractConnection]:
     """cls, its commands packed by hiredis in C, as redis-py's sync client already does.
     Its asyncio client packs in Python, joining the buffer again for every argument: 100 µs
@@ -51,6 +52,8 @@ def _packed_by_hiredis(cls: type[AbstractConnection]) -> type[AbstractConnection
     engine's CPU under `--processes` (BENCHMARKS.md, issue 29). What hiredis can't pack as
     redis-py would (another encoding, a command name of two words, a type redis-py refuses
     with its own error) goes to redis-py."""
+    if cls in _PACKED:
+        return _PACKED[cls]
     try:
         from hiredis import pack_command
     except ImportError:  # redis[hiredis] is a dependency; a bare redis still works
@@ -66,9 +69,10 @@ def _packed_by_hiredis(cls: type[AbstractConnection]) -> type[AbstractConnection
                     return [pack_command(args)]
                 except TypeError:
                     pass
-            return super().pack_command(*args)  # type: ignore[no-any-return]
+            return super().pack_command(*args)
 
     Packed.__name__ = Packed.__qualname__ = cls.__name__
+    _PACKED[cls] = Packed
     return Packed
 
 
