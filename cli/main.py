@@ -8,6 +8,7 @@ import argparse
 import atexit
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -57,15 +58,18 @@ def _exit(code: int) -> NoReturn:
     """Exit without Python's teardown of every module's objects, one by one: after a crawl
     that took 30 ms, and 80–130 ms in a `--processes` parent (BENCHMARKS.md, issue 29).
     Nothing is lost by it: crawl() closes its sinks in a `finally`, the writer threads are
-    daemons (cut off by either exit), and what atexit holds still runs. A standard stream
-    that can't be flushed (a closed pipe) takes the usual way out, and Python's own word
-    for it."""
+    daemons (cut off by either exit), and what atexit holds still runs. A live non-daemon
+    thread, or a standard stream that can't be flushed (a closed pipe), takes the usual way
+    out, and Python's own word for it."""
+    atexit._run_exitfuncs()  # first, so what they print is flushed; it empties the list
+    if any(not t.daemon and t is not threading.main_thread() for t in threading.enumerate()):
+        sys.exit(code)  # a thread to wait for: Python's own exit waits
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
     except (OSError, ValueError):
         sys.exit(code)
-    atexit._run_exitfuncs()
     os._exit(code)
 
 

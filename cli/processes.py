@@ -156,10 +156,13 @@ def nap(children: Sequence[Forked], seconds: float) -> None:
     """time.sleep(seconds), cut short when an engine exits: the parent used to notice the
     crawl's end up to 0.1 s late (BENCHMARKS.md, issue 29)."""
     fds = [c.fd for c in children if c.poll() is None and c.fd >= 0]
-    if fds:
-        select.select(fds, [], [], seconds)
-    else:
+    if not fds:
         time.sleep(seconds)
+        return
+    waiting = select.poll()  # (select.select refuses fds past 1024)
+    for fd in fds:
+        waiting.register(fd, select.POLLIN)
+    waiting.poll(seconds * 1000)
 
 
 def child(join: Main, url: str, name: str, concurrency: int, log: Path, output: str | None, i: int,

@@ -15,6 +15,7 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import AuthenticationError, ResponseError
+from redis.utils import HIREDIS_AVAILABLE
 
 from ..config import CrawlConfig
 from ..errors import UsageError
@@ -54,24 +55,22 @@ def _packed_by_hiredis(cls: type[AbstractConnection]) -> type[AbstractConnection
     with its own error) goes to redis-py."""
     if cls in _PACKED:
         return _PACKED[cls]
-    try:
-        from hiredis import pack_command
-    except ImportError:  # redis[hiredis] is a dependency; a bare redis still works
+    if not HIREDIS_AVAILABLE:  # redis-py's own test of hiredis (installed, and recent enough)
         return cls
+    from hiredis import pack_command
 
     class Packed(cls):  # type: ignore[valid-type,misc]  # a subclass made at run time
         def pack_command(self, *args: Any) -> list[bytes]:
             enc, first = self.encoder, args[0]
             if (enc.encoding == "utf-8" and enc.encoding_errors == "strict"
-                    and ((isinstance(first, str) and " " not in first)
-                         or (isinstance(first, bytes) and b" " not in first))):
+                    and isinstance(first, (str, bytes)) and first.split() == [first]):
                 try:
                     return [pack_command(args)]
                 except TypeError:
                     pass
             return super().pack_command(*args)
 
-    Packed.__name__ = Packed.__qualname__ = cls.__name__
+    Packed.__name__ = Packed.__qualname__ = f"Hiredis{cls.__name__}"
     _PACKED[cls] = Packed
     return Packed
 

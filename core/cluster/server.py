@@ -78,7 +78,7 @@ class RedisServer:
 
     def stop(self) -> None:
         """SHUTDOWN, then SIGTERM, then SIGKILL. redis-server acts on a SIGTERM only at its
-        next tick (hz 10): 90 ms of every `--processes` crawl's end, and of each test's
+        next tick (hz 10): up to 100 ms of every `--processes` crawl's end, and of each test's
         server; asked with SHUTDOWN it is gone in 1-2 ms (its socket file with it). With
         `--save ""` nothing is snapshotted either way; an append-only file is fsynced."""
         if self.proc.poll() is not None:
@@ -105,10 +105,9 @@ class RedisServer:
                 s.settimeout(1.0)
                 s.connect(where)
                 s.sendall(b"SHUTDOWN\r\n")
-                s.recv(64)  # b"" when it closed: gone, or going
+                return s.recv(64) == b""  # closed: gone, or going (an error reply, e.g. NOAUTH: not)
         except OSError:
             return False
-        return True
 
     def kill(self) -> None:
         """As a crash would: the tests take Redis away mid-crawl with this."""

@@ -112,7 +112,7 @@ class JsonlSink:
     """Streams records as JSON lines, flushed at most every FLUSH_EVERY seconds.
 
     A flush per record cost a few percent of a fast crawl; a kill -9 now loses at most
-    the last fraction of a second of lines (a clean stop loses nothing).
+    the last fraction of a second of lines, up to its 1 MB buffer (a clean stop loses nothing).
     """
 
     FLUSH_EVERY = 0.2
