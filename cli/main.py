@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
+import select
 import sys
 import threading
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from ..core.errors import UsageError
 from ..core.monitor.sanitize import clean
 from . import detach, shared
 from .commands import attach, crawl, ctl, demo, export, join, ls, report, resume, top, web
+from .exitcodes import EXIT_READER_LEFT
 from .options import Parser
 
 # In --help's order. Each has add_parser(sub) and run(args, argv) -> exit code.
@@ -45,9 +47,41 @@ def main(argv: Sequence[str] | None = None) -> int:
             shared.check_mix(args)  # a refusal here, not in a log nobody reads
             return detach.spawn(argv)
         return COMMANDS[args.command].run(args, argv)
+    except BrokenPipeError as exc:
+        if not _stdout_gone():
+            print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
+            return 2
+        return _quiet_after_reader_left()
     except (UsageError, OSError) as exc:  # bad input, unwritable output, failing disk
         print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
         return 2
+
+
+def _stdout_gone() -> bool:
+    """stdout is a pipe whose reader closed it (`crawltop report F | head -1`): poll says
+    POLLERR for such a pipe's write end, and nothing for a terminal, a file or a live pipe."""
+    try:
+        fd = sys.stdout.fileno()
+        events = select.poll()
+        events.register(fd, 0)  # POLLERR and POLLHUP are reported whatever was asked
+        return any(ev & select.POLLERR for _, ev in events.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _quiet_after_reader_left() -> int:
+    """Nobody reads stdout any more: not an error of the command, so no message, and the
+    code of a writer whose reader left. What the command had to do is done (a crawl's
+    sinks were closed by its own `finally`); stdout goes to /dev/null, so the last flush
+    can't fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
+    return EXIT_READER_LEFT
 
 
 def console() -> NoReturn:

@@ -91,3 +91,30 @@ async def test_max_time_with_state_keeps_the_queue_to_resume(serve, tmp_path) ->
     rc, out, err = await cli("resume", state, "--headless", "--quiet", "--max-time", "1.5", timeout=60)
     assert rc == 0, err
     assert "URLs queued" in err and sum(site.hits.values()) > first  # it went on from there
+
+
+async def test_a_reader_that_left_is_not_an_error(serve, tmp_path) -> None:
+    """`crawltop crawl URL | head -1`: the reader closes the pipe before the report is
+    written. The crawl ran and its records are whole; no message, and 141 (128 + SIGPIPE),
+    the code of any writer whose reader left. A failing output that is not stdout is still
+    an error (exit 2)."""
+    import os
+    import sys
+
+    site = await serve({"/": page("/a", "/b"), "/a": page(), "/b": page()})
+    records = tmp_path / "r.jsonl"
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader left before the first line
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "crawltop.cli", "crawl", site.url + "/", "--headless", "--quiet",
+            "--no-robots", "-o", str(records), stdin=asyncio.subprocess.DEVNULL, stdout=write_end,
+            stderr=asyncio.subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert (proc.returncode, err) == (141, b"")
+    assert len(records.read_text().splitlines()) == 3  # /, /a, /b: the crawl ran to its end
+
+    rc, _, err_text = await cli("crawl", site.url + "/", "--headless", "--quiet", "-o", "/dev/full")
+    assert rc == 2 and err_text.startswith("crawltop: error:"), err_text
