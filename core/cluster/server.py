@@ -49,27 +49,18 @@ class RedisServer:
         proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
         server = cls(proc, url, where, port)
-        server._wait_ready(port, timeout)
+        server._wait_ready(timeout)
         return server
 
-    def _wait_ready(self, port: int | None, timeout: float) -> None:
+    def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                log_dir = self.where.parent if port is None else self.where
+                log_dir = self.where.parent if self.port is None else self.where
                 raise UsageError(f"redis-server exited at start (see {log_dir}/redis.log)")
             try:
-                if port is None:
-                    with socket.socket(socket.AF_UNIX) as s:
-                        s.connect(str(self.where))
-                        s.sendall(b"PING\r\n")
-                        if s.recv(16).startswith(b"+PONG"):
-                            return
-                else:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                        s.sendall(b"PING\r\n")
-                        if s.recv(16).startswith(b"+PONG"):
-                            return
+                if self._say(b"PING").startswith(b"+PONG"):
+                    return
             except OSError:
                 pass
             time.sleep(0.02)
@@ -99,15 +90,20 @@ class RedisServer:
     def _ask_shutdown(self) -> bool:
         """SHUTDOWN on a connection of its own, which the server closes as it goes; False if
         it could not be asked (then the signals do it)."""
-        where = str(self.where) if self.port is None else ("127.0.0.1", self.port)
         try:
-            with socket.socket(socket.AF_UNIX if self.port is None else socket.AF_INET) as s:
-                s.settimeout(1.0)
-                s.connect(where)
-                s.sendall(b"SHUTDOWN\r\n")
-                return s.recv(64) == b""  # closed: gone, or going (an error reply, e.g. NOAUTH: not)
+            return self._say(b"SHUTDOWN") == b""  # closed: gone, or going (an error reply, e.g. NOAUTH: not)
         except OSError:
             return False
+
+    def _say(self, command: bytes) -> bytes:
+        """One inline command on a fresh connection (its Unix socket, or its port) and the
+        first bytes of the answer: b"" when the server closed the connection."""
+        where = str(self.where) if self.port is None else ("127.0.0.1", self.port)
+        with socket.socket(socket.AF_UNIX if self.port is None else socket.AF_INET) as s:
+            s.settimeout(1.0)
+            s.connect(where)
+            s.sendall(command + b"\r\n")
+            return s.recv(64)
 
     def kill(self) -> None:
         """As a crash would: the tests take Redis away mid-crawl with this."""
