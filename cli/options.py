@@ -6,6 +6,7 @@ is the same list.  Sizes take units (`10M`, `512k`); durations are plain seconds
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -35,11 +36,17 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"crawltop: error: {message}\n")
 
 
-def positive(kind: type) -> Callable[[str], object]:
+def positive(kind: type, most: int | None = None) -> Callable[[str], object]:
+    """A number > 0 (and at most `most`); a float must be finite: `nan` passes `> 0` tests
+    as False both ways, and `--timeout nan` made every fetch fail as if no server answered."""
     def parse(text: str) -> object:
         value = kind(text)
-        if value <= 0:
+        if kind is float and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number > 0: {text}")
+        if not value > 0:
             raise argparse.ArgumentTypeError(f"must be > 0: {text}")
+        if most is not None and value > most:
+            raise argparse.ArgumentTypeError(f"must be {most} or less: {text}")
         return value
     parse.__name__ = kind.__name__
     return parse

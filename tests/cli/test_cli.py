@@ -27,6 +27,9 @@ def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     ["crawl", "http://"],
     ["crawl", "http://x/", "--scope", "planet"],
     ["crawl", "http://x/", "-c", "0"],
+    ["crawl", "http://x/", "--timeout", "nan"],  # (nan > 0 is False, and so is nan <= 0)
+    ["crawl", "http://x/", "--max-time", "inf"],
+    ["crawl", "http://x/", "--processes", "129"],  # a typo is not a fork bomb
     ["crawl", "http://x/", "--exclude", "(unclosed"],
     ["crawl"],
     ["bogus"],
