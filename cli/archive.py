@@ -26,6 +26,7 @@ def options_of(args: argparse.Namespace, saved: Mapping[str, Any] | None = None)
     warc = getattr(args, "warc", None)
     saved = dict(saved or {})
     if not warc and not saved.get("warc"):
+        needs_warc(args)
         return None
     out: dict[str, Any] = {"warc": os.path.abspath(warc) if warc else saved["warc"],
                            "max_size": saved.get("max_size"), "dedup": saved.get("dedup", True),
@@ -42,6 +43,18 @@ def options_of(args: argparse.Namespace, saved: Mapping[str, Any] | None = None)
     if getattr(args, "wacz", None):
         out["wacz"] = os.path.abspath(args.wacz)
     return out
+
+
+_WARC_SETTINGS = (("--wacz", "wacz"), ("--dedup-from", "dedup_from"), ("--warc-max-size", "warc_max_size"),
+                  ("--no-dedup", "no_dedup"))
+
+
+def needs_warc(args: argparse.Namespace) -> None:
+    """A setting of the WARC series given without one is a usage error: `--wacz site.wacz`
+    alone wrote nothing at all, and said nothing of it."""
+    for option, dest in _WARC_SETTINGS:
+        if getattr(args, dest, None):
+            raise UsageError(f"{option} needs --warc FILE.warc.gz: it is a setting of the WARC files")
 
 
 def archive_argv(args: argparse.Namespace) -> list[str]:

@@ -52,6 +52,27 @@ def positive(kind: type, most: int | None = None) -> Callable[[str], object]:
     return parse
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # CR, LF, NUL... (a tab may stand in a header value)
+_NOT_HOST = re.compile(r"[\x00-\x20\x7f/?#@\\]")
+
+
+def header_value(text: str) -> str:
+    """A header's value as given (`--user-agent`): a CR or LF would end the header, and
+    aiohttp refused it only at the first request, as if no root could be fetched."""
+    if _CONTROL.search(text):
+        raise argparse.ArgumentTypeError("holds a control character (CR, LF, NUL...)")
+    return text
+
+
+def host_name(text: str) -> str:
+    """A bare host (`--header-host`): no scheme, path, user or space; compared as written,
+    lower-cased, to the hosts of the URLs crawled."""
+    host = text.strip()
+    if not host or _NOT_HOST.search(host):
+        raise argparse.ArgumentTypeError(f"not a host name: {text!r} (e.g. api.example.com)")
+    return host
+
+
 def size(text: str) -> int:
     """`10M`, `512k`, `1.5G` or plain bytes; binary units (k = 1024)."""
     m = _SIZE.fullmatch(text)
@@ -171,7 +192,7 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float | None = Non
         help="don't check links out of scope (default: one request each, never followed)")
     add("--no-fragments", action="store_true",
         help="don't check that a link's #fragment names an element of its page (default: check)")
-    add("--user-agent", default=None, metavar="UA",
+    add("--user-agent", type=header_value, default=None, metavar="UA",
         help="User-Agent header (default crawltop/VERSION)")
     add("--output", "-o", default=None, metavar="FILE.jsonl",
         help="write one JSON record per URL to this file (default: none)")
@@ -207,7 +228,7 @@ def add_session_options(p: argparse.ArgumentParser, *, join: bool = False) -> No
     add("--save-cookies", default=None, metavar="FILE",
         help="write the cookie jar to this Netscape cookies.txt when the crawl ends, mode 0600 (default: don't)")
     if not join:
-        add("--header-host", action="append", default=[], metavar="HOST",
+        add("--header-host", type=host_name, action="append", default=[], metavar="HOST",
             help="send --header's Authorization and Cookie to exactly these hosts; repeatable "
                  "(default: the roots' hosts)")
 
@@ -328,15 +349,16 @@ def session_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def expand_headers(values: Sequence[str]) -> list[str]:
     """`@FILE` stands for the headers in FILE, one a line (curl's -H @file): a secret
-    there stays out of the process list."""
+    there stays out of the process list. A file of more than 1 MB (`@/dev/zero`) or not
+    UTF-8 is a usage error."""
+    from ..core.localfile import MB, read_text
+
     out: list[str] = []
     for v in values:
         if not v.startswith("@"):
             out.append(v)
             continue
-        try:
-            with open(v[1:], encoding="utf-8") as fh:
-                out += [line.rstrip("\r\n") for line in fh if line.strip() and not line.startswith("#")]
-        except OSError as exc:
-            raise UsageError(f"--header {v}: {exc.strerror or exc}") from None
+        # newlines as universal newlines read them (splitlines would also cut at \f and \x1c)
+        text = read_text(v[1:], "--header", MB).replace("\r\n", "\n").replace("\r", "\n")
+        out += [line for line in text.split("\n") if line.strip() and not line.startswith("#")]
     return out

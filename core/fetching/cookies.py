@@ -15,7 +15,10 @@ from aiohttp.abc import AbstractCookieJar
 from yarl import URL
 
 from ..errors import UsageError
+from ..localfile import MB, read_text
 from ..secrets import remember
+
+COOKIES_LIMIT = 64 * MB  # a browser's whole export is a few MB; /dev/zero is refused
 
 HEADER = "# Netscape HTTP Cookie File\n# Written by crawltop. It holds session cookies: keep it private.\n"
 _HTTPONLY = "#HttpOnly_"
@@ -47,11 +50,7 @@ def read(path: str) -> list[Entry]:
     starting with `#` are comments. `expires` 0 is a session cookie. The jar itself applies
     the domain, path, secure and expiry rules when it picks the cookies for a request.
     """
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read().splitlines()
-    except OSError as exc:
-        raise UsageError(f"--cookies {path}: {exc.strerror or exc}") from None
+    text = read_text(path, "--cookies", COOKIES_LIMIT, errors="replace").splitlines()
     now, out = time.time(), []
     for lineno, line in enumerate(text, 1):
         httponly = line.startswith(_HTTPONLY)

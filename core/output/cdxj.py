@@ -19,6 +19,7 @@ from contextlib import ExitStack
 import surt  # type: ignore[import-untyped]  # surt has no type hints
 from warcio.archiveiterator import ArchiveIterator  # type: ignore[import-untyped]  # (same)
 
+from ..localfile import MB, lines
 from .warcfiles import Series
 
 
@@ -102,9 +103,12 @@ def merge(series: Series) -> str | None:
 
 
 def read(path: str) -> Iterator[tuple[str, str, dict[str, str]]]:
-    """(key, timestamp, fields) of each line of a CDXJ file; bad lines skipped."""
+    """(key, timestamp, fields) of each line of a CDXJ file; bad lines skipped, and nothing
+    after a line of more than 1 MB (no index holds one: `/dev/zero`, a binary)."""
     with open(path, encoding="utf-8", errors="replace") as fh:
-        for raw in fh:
+        for raw in lines(fh, MB):  # a line past 1 MB: not an index, nothing more is read
+            if raw is None:
+                return
             parts = raw.rstrip("\n").split(" ", 2)
             if len(parts) != 3 or not parts[2].startswith("{"):
                 continue

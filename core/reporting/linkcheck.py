@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import ReportError, StateError
 from ..jsonfast import loads
+from ..localfile import MB, lines
 from ..outcomes import Tally, reason
 from ..output.provenance import word
 from ..storage.schema import SQLITE_MAGIC, iter_records, read_state
@@ -164,9 +165,14 @@ def _from_state(source: str) -> Iterator[dict[str, Any]]:
         conn.close()
 
 
+MAX_LINE = 16 * MB  # a record's line: its lists are capped (MAX_PER_RECORD), so far below this
+
+
 def _from_jsonl(source: str) -> Iterator[dict[str, Any]]:
     with open(source, encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, 1):
+        for n, line in enumerate(lines(fh, MAX_LINE), 1):
+            if line is None:  # (/dev/zero, or a file that is not records)
+                raise ReportError(f"{source}: line {n} is longer than {MAX_LINE // MB} MB: not a crawltop record")
             if not line.strip():
                 continue
             try:

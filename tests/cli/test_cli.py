@@ -30,12 +30,22 @@ def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     ["crawl", "http://x/", "--timeout", "nan"],  # (nan > 0 is False, and so is nan <= 0)
     ["crawl", "http://x/", "--max-time", "inf"],
     ["crawl", "http://x/", "--processes", "129"],  # a typo is not a fork bomb
+    # hostile local input: files that never end, bytes that are not text, values that end a header
+    ["crawl", "http://x/", "--header", "@/dev/zero"],
+    ["crawl", "http://x/", "--cookies", "/dev/zero"],
+    ["report", "/dev/zero"],
+    ["crawl", "http://x/", "--user-agent", "ua\r\nX-Injected: 1"],
+    ["crawl", "http://x/", "--header-host", "a b"],
+    ["crawl", "http://x/", "--header-host", "https://a/"],
+    # a setting of the WARC files without --warc wrote no archive and said nothing
+    ["crawl", "http://x/", "--wacz", "site.wacz"],
+    ["crawl", "http://x/", "--dedup-from", "old.cdxj"],
     ["crawl", "http://x/", "--exclude", "(unclosed"],
     ["crawl"],
     ["bogus"],
 ])
 def test_usage_errors_exit_2_with_one_line(argv: list[str]) -> None:
-    proc = run(*argv)
+    proc = run(*argv, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.startswith("crawltop: error:") and proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr
@@ -109,3 +119,17 @@ def test_escape_sequences_never_reach_the_terminal() -> None:
     from crawltop.core.monitor.sanitize import clean
 
     assert clean("http://x/\x1b[2J\x1b]0;pwned\x07\u202e") == "http://x/?[2J?]0;pwned??"
+
+
+def test_a_header_file_that_is_not_text_is_one_line(tmp_path: Path) -> None:
+    headers = tmp_path / "headers"
+    headers.write_bytes(b"X-Ok: 1\n\xff\xfe\n")
+    proc = run("crawl", "http://x/", "--header", f"@{headers}")
+    assert (proc.returncode, proc.stderr) == (2, f"crawltop: error: --header {headers}: not UTF-8 text (byte 8)\n")
+
+
+def test_wacz_without_warc_makes_no_state_file(tmp_path: Path) -> None:
+    state = tmp_path / "c.db"
+    proc = run("crawl", "http://x/", "--state", str(state), "--wacz", str(tmp_path / "c.wacz"))
+    assert proc.returncode == 2 and "--wacz needs --warc" in proc.stderr
+    assert not state.exists()  # refused before the crawl began: nothing to resume
