@@ -16,7 +16,7 @@ from typing import NoReturn
 from .. import __version__ as VERSION
 from ..core.errors import UsageError
 from ..core.monitor.sanitize import clean
-from . import detach, shared
+from . import clobber, detach, shared
 from .commands import attach, crawl, ctl, demo, export, join, ls, report, resume, top, web
 from .exitcodes import EXIT_READER_LEFT
 from .options import Parser
@@ -43,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = [*(given or ["top"]), *detach.hidden_args()]  # alone: the dashboard; secrets of a --detach
     args = build_parser().parse_args(argv)
     try:
+        clobber.check(args)  # an output that would overwrite an input: before anything opens
         if getattr(args, "detach", False):
             shared.check_mix(args)  # a refusal here, not in a log nobody reads
             return detach.spawn(argv)

@@ -133,3 +133,37 @@ def test_wacz_without_warc_makes_no_state_file(tmp_path: Path) -> None:
     proc = run("crawl", "http://x/", "--state", str(state), "--wacz", str(tmp_path / "c.wacz"))
     assert proc.returncode == 2 and "--wacz needs --warc" in proc.stderr
     assert not state.exists()  # refused before the crawl began: nothing to resume
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["export", "{db}", "--jsonl", "{db}"], "--jsonl {db} is also the state file"),
+    (["export", "{db}", "--csv", "{link}"], "--csv {link} is also the state file"),  # a symlink to it
+    (["export", "{db}", "--jsonl", "{tmp}/a", "--csv", "{tmp}/a"], "--csv {tmp}/a is also the file of --jsonl"),
+    (["resume", "{db}", "-o", "{db}"], "-o {db} is also the state file"),
+    (["report", "{jsonl}", "-o", "{jsonl}"], "-o {jsonl} is also the records read"),
+    (["crawl", "http://x/", "--state", "{db}", "-o", "{db}"], "-o {db} is also the state file"),
+    (["crawl", "http://x/", "--cookies", "{jsonl}", "-o", "{jsonl}"], "-o {jsonl} is also the file of --cookies"),
+])
+def test_an_output_that_is_an_input_is_refused_and_both_are_kept(tmp_path: Path, argv: list[str],
+                                                                 message: str) -> None:
+    """Each of these lost a crawl: the state truncated, the records replaced by their report,
+    SQLite pages overwritten with JSON lines (cli/clobber.py)."""
+    db, jsonl, link = tmp_path / "c.db", tmp_path / "r.jsonl", tmp_path / "link.db"
+    db.write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
+    jsonl.write_text('{"url": "http://x/", "status": 200}\n')
+    link.symlink_to(db)
+    names = {"db": db, "jsonl": jsonl, "link": link, "tmp": tmp_path}
+    before = (db.read_bytes(), jsonl.read_text())
+    proc = run(*(a.format(**names) for a in argv))
+    expected = f"crawltop: error: {message.format(**names)}: it would be overwritten\n"
+    assert (proc.returncode, proc.stderr) == (2, expected)
+    assert (db.read_bytes(), jsonl.read_text()) == before and not (tmp_path / "a").exists()
+
+
+def test_a_cookie_jar_may_be_read_and_saved_in_place(tmp_path: Path) -> None:
+    """`--cookies F --save-cookies F` is meant (curl's -b F -c F): not refused."""
+    jar = tmp_path / "jar.txt"
+    jar.write_text("# Netscape HTTP Cookie File\n")
+    proc = run("crawl", "http://127.0.0.1:9/", "--headless", "--quiet", "--max-tries", "1", "--no-robots",
+               "--cookies", str(jar), "--save-cookies", str(jar))
+    assert proc.returncode == 4, proc.stderr  # no root answered: the crawl ran, nothing was refused
