@@ -52,6 +52,19 @@ def positive(kind: type, most: int | None = None) -> Callable[[str], object]:
     return parse
 
 
+def whole(least: int, most: int | None = None) -> Callable[[str], int]:
+    """A whole number from `least` (to `most`): `--max-depth -1` crawled as if 0 had been
+    meant, and `--max-redirect -1` followed none, both silently."""
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < least or (most is not None and value > most):
+            span = f"{least} or more" if most is None else f"{least} to {most}"
+            raise argparse.ArgumentTypeError(f"must be {span}: {text}")
+        return value
+    parse.__name__ = "int"
+    return parse
+
+
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # CR, LF, NUL... (a tab may stand in a header value)
 _NOT_HOST = re.compile(r"[\x00-\x20\x7f/?#@\\]")
 
@@ -142,7 +155,7 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float | None = Non
     add = p.add_argument
     add("-c", "--concurrency", type=positive(int), default=d.concurrency, metavar="N",
         help=f"worker tasks fetching at once; +/- change it live (default {d.concurrency})")
-    add("--max-redirect", type=int, default=d.max_redirect, metavar="N",
+    add("--max-redirect", type=whole(0), default=d.max_redirect, metavar="N",
         help=f"redirect hops followed from one URL before giving up (default {d.max_redirect})")
     add("--max-tries", type=positive(int), default=d.max_tries, metavar="N",
         help=f"tries per URL on network errors, 429 and 5xx, with backoff (default {d.max_tries})")
@@ -158,7 +171,7 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float | None = Non
     add("--no-ignore-set", action="append", default=[], metavar="NAME",
         help="turn this ignore set off, e.g. global (loops, runaway escapes, reply and share links, "
              "session ids); repeatable (default: none off)")
-    add("--max-depth", type=int, default=None, metavar="N",
+    add("--max-depth", type=whole(0), default=None, metavar="N",
         help="links followed from a root at most N hops deep (default: no limit)")
     add("--max-pages", type=positive(int), default=None, metavar="N",
         help="stop queueing new URLs after N (default: no limit)")

@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from ...core.errors import UsageError
 from ...core.monitor.sanitize import clean
 from ...core.sockets.rundir import resolve
+from ..options import whole
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     web = sub.add_parser("web", help="serve the monitor of a live crawl to a browser, on 127.0.0.1 only")
     web.add_argument("name", nargs="?", metavar="NAME", help="the crawl's name (default: the only live one)")
-    web.add_argument("--port", type=int, default=8000, metavar="P", help="port on 127.0.0.1 (default 8000)")
+    web.add_argument("--port", type=whole(1, 65535), default=8000, metavar="P", help="port on 127.0.0.1 (default 8000)")
     web.add_argument("--redis", metavar="URL", default=None,
                      help="serve the monitor of crawl NAME shared through this Redis")
     web.add_argument("--all", action="store_true",

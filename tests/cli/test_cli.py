@@ -30,6 +30,10 @@ def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     ["crawl", "http://x/", "--timeout", "nan"],  # (nan > 0 is False, and so is nan <= 0)
     ["crawl", "http://x/", "--max-time", "inf"],
     ["crawl", "http://x/", "--processes", "129"],  # a typo is not a fork bomb
+    ["crawl", "http://x/", "--max-depth", "-1"],  # crawled as if 0 were meant, silently
+    ["crawl", "http://x/", "--max-redirect", "-1"],
+    ["report", "r.jsonl", "--min-status", "99"],
+    ["web", "x", "--port", "70000"],
     # hostile local input: files that never end, bytes that are not text, values that end a header
     ["crawl", "http://x/", "--header", "@/dev/zero"],
     ["crawl", "http://x/", "--cookies", "/dev/zero"],
