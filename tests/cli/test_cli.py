@@ -32,7 +32,7 @@ def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     ["crawl", "http://x/", "--processes", "129"],  # a typo is not a fork bomb
     ["crawl", "http://x/", "--max-depth", "-1"],  # crawled as if 0 were meant, silently
     ["crawl", "http://x/", "--max-redirect", "-1"],
-    ["report", "r.jsonl", "--min-status", "99"],
+    ["report", "r.jsonl", "--min-status", "99"],  # (600 and more: no status is broken, only errors)
     ["web", "x", "--port", "70000"],
     # hostile local input: files that never end, bytes that are not text, values that end a header
     ["crawl", "http://x/", "--header", "@/dev/zero"],
