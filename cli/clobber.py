@@ -17,29 +17,37 @@ from collections.abc import Iterator
 from ..core.errors import UsageError
 
 # (what the file is to the user, the argparse dest); a dest may hold a list (repeatable options)
-_INPUTS = (("the state file", "state"), ("the records read", "source"), ("--cookies", "cookies"),
-           ("--dedup-from", "dedup_from"), ("--header @FILE", "header"))
+_INPUTS = (("the state file", "state"), ("the records read", "source"), ("the file of --cookies", "cookies"),
+           ("the file of --dedup-from", "dedup_from"), ("the file of --header @FILE", "header"))
+_NAMES = ("state", "source")  # export's and report's PATH|NAME: a crawl's name with --redis
 _OUTPUTS = (("-o", "output"), ("--jsonl", "jsonl"), ("--csv", "csv"), ("--wacz", "wacz"),
             ("--save-cookies", "save_cookies"))
-_MEANT = {("--save-cookies", "--cookies")}
+_MEANT = {("save_cookies", "cookies")}  # a cookie jar updated in place
+_STDOUT = "/dev/stdout"
 
 
 def check(args: argparse.Namespace) -> None:
-    """UsageError (exit 2) naming the two options when an output would overwrite another
-    file option's file."""
-    outputs = list(_files(args, _OUTPUTS))
-    inputs: tuple[tuple[str, str], ...] = _INPUTS
-    if getattr(args, "redis", None) and args.command in ("export", "report"):
-        inputs = _INPUTS[2:]  # their PATH|NAME is a crawl's name in Redis, not a file
-    for i, (out_option, out) in enumerate(outputs):
-        for other_option, other in [*_files(args, inputs), *outputs[:i]]:
-            if (out_option, other_option) not in _MEANT and _same(out, other):
-                what = other_option if other_option.startswith("the ") else f"the file of {other_option}"
-                raise UsageError(f"{out_option} {out} is also {what}: it would be overwritten")
+    """UsageError (exit 2) naming both when an output would overwrite another file option's
+    file: an input, an output named before it, or what stdout was redirected to (`report
+    r.jsonl >> r.jsonl` would read its own report back)."""
+    inputs = [i for i in _INPUTS if not (i[1] in _NAMES and getattr(args, "redis", None)
+                                         and args.command in ("export", "report"))]
+    others = list(_files(args, inputs))
+    outputs = list(_files(args, [(o, dest) for o, dest in _OUTPUTS]))
+    if os.path.isfile(_STDOUT):  # redirected to a file: an output like the others
+        outputs.append(("standard output", "", _STDOUT))
+    for option, dest, path in outputs:
+        for what, other_dest, other in others:
+            if (dest, other_dest) not in _MEANT and _same(path, other):
+                raise UsageError(f"{option} {path if path != _STDOUT else ''}".rstrip()
+                                 + f" is also {what}: it would be overwritten")
+        others.append((f"the file of {option}", dest, path))
 
 
-def _files(args: argparse.Namespace, options: tuple[tuple[str, str], ...]) -> Iterator[tuple[str, str]]:
-    for option, dest in options:
+def _files(args: argparse.Namespace, options: list[tuple[str, str]]) -> Iterator[tuple[str, str, str]]:
+    """(label, dest, path) of each file named by these options; `-` (stdout) and a header
+    given inline are not files."""
+    for label, dest in options:
         value = getattr(args, dest, None)
         for v in value if isinstance(value, list) else [value]:
             if not isinstance(v, str) or not v or v == "-":
@@ -48,7 +56,7 @@ def _files(args: argparse.Namespace, options: tuple[tuple[str, str], ...]) -> It
                 if not v.startswith("@"):
                     continue
                 v = v[1:]
-            yield option, v
+            yield label, dest, v
 
 
 def _same(a: str, b: str) -> bool:

@@ -102,10 +102,12 @@ def exit_code(crawler: Engine, err: TextIO) -> int:
     return EXIT_NO_ROOT
 
 
-async def run_headless(crawler: Engine, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
+async def run_headless(crawler: Engine, *, out: TextIO | None = None, err: TextIO | None = None,
                        quiet: bool = False, roots_code: bool = True) -> int:
     """Crawl to the end (or to Ctrl-C, which stops cleanly) and print the report; the exit
-    code says whether any root could be fetched (EXIT_CODES)."""
+    code says whether any root could be fetched (EXIT_CODES). `out` and `err` default to
+    the streams at the call (cli/stdout.py may have wrapped stdout since this was imported)."""
+    out, err = out or sys.stdout, err or sys.stderr
     from ..core.sockets.server import Listening
 
     def on_signal(name: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
-import select
 import sys
 import threading
 from collections.abc import Sequence
@@ -16,9 +15,8 @@ from typing import NoReturn
 from .. import __version__ as VERSION
 from ..core.errors import UsageError
 from ..core.monitor.sanitize import clean
-from . import clobber, detach, shared
+from . import clobber, detach, shared, stdout
 from .commands import attach, crawl, ctl, demo, export, join, ls, report, resume, top, web
-from .exitcodes import EXIT_READER_LEFT
 from .options import Parser
 
 # In --help's order. Each has add_parser(sub) and run(args, argv) -> exit code.
@@ -44,48 +42,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         clobber.check(args)  # an output that would overwrite an input: before anything opens
+        _check_warc_settings(args)
         if getattr(args, "detach", False):
             shared.check_mix(args)  # a refusal here, not in a log nobody reads
             return detach.spawn(argv)
         return COMMANDS[args.command].run(args, argv)
-    except BrokenPipeError as exc:
-        if not _stdout_gone():
+    except BrokenPipeError as exc:  # (a write to stdout itself goes on: cli/stdout.py)
+        if not stdout.gone():  # a pipe of the command's own (`-o >(gzip ...)`) broke
             print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
             return 2
-        return _quiet_after_reader_left()
+        stdout.silence()  # `export --jsonl -`: a copy of stdout's fd, whose reader left
+        return stdout.READER_LEFT
     except (UsageError, OSError) as exc:  # bad input, unwritable output, failing disk
         print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
         return 2
 
 
-def _stdout_gone() -> bool:
-    """stdout is a pipe whose reader closed it (`crawltop report F | head -1`): poll says
-    POLLERR for such a pipe's write end, and nothing for a terminal, a file or a live pipe."""
-    try:
-        fd = sys.stdout.fileno()
-        events = select.poll()
-        events.register(fd, 0)  # POLLERR and POLLHUP are reported whatever was asked
-        return any(ev & select.POLLERR for _, ev in events.poll(0))
-    except (AttributeError, OSError, ValueError):
-        return False
+def _check_warc_settings(args: argparse.Namespace) -> None:
+    """--wacz, --dedup-from ... without --warc: refused before a demo site, a Redis or a
+    state file is touched (a saved crawl's own series is checked with its settings)."""
+    if args.command not in ("crawl", "demo", "join") or getattr(args, "warc", None):
+        return
+    state = getattr(args, "state", None)
+    if state and os.path.exists(state):
+        return
+    from .archive import needs_warc
 
-
-def _quiet_after_reader_left() -> int:
-    """Nobody reads stdout any more: not an error of the command, so no message, and the
-    code of a writer whose reader left. What the command had to do is done (a crawl's
-    sinks were closed by its own `finally`); stdout goes to /dev/null, so the last flush
-    can't fail again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    except (AttributeError, OSError, ValueError):
-        pass
-    finally:
-        os.close(devnull)
-    return EXIT_READER_LEFT
+    needs_warc(args)
 
 
 def console() -> NoReturn:
+    stdout.guard()  # a reader that leaves mid-command: the command still ends as it should
     _exit(main())
 
 
@@ -97,14 +84,17 @@ def _exit(code: int) -> NoReturn:
     thread, or a standard stream that can't be flushed (a closed pipe), takes the usual way
     out, and Python's own word for it."""
     atexit._run_exitfuncs()  # first, so what they print is flushed; it empties the list
-    if any(not t.daemon and t is not threading.main_thread() for t in threading.enumerate()):
-        sys.exit(code)  # a thread to wait for: Python's own exit waits
     try:
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:
                 stream.flush()
+        flushed = True
     except (OSError, ValueError):
-        sys.exit(code)
+        flushed = False
+    if code == 0 and stdout.reader_left():
+        code = stdout.READER_LEFT
+    if not flushed or any(not t.daemon and t is not threading.main_thread() for t in threading.enumerate()):
+        sys.exit(code)  # a thread to wait for, or a stream to give up on: Python's own exit
     os._exit(code)
 
 

@@ -19,8 +19,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    help="share the crawl through Redis (redis://HOST:PORT/DB or unix:///PATH): "
                         "other processes `join` it (default: this process only)")
     p.add_argument("--processes", type=positive(int, MAX_PROCESSES), default=None, metavar="N",
-                   help="N engine processes on this machine and one monitor; without --redis a private "
-                        "redis-server is started (default: this process is the engine)")
+                   help=f"N (at most {MAX_PROCESSES}) engine processes on this machine and one monitor; without "
+                        "--redis a private redis-server is started (default: this process is the engine)")
 
 
 def wants_cluster(args: argparse.Namespace) -> bool:

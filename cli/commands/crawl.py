@@ -3,7 +3,6 @@ memory, or shared through Redis (`--redis`, `--processes`)."""
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Sequence
 
 from ...core.config import CrawlConfig
@@ -27,10 +26,6 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     check_roots(args.roots)  # before the engine is imported: a usage error answers at once
     shared.check_mix(args)
     if args.state:
-        if not args.warc and not os.path.exists(args.state):  # (a saved crawl's own series: its settings say)
-            from ..archive import needs_warc
-
-            needs_warc(args)  # before the state file is made
         from ..state_file import run as run_state
 
         return run_state(args, argv)
@@ -39,10 +34,6 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def crawl(args: argparse.Namespace, roots: Sequence[str]) -> int:
     """`crawl` and `demo` from ROOTs: here, or as one engine of a crawl shared through Redis."""
-    if not args.warc:
-        from ..archive import needs_warc
-
-        needs_warc(args)  # before anything starts (--processes packs the WACZ only at the end)
     if shared.wants_cluster(args):
         return run_shared(args, config_from(args, roots))
     from ...core.crawler import Crawler

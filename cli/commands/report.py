@@ -34,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--include-robots", action="store_true",
                    help="count URLs blocked by robots.txt as broken (default: not broken)")
     p.add_argument("--min-status", type=whole(100), default=400, metavar="N",
-                   help="an HTTP status >= N is broken (default 400)")
+                   help="an HTTP status >= N is broken, N from 100; 600: only errors (default 400)")
     p.add_argument("--output", "-o", default="-", metavar="FILE",
                    help="write the report to FILE (default: stdout)")
 

@@ -171,3 +171,15 @@ def test_a_cookie_jar_may_be_read_and_saved_in_place(tmp_path: Path) -> None:
     proc = run("crawl", "http://127.0.0.1:9/", "--headless", "--quiet", "--max-tries", "1", "--no-robots",
                "--cookies", str(jar), "--save-cookies", str(jar))
     assert proc.returncode == 4, proc.stderr  # no root answered: the crawl ran, nothing was refused
+
+
+def test_stdout_redirected_onto_an_input_is_refused(tmp_path: Path) -> None:
+    """`crawltop report r.jsonl >> r.jsonl`: stdout is a file like any output."""
+    records = tmp_path / "r.jsonl"
+    records.write_text('{"url": "http://x/", "status": 200}\n')
+    with open(records, "a") as out:
+        proc = subprocess.run([*CLI, "report", str(records)], stdout=out, stderr=subprocess.PIPE, text=True,
+                              timeout=60, env=ENV)
+    assert (proc.returncode, proc.stderr) == (
+        2, "crawltop: error: standard output is also the records read: it would be overwritten\n")
+    assert records.read_text() == '{"url": "http://x/", "status": 200}\n'

@@ -95,26 +95,38 @@ async def test_max_time_with_state_keeps_the_queue_to_resume(serve, tmp_path) ->
 
 async def test_a_reader_that_left_is_not_an_error(serve, tmp_path) -> None:
     """`crawltop crawl URL | head -1`: the reader closes the pipe before the report is
-    written. The crawl ran and its records are whole; no message, and 141 (128 + SIGPIPE),
-    the code of any writer whose reader left. A failing output that is not stdout is still
-    an error (exit 2)."""
+    written. The command still ends as it should (cli/stdout.py): its state is marked
+    finished, its WACZ packed, its records whole; no message, and 141 (128 + SIGPIPE), the
+    code of any writer whose reader left. Buffered stdout (the usual case) and unbuffered
+    (PYTHONUNBUFFERED) fail at different writes: both are run. A failing output that is not
+    stdout is still an error (exit 2)."""
     import os
     import sys
 
     site = await serve({"/": page("/a", "/b"), "/a": page(), "/b": page()})
-    records = tmp_path / "r.jsonl"
-    read_end, write_end = os.pipe()
-    os.close(read_end)  # the reader left before the first line
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "crawltop.cli", "crawl", site.url + "/", "--headless", "--quiet",
-            "--no-robots", "-o", str(records), stdin=asyncio.subprocess.DEVNULL, stdout=write_end,
-            stderr=asyncio.subprocess.PIPE)
-    finally:
-        os.close(write_end)
-    _, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert (proc.returncode, err) == (141, b"")
-    assert len(records.read_text().splitlines()) == 3  # /, /a, /b: the crawl ran to its end
+    for unbuffered in (False, True):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+        if unbuffered:
+            env["PYTHONUNBUFFERED"] = "1"
+        run = tmp_path / f"u{int(unbuffered)}"
+        run.mkdir()
+        records, state = run / "r.jsonl", run / "c.db"
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # the reader left before the first line
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "crawltop.cli", "crawl", site.url + "/", "--headless", "--no-robots",
+                "-o", str(records), "--state", str(state), "--warc", str(run / "a.warc.gz"),
+                "--wacz", str(run / "a.wacz"), stdin=asyncio.subprocess.DEVNULL, stdout=write_end,
+                stderr=write_end, env=env)  # progress lines on stderr: their reader left too
+        finally:
+            os.close(write_end)
+        await asyncio.wait_for(proc.wait(), 60)
+        assert proc.returncode == 141, unbuffered
+        assert len(records.read_text().splitlines()) == 3  # /, /a, /b: the crawl ran to its end
+        assert (run / "a.wacz").stat().st_size > 0  # packed after the report
+        rc, _, err_text = await cli("resume", str(state), "--headless")
+        assert rc == 0 and "already finished (3 records)" in err_text  # its state says so
 
     rc, _, err_text = await cli("crawl", site.url + "/", "--headless", "--quiet", "-o", "/dev/full")
     assert rc == 2 and err_text.startswith("crawltop: error:"), err_text
