@@ -7,22 +7,33 @@ read whole is refused past its limit, and a line past its limit ends the reading
 """
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator
 from typing import TextIO
 
 from .errors import UsageError
 
 MB = 1 << 20
+# What a pipe held (`--cookies <(cmd)`, `--header @<(cmd)`), by path: the options are read
+# once to check them and again to use them, and a pipe's second read is empty (the cookies
+# and headers were silently not sent).
+_PIPES: dict[str, bytes] = {}
 
 
 def read_text(path: str, what: str, limit: int, errors: str = "strict") -> str:
     """The whole of a small text file; a one-line UsageError (exit 2) if it can't be read,
-    holds more than `limit` bytes, or is not UTF-8 (with errors="strict")."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError as exc:
-        raise UsageError(f"{what} {path}: {exc.strerror or exc}") from None
+    holds more than `limit` bytes, or is not UTF-8 (with errors="strict"). A pipe is read
+    once: a second call is given what the first read."""
+    data = _PIPES.get(path)
+    if data is None:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(limit + 1)
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    _PIPES[path] = data
+        except OSError as exc:
+            raise UsageError(f"{what} {path}: {exc.strerror or exc}") from None
     if len(data) > limit:
         raise UsageError(f"{what} {path}: more than {limit // MB} MB: not what this option reads")
     try:
