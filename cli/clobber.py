@@ -34,14 +34,25 @@ def check(args: argparse.Namespace) -> None:
                                          and args.command in ("export", "report"))]
     others = list(_files(args, inputs))
     outputs = list(_files(args, [(o, dest) for o, dest in _OUTPUTS]))
-    if os.path.isfile(_STDOUT):  # redirected to a file: an output like the others
-        outputs.append(("standard output", "", _STDOUT))
+    if _prints_its_output(args) and os.path.isfile(_STDOUT):  # redirected to a file: an output
+        outputs.insert(0, ("standard output", "", _STDOUT))  # (checked against the inputs only)
     for option, dest, path in outputs:
         for what, other_dest, other in others:
             if (dest, other_dest) not in _MEANT and _same(path, other):
                 raise UsageError(f"{option} {path if path != _STDOUT else ''}".rstrip()
                                  + f" is also {what}: it would be overwritten")
-        others.append((f"the file of {option}", dest, path))
+        if path != _STDOUT:
+            others.append((f"the file of {option}", dest, path))
+
+
+def _prints_its_output(args: argparse.Namespace) -> bool:
+    """Whether the command's main output goes to stdout: a crawl's report always; report's
+    and export's only when asked (`-o -`, `--jsonl -`)."""
+    if args.command == "report":
+        return getattr(args, "output", "-") == "-"
+    if args.command == "export":
+        return "-" in (getattr(args, "jsonl", None), getattr(args, "csv", None))
+    return True
 
 
 def _files(args: argparse.Namespace, options: list[tuple[str, str]]) -> Iterator[tuple[str, str, str]]:

@@ -15,5 +15,5 @@ exit codes:
      timed out): nothing answered; the reason is on stderr
   {EXIT_READER_LEFT}  the reader of standard output or error left (`| head -1`): the crawl
      still ends as it would have, then exits with no message, as any writer that
-     SIGPIPE would have killed (every command; 2 or 4 go first)
+     SIGPIPE would have killed (every command; any other code goes first)
 """

@@ -17,6 +17,7 @@ from ..core.errors import UsageError
 from ..core.monitor.sanitize import clean
 from . import clobber, detach, shared, stdout
 from .commands import attach, crawl, ctl, demo, export, join, ls, report, resume, top, web
+from .exitcodes import EXIT_READER_LEFT
 from .options import Parser
 
 # In --help's order. Each has add_parser(sub) and run(args, argv) -> exit code.
@@ -52,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
             return 2
         stdout.silence()  # `export --jsonl -`: a copy of stdout's fd, whose reader left
-        return stdout.READER_LEFT
+        return EXIT_READER_LEFT
     except (UsageError, OSError) as exc:  # bad input, unwritable output, failing disk
         print(f"crawltop: error: {clean(exc)}", file=sys.stderr)
         return 2
@@ -92,7 +93,7 @@ def _exit(code: int) -> NoReturn:
     except (OSError, ValueError):
         flushed = False
     if code == 0 and stdout.reader_left():
-        code = stdout.READER_LEFT
+        code = EXIT_READER_LEFT
     if not flushed or any(not t.daemon and t is not threading.main_thread() for t in threading.enumerate()):
         sys.exit(code)  # a thread to wait for, or a stream to give up on: Python's own exit
     os._exit(code)

@@ -13,17 +13,16 @@ from __future__ import annotations
 import os
 import select
 import sys
-from typing import Any
-
-from .exitcodes import EXIT_READER_LEFT
-
-READER_LEFT = EXIT_READER_LEFT
+from collections.abc import Iterable
+from typing import Any, TextIO
 
 
-class _Stdout:
-    """sys.stdout or sys.stderr, with writes and flushes that survive the reader's leaving."""
+class _Guarded:
+    """sys.stdout or sys.stderr, with writes and flushes that survive the reader's leaving.
+    Everything else is the stream's own (`__getattr__`); nothing in crawltop uses the
+    stream as a context manager or tests its class, which a proxy would not pass."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self.left = False
 
@@ -34,7 +33,7 @@ class _Stdout:
             self._reader_left(exc)
             return len(text)
 
-    def writelines(self, lines: Any) -> None:
+    def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.write(line)
 
@@ -60,23 +59,23 @@ def guard() -> None:
     has no reader to lose)."""
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
-        if stream is None or isinstance(stream, _Stdout):
+        if stream is None or isinstance(stream, _Guarded):
             continue
         try:
             if stream.isatty():
                 continue
         except (AttributeError, ValueError, OSError):
             continue
-        setattr(sys, name, _Stdout(stream))
+        setattr(sys, name, _Guarded(stream))
 
 
 def reader_left() -> bool:
     """The reader of stdout or stderr left during the command."""
-    return any(isinstance(s, _Stdout) and s.left for s in (sys.stdout, sys.stderr))
+    return any(isinstance(s, _Guarded) and s.left for s in (sys.stdout, sys.stderr))
 
 
 def gone(stream: Any = None) -> bool:
-    """The stream (stdout) is a pipe whose reader closed it: poll says POLLERR for such a
+    """The stream (stdout by default) is a pipe whose reader closed it: poll says POLLERR for such a
     pipe's write end (POLLHUP for a socket whose peer did), nothing for a live one."""
     try:
         fd = (stream or sys.stdout).fileno()
@@ -88,7 +87,8 @@ def gone(stream: Any = None) -> bool:
 
 
 def silence(stream: Any = None) -> None:
-    """From now on stdout's fd is /dev/null: later writes and the last flush can't fail."""
+    """From now on the stream's fd (stdout's by default) is /dev/null: later writes and the
+    last flush can't fail."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, (stream or sys.stdout).fileno())

@@ -15,25 +15,28 @@ from typing import TextIO
 from .errors import UsageError
 
 MB = 1 << 20
-# What a pipe held (`--cookies <(cmd)`, `--header @<(cmd)`), by path: the options are read
-# once to check them and again to use them, and a pipe's second read is empty (the cookies
-# and headers were silently not sent).
-_PIPES: dict[str, bytes] = {}
+# What a pipe or FIFO held (`--cookies <(cmd)`, `--header @<(cmd)`), by its identity (the
+# path is spelt relative once, absolute later): the options are read once to check them and
+# again to use them, and a pipe's second read is empty (the cookies and headers were silently
+# not sent) or, for a FIFO with no writer left, never returns.
+_PIPES: dict[tuple[int, int], bytes] = {}
 
 
 def read_text(path: str, what: str, limit: int, errors: str = "strict") -> str:
     """The whole of a small text file; a one-line UsageError (exit 2) if it can't be read,
     holds more than `limit` bytes, or is not UTF-8 (with errors="strict"). A pipe is read
     once: a second call is given what the first read."""
-    data = _PIPES.get(path)
-    if data is None:
-        try:
+    try:
+        st = os.stat(path)  # (a stat does not wait for a FIFO's writer)
+        key = None if stat.S_ISREG(st.st_mode) else (st.st_dev, st.st_ino)
+        data = _PIPES.get(key) if key is not None else None
+        if data is None:
             with open(path, "rb") as fh:
                 data = fh.read(limit + 1)
-                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                    _PIPES[path] = data
-        except OSError as exc:
-            raise UsageError(f"{what} {path}: {exc.strerror or exc}") from None
+            if key is not None:
+                _PIPES[key] = data
+    except OSError as exc:
+        raise UsageError(f"{what} {path}: {exc.strerror or exc}") from None
     if len(data) > limit:
         raise UsageError(f"{what} {path}: more than {limit // MB} MB: not what this option reads")
     try:

@@ -183,3 +183,15 @@ def test_stdout_redirected_onto_an_input_is_refused(tmp_path: Path) -> None:
     assert (proc.returncode, proc.stderr) == (
         2, "crawltop: error: standard output is also the records read: it would be overwritten\n")
     assert records.read_text() == '{"url": "http://x/", "status": 200}\n'
+
+
+def test_an_output_named_dev_stdout_is_not_a_clash(tmp_path: Path) -> None:
+    """`report r.jsonl -o /dev/stdout > f`: stdout is then the output itself, not another file."""
+    records = tmp_path / "r.jsonl"
+    records.write_text('{"url": "http://x/", "status": 200}\n')
+    with open(tmp_path / "f.txt", "w") as out:
+        proc = subprocess.run([*CLI, "report", str(records), "-o", "/dev/stdout"], stdout=out,
+                              stderr=subprocess.PIPE, text=True, timeout=60, env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    assert "Totals by status" in (tmp_path / "f.txt").read_text()
+

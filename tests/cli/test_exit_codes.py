@@ -130,3 +130,21 @@ async def test_a_reader_that_left_is_not_an_error(serve, tmp_path) -> None:
 
     rc, _, err_text = await cli("crawl", site.url + "/", "--headless", "--quiet", "-o", "/dev/full")
     assert rc == 2 and err_text.startswith("crawltop: error:"), err_text
+
+
+async def test_a_code_of_its_own_goes_before_141() -> None:
+    """No root answered (4) and the reader left: 4, the code that says more."""
+    import os
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "crawltop.cli", "crawl", "http://127.0.0.1:9/", "--headless", "--max-tries", "1",
+            stdin=asyncio.subprocess.DEVNULL, stdout=write_end, stderr=asyncio.subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 4 and b"no root could be fetched" in err
+

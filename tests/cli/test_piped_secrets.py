@@ -13,7 +13,7 @@ from pathlib import Path
 from aiohttp import web
 
 
-async def _crawl_with_pipes(site_url: str, *extra: str, state: Path | None = None) -> int:
+async def _crawl_with_pipes(site_url: str, *extra: str, state: Path | None = None) -> None:
     cookies_r, cookies_w = os.pipe()
     header_r, header_w = os.pipe()
     os.write(cookies_w, b"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tpiped-cookie\n")
@@ -32,7 +32,6 @@ async def _crawl_with_pipes(site_url: str, *extra: str, state: Path | None = Non
         os.close(header_r)
     _, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, err
-    return proc.returncode
 
 
 async def test_piped_cookies_and_headers_are_sent(serve, tmp_path: Path) -> None:
@@ -48,3 +47,36 @@ async def test_piped_cookies_and_headers_are_sent(serve, tmp_path: Path) -> None
     seen.clear()
     await _crawl_with_pipes(site.url + "/", state=tmp_path / "c.db")  # read a third time with --state
     assert seen == [("piped-cookie", "piped-header")] * 2
+
+
+async def test_a_fifo_named_by_a_relative_path_is_read_once(serve, tmp_path: Path) -> None:
+    """`mkfifo jar; cat cookies.txt > jar & crawltop ... --cookies jar`: checked as `jar`, used
+    as its absolute path. A second open of a FIFO whose writer is gone waits forever."""
+    import threading
+
+    seen: list[str | None] = []
+
+    async def page(request: web.Request) -> web.Response:
+        seen.append(request.cookies.get("sid"))
+        return web.Response(text="<p>one</p>", content_type="text/html")
+
+    site = await serve({"/": page})
+    os.mkfifo(tmp_path / "jar")
+
+    def writer() -> None:  # one writer, once: as `cat cookies.txt > jar &`
+        with open(tmp_path / "jar", "wb") as fh:
+            fh.write(b"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tfifo-cookie\n")
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "crawltop.cli", "crawl", site.url + "/", "--headless", "--quiet", "--no-robots",
+        "--no-sitemaps", "--cookies", "jar", cwd=tmp_path, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    try:
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert seen == ["fifo-cookie"]
