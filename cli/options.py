@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..core.errors import PatternError, UsageError
+from ..core.secrets import has_control
 from .exitcodes import EXIT_CODES
 
 if TYPE_CHECKING:
@@ -36,17 +37,15 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"crawltop: error: {message}\n")
 
 
-def positive(kind: type, most: int | None = None) -> Callable[[str], object]:
-    """A number > 0 (and at most `most`); a float must be finite: `nan` passes `> 0` tests
-    as False both ways, and `--timeout nan` made every fetch fail as if no server answered."""
+def positive(kind: type) -> Callable[[str], object]:
+    """A number > 0; a float must be finite: `nan` passes `> 0` tests as False both ways,
+    and `--timeout nan` made every fetch fail as if no server answered."""
     def parse(text: str) -> object:
         value = kind(text)
         if kind is float and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"must be a finite number > 0: {text}")
         if not value > 0:
             raise argparse.ArgumentTypeError(f"must be > 0: {text}")
-        if most is not None and value > most:
-            raise argparse.ArgumentTypeError(f"must be {most} or less: {text}")
         return value
     parse.__name__ = kind.__name__
     return parse
@@ -65,14 +64,13 @@ def whole(least: int, most: int | None = None) -> Callable[[str], int]:
     return parse
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # CR, LF, NUL... (a tab may stand in a header value)
 _NOT_HOST = re.compile(r"[\x00-\x20\x7f/?#@\\]")
 
 
 def header_value(text: str) -> str:
     """A header's value as given (`--user-agent`): a CR or LF would end the header, and
     aiohttp refused it only at the first request, as if no root could be fetched."""
-    if _CONTROL.search(text):
+    if has_control(text):
         raise argparse.ArgumentTypeError("holds a control character (CR, LF, NUL...)")
     return text
 

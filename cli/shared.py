@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from ..core.errors import UsageError
 from ..core.sockets.rundir import check_name, default_base
-from .options import positive
+from .options import whole
 
 MAX_PROCESSES = 128  # engines forked here: more than a machine's cores only adds contention; a typo is not a fork bomb
 
@@ -18,7 +18,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--redis", metavar="URL", default=None,
                    help="share the crawl through Redis (redis://HOST:PORT/DB or unix:///PATH): "
                         "other processes `join` it (default: this process only)")
-    p.add_argument("--processes", type=positive(int, MAX_PROCESSES), default=None, metavar="N",
+    p.add_argument("--processes", type=whole(1, MAX_PROCESSES), default=None, metavar="N",
                    help=f"N (at most {MAX_PROCESSES}) engine processes on this machine and one monitor; without "
                         "--redis a private redis-server is started (default: this process is the engine)")
 

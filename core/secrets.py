@@ -46,6 +46,11 @@ def secret_option(word: str) -> str | None:
     return next((o for o in SECRET_OPTIONS if o.startswith(name)), None)
 
 
+def has_control(value: str) -> bool:
+    """A CR, LF, NUL... in a header value (a tab may stand there): it would end the header."""
+    return _BAD_VALUE.search(value) is not None
+
+
 def parse_header(text: str) -> tuple[str, str]:
     """`Name: value` -> (name, value); UsageError (exit 2) for anything else."""
     name, sep, value = text.partition(":")
@@ -54,7 +59,7 @@ def parse_header(text: str) -> tuple[str, str]:
         raise UsageError("--header wants 'Name: value': there is no ':' in it")
     if not _TOKEN.fullmatch(name):
         raise UsageError(f"--header wants 'Name: value': {name[:40]!r} is not a header name")
-    if _BAD_VALUE.search(value):
+    if has_control(value):
         raise UsageError(f"--header {name}: the value holds a control character (CR, LF, NUL...)")
     return name, value
 
