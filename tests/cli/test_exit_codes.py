@@ -6,6 +6,9 @@ root could be fetched at all, with the reason in words on stderr; 2 for usage.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 
 from aiohttp import web
@@ -64,9 +67,6 @@ async def test_max_time_stops_cleanly_and_exits_0(serve, tmp_path) -> None:
 
 
 def test_help_shows_the_exit_codes() -> None:
-    import subprocess
-    import sys
-
     proc = subprocess.run([sys.executable, "-m", "crawltop.cli", "crawl", "--help"], capture_output=True, text=True)
     assert EXIT_CODES.strip() in proc.stdout
     for option in ("--max-time", "--quiet"):
@@ -100,9 +100,6 @@ async def test_a_reader_that_left_is_not_an_error(serve, tmp_path) -> None:
     code of any writer whose reader left. Buffered stdout (the usual case) and unbuffered
     (PYTHONUNBUFFERED) fail at different writes: both are run. A failing output that is not
     stdout is still an error (exit 2)."""
-    import os
-    import sys
-
     site = await serve({"/": page("/a", "/b"), "/a": page(), "/b": page()})
     for unbuffered in (False, True):
         env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
@@ -134,9 +131,6 @@ async def test_a_reader_that_left_is_not_an_error(serve, tmp_path) -> None:
 
 async def test_a_code_of_its_own_goes_before_141() -> None:
     """No root answered (4) and the reader left: 4, the code that says more."""
-    import os
-    import sys
-
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
