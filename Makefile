@@ -3,10 +3,15 @@ PYTHON ?= python3
 VENV   ?= .venv
 STAMP  := $(VENV)/.installed-stamp
 
+# No stamp means no finished venv: whatever lies at its name (a half-built venv, a stale link) goes first.
+# setuptools says "Editable installation." on every editable install: information, not a warning.
+QUIET_BUILD := PYTHONWARNINGS="ignore:Editable installation"
+
 $(STAMP): pyproject.toml
+	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(QUIET_BUILD) $(VENV)/bin/pip install -q -e '.[test]'
 	touch $(STAMP)
 
 # The archive tests replay our WARCs in pywb and check WACZs with `wacz validate`
@@ -16,6 +21,7 @@ ARCHIVE_VENV  := .venv-archive
 ARCHIVE_STAMP := $(ARCHIVE_VENV)/.installed-stamp
 
 $(ARCHIVE_STAMP):
+	rm -rf $(ARCHIVE_VENV)
 	$(PYTHON) -m venv $(ARCHIVE_VENV)
 	$(ARCHIVE_VENV)/bin/pip install -q 'pywb>=2.8' 'wacz>=0.5' 'cdxj-indexer>=1.4'
 	touch $(ARCHIVE_STAMP)
