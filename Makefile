@@ -26,7 +26,7 @@ $(ARCHIVE_STAMP):
 	$(ARCHIVE_VENV)/bin/pip install -q 'pywb>=2.8' 'wacz>=0.5' 'cdxj-indexer>=1.4'
 	touch $(ARCHIVE_STAMP)
 
-.PHONY: install demo test screenshots lint typecheck pkgtree
+.PHONY: install demo test screenshots lint typecheck pkgtree reference
 install: $(STAMP)
 
 demo: $(STAMP)
@@ -52,3 +52,7 @@ lint: $(STAMP) pkgtree
 
 typecheck: $(STAMP) pkgtree
 	cd $(PKGTREE) && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml -p crawltop
+
+# docs/reference/*.md and README's option table, from the parser (tests/cli/test_reference.py checks them)
+reference: $(STAMP)
+	$(VENV)/bin/python -m crawltop.cli.reference
