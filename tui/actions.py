@@ -127,8 +127,8 @@ ACTIONS: tuple[Action, ...] = (
            urgent=("ctrl+c", "ctrl+q")),
     Action("detach", "d", "detach", "Detach", "Detach",
            "Close this monitor; the crawl goes on (attached monitors only)", when="remote"),
-    Action("back", "escape", "to_list", "List", "Back to the list",
-           "Back to the list of crawls; this one goes on", display="esc", show=False, when="list"),
+    Action("back", "escape", "to_list", "Back", "Back to the list",
+           "Back to the list of crawls; this one goes on", display="esc", when="list"),
 )
 
 # The dashboard (`crawltop` alone, tui/top/): the keys that act on the selected crawl are the
@@ -149,6 +149,9 @@ TOP_OWN: tuple[Action, ...] = (
            display="O", show=False),
     Action("filter", "slash", "filter", "Filter", "Filter crawls…", "Type to filter by name, state or root",
            display="/"),
+    # after the others: the first a narrow key bar cuts (help and the palette have it)
+    Action("dismiss-all", "X", "dismiss_all", "Dismiss all", "Dismiss all ended crawls…",
+           "Remove every ended crawl from the list, for every dashboard (asks first)", display="X"),
     Action("help", "question_mark", "help", "Help", "Help: keys", "Every key", display="?"),
     Action("quit", "q", "quit", "Quit", "Quit crawltop", "Quit the dashboard; the crawls go on",
            urgent=("ctrl+c", "ctrl+q")),

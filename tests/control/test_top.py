@@ -26,8 +26,9 @@ from crawltop.core.sockets.client import RemoteCrawler
 from crawltop.core.sockets.rundir import resolve
 from crawltop.tui.app import CrawlApp
 from crawltop.tui.fmt import compact
+from crawltop.tui.panels.keybar import KeyBar
 from crawltop.tui.top.app import Open, TopApp
-from crawltop.tui.top.dialogs import ConfirmStop, NewCrawlPrompt
+from crawltop.tui.top.dialogs import ConfirmDismiss, ConfirmStop, NewCrawlPrompt
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -158,6 +159,60 @@ async def test_dashboard_lists_acts_opens_starts_and_sees_a_crawl_lost(site: str
             await later.close()
         records = json.loads((rundir / ".ended" / "demo.json").read_text())
         assert records["summary"]["outcomes"]["fetched"] > 0
+
+
+async def test_X_dismisses_every_ended_crawl_after_a_yes(site: str, rundir: Path, tmp_path: Path) -> None:
+    """Crawls ended three ways (done by itself, stopped with ctl, lost to SIGKILL) and two live
+    ones: X asks; n leaves the list as it was; X and y dismiss the ended ones, for every
+    dashboard (their summaries leave the run directory), and the live ones stay."""
+    with counting_site(3, 0.0) as tiny:
+        rc, _, err = await cli("crawl", tiny.url, "--name", "done", "-c", "1", "--detach", "--no-robots")
+        assert rc == 0, err
+        await detached("crawl", site, "--name", "stopped", "-c", "1")
+        lost_pid = await detached("crawl", site, "--name", "lost", "-c", "1")
+        await detached("crawl", site, "--name", "live", "-c", "1")
+        await detached("crawl", site, "--name", "other", "-c", "1")
+        rc, _, err = await cli("ctl", "stopped", "stop")
+        assert rc == 0, err
+        os.kill(lost_pid, signal.SIGKILL)
+        await wait_gone(lost_pid)
+
+        gone = {"done", "stopped", "lost"}
+        board = Board()
+        app = TopApp(board, cwd=tmp_path)
+        try:
+            async with app.run_test(size=(120, 40)) as pilot:
+                await until(pilot, lambda: {n for n, r in board.rows.items() if not r.live} == gone
+                            and {n for n, r in board.rows.items() if r.live} == {"live", "other"}, 30)
+                assert {board.rows[n].how for n in gone} == gone  # done, stopped, lost
+                await until(pilot, lambda: "X Dismiss all" in app.query_one(KeyBar).plain, 5)
+
+                await pilot.press("X")
+                await until(pilot, lambda: isinstance(app.screen, ConfirmDismiss), 5)
+                assert set(app.screen.names) == gone
+                await pilot.press("n")  # no: nothing is dismissed
+                await until(pilot, lambda: not isinstance(app.screen, ConfirmDismiss), 5)
+                await pilot.pause(0.6)  # a refresh: the rows are still there
+                assert gone <= set(app.table.row_keys()) and gone <= set(ended.read_all())
+
+                await pilot.press("X")
+                await until(pilot, lambda: isinstance(app.screen, ConfirmDismiss), 5)
+                await pilot.press("y")
+                await until(pilot, lambda: set(app.table.row_keys()) == {"live", "other"}, 5)
+                assert not gone & set(ended.read_all())  # for every dashboard
+                assert "X Dismiss all" not in app.query_one(KeyBar).plain  # nothing left to dismiss
+                await pilot.pause(2.5)  # a scan of the ended summaries later: still gone
+                assert set(app.table.row_keys()) == {"live", "other"}
+                await pilot.press("q")
+        finally:
+            await board.close()
+        later = Board()
+        try:
+            await later.tick()
+            assert set(later.rows) == {"live", "other"}
+        finally:
+            await later.close()
+    assert (await status("live"))["state"] == "RUNNING" and (await status("other"))["state"] == "RUNNING"
 
 
 async def wait_status_gone(name: str, timeout: float = 30) -> None:

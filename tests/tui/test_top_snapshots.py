@@ -43,6 +43,10 @@ class TestDashboard:
     def test_help_80x24(self, snap_compare) -> None:
         assert snap_compare(app(), press=["question_mark"], terminal_size=(80, 24), run_before=settle)
 
+    def test_dismiss_all_question_80x24(self, snap_compare) -> None:
+        """X: the ended crawls named in the question, its keys on its own bar."""
+        assert snap_compare(app(), press=["X"], terminal_size=(80, 24), run_before=settle)
+
 
 async def _colours() -> set[str]:
     top = app()

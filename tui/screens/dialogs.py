@@ -24,11 +24,15 @@ from ..widgets.table import Cell, Col, cell
 
 
 class ConfirmQuit(ModalScreen[bool | str]):
-    """'Stop the crawl and quit?' y / n; and d (answer "detach") on an attached monitor."""
+    """'Stop the crawl and quit?' y / n; and d (answer "detach") on an attached monitor.
+
+    Like every dialog here, its help is its key bar: all of its keys, the way out pinned.
+    `?` is no dialog's key (a prompt takes it as typed text), and the app's keys do not
+    reach a modal screen, so the bar below it is covered by this one."""
 
     BINDINGS = [
-        Binding("y,q,ctrl+c", "answer(True)", "Stop and quit", id="confirm-yes", priority=True),
-        Binding("n,escape", "answer(False)", "Keep crawling", id="confirm-no", priority=True),
+        Binding("y,q,ctrl+c", "answer(True)", "Stop and quit", id="confirm-yes", priority=True, key_display="y"),
+        Binding("n,escape", "cancel", "Keep crawling", id="confirm-no", priority=True),
         Binding("d", "detach", "Detach", id="confirm-detach", priority=True),
     ]
 
@@ -61,12 +65,19 @@ class ConfirmQuit(ModalScreen[bool | str]):
             if self.can_detach:
                 help_text = "y or q again: stop the crawl · d: detach, it goes on · n or escape: stay"
             yield Static(Content(help_text), classes="dialog-help")
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.can_detach if action == "detach" else True
+
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
 
     def action_detach(self) -> None:
         if self.can_detach:
@@ -97,6 +108,7 @@ class ConcurrencyPrompt(ModalScreen[int | None]):
                 max_length=5,
             )
             yield Static(Content("enter to apply, escape to cancel"), classes="dialog-help")
+        yield KeyBar(hints=[("⏎", "Apply")])
 
     def on_mount(self) -> None:
         inp = self.query_one(Input)
@@ -136,6 +148,7 @@ class HelpScreen(ModalScreen[None]):
         parts += ["\n", ("escape / ? closes this help", "dim")]
         with VerticalScroll(classes="dialog help-dialog"):
             yield Static(Content.assemble(*parts), id="help-text")
+        yield KeyBar()
 
     def action_close(self) -> None:
         self.dismiss(None)

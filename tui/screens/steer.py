@@ -76,6 +76,7 @@ class TextPrompt(ModalScreen[Any]):
             yield Input(value=self.value, placeholder=self.placeholder, id=f"{self.id or 'prompt'}-input")
             yield Static(Content(""), id="prompt-error", classes="prompt-error")
             yield Static(Content(self.help_text), classes="dialog-help")
+        yield KeyBar(hints=[("⏎", "Apply")])
 
     def on_mount(self) -> None:
         inp = self.query_one(Input)

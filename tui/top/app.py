@@ -30,7 +30,7 @@ from ..screens.dialogs import HelpScreen
 from ..screens.steer import TextPrompt
 from ..terminal import driver_class
 from ..widgets.line import Line
-from .dialogs import ConfirmStop, NewCrawlPrompt
+from .dialogs import ConfirmDismiss, ConfirmStop, NewCrawlPrompt
 from .launch import parse_command, parse_secrets, start_crawl
 from .table import SORTS, CrawlsTable, cells, host_numbers, sorted_rows
 
@@ -185,9 +185,10 @@ class TopApp(App[Open | None]):
     def _bindings_state(self) -> tuple:
         row = self.selected_row()
         if row is None:
-            return (None,)
+            return (None, self.any_ended)
         conc = row.summary.concurrency if row.summary is not None else 0
-        return (row.name, row.live, row.paused or row.state == "PAUSED", conc <= 1, self.filter_input.has_focus)
+        return (row.name, row.live, row.paused or row.state == "PAUSED", conc <= 1, self.filter_input.has_focus,
+                self.any_ended)
 
     def on_descendant_focus(self) -> None:
         self._binding_key = ()
@@ -214,6 +215,8 @@ class TopApp(App[Open | None]):
             return None if row is None or row.summary is None or row.summary.concurrency <= 1 else True
         if action == "dismiss":
             return row is not None and not row.live
+        if action == "dismiss_all":
+            return self.any_ended
         if action == "new":
             return self.can_start
         return True
@@ -334,6 +337,30 @@ class TopApp(App[Open | None]):
         row = self.selected_row()
         if row is not None and self.board.dismiss(row.name):
             self.show()
+
+    @property
+    def any_ended(self) -> bool:
+        return any(not r.live for r in self.board.rows.values())
+
+    def ended_names(self) -> list[str]:
+        """Every ended crawl on the board (filtered out of view or not), in the list's order."""
+        return [r.name for r in sorted_rows(list(self.board.rows.values()), self.sort, "") if not r.live]
+
+    def action_dismiss_all(self) -> None:
+        """X: dismiss every ended crawl, as x one, after a yes; the question names them, and
+        only those go (one that ends while it is asked stays)."""
+        names = self.ended_names()
+        if not names:
+            self.notify("No ended crawl to dismiss", severity="warning", timeout=2)
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                gone = [name for name in names if self.board.dismiss(name)]
+                self.notify(f"{len(gone)} ended crawl{'s' if len(gone) != 1 else ''} dismissed", timeout=3)
+                self.show()
+
+        self.push_screen(ConfirmDismiss(names), answer)
 
     def action_sort(self, step: int = 1) -> None:
         self.sort = ORDER[(ORDER.index(self.sort) + step) % len(ORDER)]

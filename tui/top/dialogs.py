@@ -1,42 +1,79 @@
-"""The dashboard's questions: stop this crawl? and the new-crawl prompt (tui/top/launch.py)."""
+"""The dashboard's questions: stop this crawl? dismiss the ended ones? and the new-crawl prompt
+(tui/top/launch.py)."""
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from ...core.monitor.sanitize import clean
 from .. import fmt
+from ..panels.keybar import KeyBar
 
 
-class ConfirmStop(ModalScreen[bool]):
+def answers(name: str, yes: str, no: str) -> list[BindingType]:
+    """A question's keys: y does it, n or escape leaves it be (ids `NAME-yes`, `NAME-no`)."""
+    return [Binding("y", "answer", yes, id=f"{name}-yes", priority=True),
+            Binding("n,escape", "cancel", no, id=f"{name}-no", priority=True)]
+
+
+class Confirm(ModalScreen[bool]):
+    """A yes / no question about crawls. Its key bar is its help, as every dialog's
+    (tui/screens/dialogs.py ConfirmQuit)."""
+
+    BINDINGS = answers("question", "Yes", "No")
+
+    def __init__(self, title: str, body: str, hint: str, *, id: str) -> None:
+        super().__init__(id=id)
+        self.texts = (title, body, hint)
+
+    def compose(self) -> ComposeResult:
+        title, body, hint = self.texts
+        with Vertical(classes="dialog"):
+            yield Static(Content(title), classes="dialog-title")
+            yield Static(Content(body), classes="dialog-body")
+            yield Static(Content(hint), classes="dialog-help")
+        yield KeyBar()
+
+    def action_answer(self) -> None:
+        self.dismiss(True)
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+class ConfirmStop(Confirm):
     """'Stop crawl NAME?' y / n."""
 
-    BINDINGS = [
-        Binding("y", "answer(True)", "Stop it", id="stop-yes", priority=True),
-        Binding("n,escape", "answer(False)", "Keep it", id="stop-no", priority=True),
-    ]
+    BINDINGS = answers("stop", "Stop it", "Keep it")
 
     def __init__(self, name: str, queued: int) -> None:
-        super().__init__(id="confirm-stop")
+        super().__init__(f"Stop the crawl {name}?",
+                         f"In-flight fetches are cancelled and put back, the {fmt.count(queued)} queued URLs "
+                         "are not fetched (a state file or Redis keeps them), and every record is flushed.",
+                         "y: stop it · n or escape: keep it running", id="confirm-stop")
         self.crawl_name = name
         self.queued = queued
 
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
-            yield Static(Content(f"Stop the crawl {self.crawl_name}?"), classes="dialog-title")
-            yield Static(Content(f"In-flight fetches are cancelled and put back, the {fmt.count(self.queued)} "
-                                 "queued URLs are not fetched (a state file or Redis keeps them), "
-                                 "and every record is flushed."), classes="dialog-body")
-            yield Static(Content("y: stop it · n or escape: keep it running"), classes="dialog-help")
 
-    def action_answer(self, answer: bool) -> None:
-        self.dismiss(answer)
+class ConfirmDismiss(Confirm):
+    """'Dismiss these N ended crawls?' y / n: the names are those that will go."""
+
+    BINDINGS = answers("dismiss", "Dismiss them", "Keep them")
+
+    def __init__(self, names: Sequence[str]) -> None:
+        n = len(names)
+        super().__init__(f"Dismiss {n} ended crawl{'s' if n != 1 else ''}?",
+                         f"{clean(', '.join(names), 400)}: gone from the list, for every dashboard (their "
+                         "summaries are removed from the run directory; a shared crawl's row only here).",
+                         "y: dismiss them · n or escape: keep them", id="confirm-dismiss")
+        self.names = tuple(names)
 
 
 Start = Callable[[str, str], Awaitable[str | None]]
@@ -65,6 +102,7 @@ class NewCrawlPrompt(ModalScreen[str | None]):
             yield Static(Content(""), id="new-error", classes="prompt-error")
             yield Static(Content(f"paths are relative to {self.cwd} · enter starts · escape cancels"),
                          classes="dialog-help")
+        yield KeyBar(hints=[("⏎", "Start"), ("tab", "Next field")])
 
     def on_mount(self) -> None:
         for inp in self.query(Input):
