@@ -3,6 +3,10 @@
 Every string that came from a server (URLs, error messages) goes through `clean()` in
 the text and Markdown forms, so a hostile page cannot drive the terminal; JSON and CSV
 keep the values as recorded (their writers quote them) and JUnit escapes them as XML.
+
+Every format counts a broken thing once (core/reporting/linkcheck.py): a broken page's
+finding says how many fragment links point into it, and a host that never answered is one
+finding, with its referring pages, instead of a line per URL and page.
 """
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from xml.etree import ElementTree as ET
 
 from ..monitor.sanitize import clean
 from ..outcomes import outcome_line
-from .linkcheck import Chain, Report
+from .linkcheck import Broken, Chain, DeadHost, Report
 
 WIDTH = 80
 
@@ -33,6 +37,34 @@ def _page(via: str | None) -> str:
     return via if via is not None else "(no referring page: a root or a sitemap)"
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def _totals(r: Report) -> str:
+    """`N broken on M pages`, and the hosts that never answered: each broken thing once."""
+    line = f"{r.records:,} records, {r.broken_count:,} broken on {len(r.broken):,} pages"
+    if r.dead_hosts:
+        line += (f", {_plural(len(r.dead_hosts), 'host')} never answered"
+                 f" ({_plural(sum(d.urls for d in r.dead_hosts), 'URL')})")
+    return line
+
+
+def _fragments(r: Report, b: Broken) -> str:
+    """`and 166 links to fragments in it` for a broken page its fragment links point into, else ''."""
+    n = r.fragment_links.get(b.url, 0)
+    return f"and {n:,} link{'s' if n != 1 else ''} to fragments in it" if n else ""
+
+
+def _retired(r: Report) -> list[str]:
+    """Retired hosts not listed as hosts that never answered (those say why themselves)."""
+    dead = {d.host for d in r.dead_hosts}
+    return sorted(h for h in r.retired_hosts if h not in dead)
+
+
+DEAD_TITLE = "Hosts that never answered (every URL failed before an HTTP status)"
+
+
 def _steps(c: Chain) -> list[tuple]:
     """(hop, the URL it redirects to) for each hop of a chain."""
     targets = [h.url for h in c.hops[1:]] + [c.final]
@@ -49,15 +81,15 @@ def text(r: Report, width: int | None = 80) -> str:
         return None if width is None else width - n
 
     w(_fit(f"crawltop report: {r.source}", width))
-    w(f"{r.records:,} records, {r.broken_count:,} broken on {len(r.broken):,} pages")
+    w(_totals(r))
     line = "outcomes: " + outcome_line(r.tally.counts, r.tally.classes)
     if width is not None and len(line) > width:  # two lines on a narrow terminal
         head, _, tail = line.partition("  redirected ")
         line = head + "\n          redirected " + tail
     w(line)
-    if r.retired_hosts:
-        w(_fit(f"{len(r.retired_hosts):,} hosts retired after failures in a row: "
-               + ", ".join(sorted(r.retired_hosts)), width))
+    retired = _retired(r)
+    if retired:
+        w(_fit(f"{len(retired):,} hosts retired after failures in a row: " + ", ".join(retired), width))
     if r.broken:
         w("")
         w("Broken links, by the page they are on (and what refers: a, img, css url()...)")
@@ -65,11 +97,22 @@ def text(r: Report, width: int | None = 80) -> str:
             w("  " + _fit(_page(via), less(2)))
             for b in links:
                 w(f"    {b.reason[:22]:<22} {b.tag[:9]:<9} " + _fit(b.url, less(37)))
+                if more := _fragments(r, b):
+                    w("      " + more)
     if r.more_pages:
         w("")
         w("More pages refer to these (not listed above)")
         for url, n in sorted(r.more_pages.items(), key=lambda kv: (-kv[1], kv[0])):
             w(f"  {n:>+7,}  " + _fit(url, less(11)))
+    if r.dead_hosts:
+        w("")
+        w(DEAD_TITLE)
+        for d in r.dead_hosts:
+            w("  " + _fit(f"{d.host}  {d.reason}, {_plural(d.urls, 'URL')}", less(2)))
+            for page in d.pages:
+                w("    " + _fit(page, less(4)))
+            if d.more_pages:
+                w(f"    and {d.more_pages:,} more")
     if r.unresolved:
         w("")
         w(f"{r.unresolved:,} external links and requisites unchecked: no external host resolved")
@@ -105,22 +148,28 @@ def text(r: Report, width: int | None = 80) -> str:
 def as_json(r: Report) -> str:
     d = r.to_dict()
     if r.options.broken_only:
-        d = {k: d[k] for k in ("source", "records", "broken_count", "broken")}
+        d = {k: d[k] for k in ("source", "records", "broken_count", "broken", "dead_hosts")}
     return json.dumps(d, ensure_ascii=False, indent=2) + "\n"
 
 
-CSV_FIELDS = ("page", "url", "status", "error_kind", "error", "discovery", "tag", "kind")
+CSV_FIELDS = ("page", "url", "status", "error_kind", "error", "discovery", "tag", "kind",
+              "fragment_links", "urls", "pages", "more_pages")
 
 
 def as_csv(r: Report) -> str:
-    """One row per broken link (the table a spreadsheet wants), with a header."""
+    """One row per broken link (the table a spreadsheet wants), with a header; then one row
+    per host that never answered: `url` its host, `tag` "host", `urls` how many of its URLs
+    failed, `pages` the pages referring to them (space-separated) and `more_pages` the rest."""
     buf = io.StringIO(newline="")
     writer = csv.writer(buf)
     writer.writerow(CSV_FIELDS)
     for via, links in r.broken.items():
         for b in links:
             writer.writerow([via or "", b.url, "" if b.status is None else b.status, b.error_kind or "",
-                             b.error or "", b.discovery, b.tag, b.kind])
+                             b.error or "", b.discovery, b.tag, b.kind, r.fragment_links.get(b.url, 0), "", "", ""])
+    for d in r.dead_hosts:
+        writer.writerow(["", d.host, "", d.error_kind or "", d.error or "", "", "host", d.kind, "", d.urls,
+                         " ".join(d.pages), d.more_pages])
     return buf.getvalue()
 
 
@@ -130,11 +179,11 @@ def _md(text: object) -> str:
 
 def markdown(r: Report) -> str:
     out = [f"# crawltop report: {_md(r.source)}", "",
-           f"{r.records:,} records, **{r.broken_count:,} broken** on {len(r.broken):,} pages.", "",
+           _totals(r).replace(f"{r.broken_count:,} broken", f"**{r.broken_count:,} broken**", 1) + ".", "",
            "Outcomes: " + outcome_line(r.tally.counts, r.tally.classes), ""]
-    if r.retired_hosts:
-        out += [f"{len(r.retired_hosts):,} hosts retired after failures in a row: "
-                + ", ".join(_md(h) for h in sorted(r.retired_hosts)), ""]
+    retired = _retired(r)
+    if retired:
+        out += [f"{len(retired):,} hosts retired after failures in a row: " + ", ".join(_md(h) for h in retired), ""]
     w = out.append
     if r.broken:
         w("## Broken links, by the page they are on")
@@ -145,11 +194,21 @@ def markdown(r: Report) -> str:
             w("| status / kind | refers as | URL | error |")
             w("|---|---|---|---|")
             for b in links:
-                w(f"| {_md(b.reason)} | {_md(b.tag)} | {_md(b.url)} | {_md(b.error or '')} |")
+                what = ", ".join(x for x in (b.reason, _fragments(r, b)) if x)
+                w(f"| {_md(what)} | {_md(b.tag)} | {_md(b.url)} | {_md(b.error or '')} |")
             w("")
         if r.more_pages:
             w("More pages refer to these: " + ", ".join(f"{_md(u)} (+{n:,})" for u, n in sorted(r.more_pages.items())))
             w("")
+    if r.dead_hosts:
+        w(f"## {DEAD_TITLE}")
+        w("")
+        w("| host | why | URLs | referring pages |")
+        w("|---|---|---:|---|")
+        for d in r.dead_hosts:
+            pages = ", ".join(_md(p) for p in d.pages) + (f" and {d.more_pages:,} more" if d.more_pages else "")
+            w(f"| {_md(d.host)} | {_md(d.reason)} | {d.urls:,} | {pages} |")
+        w("")
     if r.options.broken_only:
         return "\n".join(out)
     if r.chains:
@@ -191,12 +250,18 @@ def _xml(text: object) -> str:
     return clean(text, 4000)
 
 
+def _dead_message(d: DeadHost) -> str:
+    pages = ", ".join(d.pages) + (f" and {d.more_pages:,} more" if d.more_pages else "")
+    return f"{d.reason}: {_plural(d.urls, 'URL')}" + (f", referred to by {pages}" if pages else "")
+
+
 def junit(r: Report) -> str:
-    """One test suite per page with broken links (a failing test case per link), plus a
-    passing `links` case per page otherwise: a CI job fails when anything is broken."""
-    suites = ET.Element("testsuites", name="crawltop", tests=str(max(1, r.broken_count)),
-                        failures=str(r.broken_count))
-    if not r.broken:
+    """One test suite per page with broken links (a failing test case per link), one for the
+    hosts that never answered (a failing case per host), or one passing case when nothing is
+    broken: a CI job fails when anything is."""
+    failures = r.broken_count + len(r.dead_hosts)
+    suites = ET.Element("testsuites", name="crawltop", tests=str(max(1, failures)), failures=str(failures))
+    if r.ok:
         suite = ET.SubElement(suites, "testsuite", name="crawltop links", tests="1", failures="0")
         ET.SubElement(suite, "testcase", classname="crawltop", name=f"{r.records} records, no broken links")
     for via, links in r.broken.items():
@@ -204,9 +269,18 @@ def junit(r: Report) -> str:
                               failures=str(len(links)))
         for b in links:
             case = ET.SubElement(suite, "testcase", classname=_xml(_page(via)), name=_xml(b.url))
-            fail = ET.SubElement(case, "failure", message=_xml(f"{b.reason} ({b.tag}): {b.url}"),
+            more = _fragments(r, b)
+            fail = ET.SubElement(case, "failure", message=_xml(f"{b.reason} ({b.tag}): {b.url}"
+                                                               + (f", {more}" if more else "")),
                                  type=_xml(b.error_kind or "http-status"))
             fail.text = _xml(b.error or f"HTTP {b.status}")
+    if r.dead_hosts:
+        n = str(len(r.dead_hosts))
+        suite = ET.SubElement(suites, "testsuite", name=DEAD_TITLE, tests=n, failures=n)
+        for d in r.dead_hosts:
+            case = ET.SubElement(suite, "testcase", classname="hosts that never answered", name=_xml(d.host))
+            fail = ET.SubElement(case, "failure", message=_xml(_dead_message(d)), type=_xml(d.error_kind or "host"))
+            fail.text = _xml(d.error or d.reason)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 

@@ -2,14 +2,19 @@
 
 The formats are in core/reporting/formats.py; the CLI (cli/commands/report.py) only parses
 options and picks one. What counts as broken: `is_broken`.
+
+Each broken thing is counted once: a fragment link into a page that is itself broken is
+part of that page's finding (`Report.fragment_links`), not a missing id of its own; and a
+host that never answered is one finding (`DeadHost`), not a line per URL and page.
 """
 from __future__ import annotations
 
 import heapq
 import json
 import os
+import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,6 +29,11 @@ SLOWEST = 10
 NOT_BROKEN_KINDS = frozenset({"cancelled", "ignored"})
 KEEP_PAGES = 10  # pages listed per broken URL; the rest are counted (`more_pages`)
 FRAGMENT = "#fragment"
+# Failures that say the host itself was not reached (no HTTP status): core/crawler.py's
+# HOST_KINDS, a timeout, and a host retired after such failures. A host whose every URL
+# failed so is a `DeadHost`; one that answered any URL keeps its per-URL findings.
+UNREACHED = frozenset(("dns", "connect", "tls", "timeout", "host-retired"))
+_RETIRED_LAST = re.compile(r"\(last: ([a-z-]+)\)")  # core/crawler.py's HostRetired text: its last failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +61,25 @@ class Broken:
             return "no id"
         if self.status is not None and self.error_kind is None:
             return str(self.status)
+        return reason(self.error_kind, self.error)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadHost:
+    """A host that never answered: every URL of it failed before any HTTP status. Listed
+    once, with the words of its first real failure (a retirement only repeats it), instead
+    of a line per URL and referring page, which link rot multiplies."""
+
+    host: str  # host[:port], as core/queueing/hosts.py keys it
+    error_kind: str | None  # of its first failure that was not `host-retired`
+    error: str | None
+    kind: str  # its first failed URL's kind: page, requisite, external
+    urls: int  # its URLs that failed
+    pages: tuple[str, ...]  # the pages referring to them, most links first, KEEP_PAGES at most
+    more_pages: int  # references from pages not listed
+
+    @property
+    def reason(self) -> str:
         return reason(self.error_kind, self.error)
 
 
@@ -87,6 +116,8 @@ class Report:
     retired_hosts: set[str] = field(default_factory=set)  # hosts retired after failures in a row
     more_pages: dict[str, int] = field(default_factory=dict)  # broken URL -> referring pages not listed
     unresolved: int = 0  # external links and requisites set aside: no external host resolved (offline)
+    fragment_links: dict[str, int] = field(default_factory=dict)  # broken page -> fragment links into it
+    dead_hosts: list[DeadHost] = field(default_factory=list)  # hosts that never answered, most URLs first
     _listed: dict[str, int] = field(default_factory=dict)  # broken URL -> pages listed so far
     tally: Tally = field(default_factory=Tally)  # outcomes (core/outcomes.py), as every surface counts them
 
@@ -96,7 +127,7 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return not self.broken
+        return not self.broken and not self.dead_hosts
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,7 +135,13 @@ class Report:
             "records": self.records,
             "broken_count": self.broken_count,
             "broken": [
-                {"page": via, "links": [_broken_dict(b) for b in links]} for via, links in self.broken.items()
+                {"page": via, "links": [_broken_dict(b, self.fragment_links) for b in links]}
+                for via, links in self.broken.items()
+            ],
+            "dead_hosts": [
+                {"host": d.host, "reason": d.reason, "error_kind": d.error_kind, "error": d.error, "kind": d.kind,
+                 "urls": d.urls, "pages": list(d.pages), "more_pages": d.more_pages}
+                for d in self.dead_hosts
             ],
             "redirect_chains": [
                 {"start": c.start, "hops": [{"url": h.url, "status": h.status, "merged": h.merged} for h in c.hops],
@@ -117,6 +154,7 @@ class Report:
             "retired_hosts": sorted(self.retired_hosts),
             "more_pages": dict(sorted(self.more_pages.items())),
             "unresolved": self.unresolved,
+            "fragment_links": dict(sorted(self.fragment_links.items())),
             "outcomes": dict(self.tally.counts),
             "fetched_classes": dict(sorted(self.tally.classes.items())),
         }
@@ -131,9 +169,9 @@ class Report:
         self.broken.setdefault(b.via, []).append(b)
 
 
-def _broken_dict(b: Broken) -> dict[str, Any]:
+def _broken_dict(b: Broken, fragment_links: dict[str, int]) -> dict[str, Any]:
     return {"url": b.url, "status": b.status, "error_kind": b.error_kind, "error": b.error, "discovery": b.discovery,
-            "tag": b.tag, "kind": b.kind}
+            "tag": b.tag, "kind": b.kind, "fragment_links": fragment_links.get(b.url, 0)}
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -190,6 +228,14 @@ def _from_jsonl(source: str) -> Iterator[dict[str, Any]]:
 
 # -- analysis -------------------------------------------------------------------------
 
+def _kind(rec: dict[str, Any]) -> str | None:
+    """The record's error_kind; for records from before error_kind, one guessed from its error."""
+    kind = rec.get("error_kind")
+    if kind is None and rec.get("error"):  # records from before error_kind: still count them
+        kind = "other" if not str(rec["error"]).startswith("BlockedByRobots") else "robots"
+    return kind
+
+
 def is_broken(rec: dict[str, Any], options: Options) -> bool:
     """A record is broken when its status >= `min_status` (400 by default) or it has an
     `error_kind`, except:
@@ -199,9 +245,7 @@ def is_broken(rec: dict[str, Any], options: Options) -> bool:
       404 or 410: a probe, not a link anyone wrote.
     """
 
-    status, kind = rec.get("status"), rec.get("error_kind")
-    if kind is None and rec.get("error"):  # records from before error_kind: still count them
-        kind = "other" if not str(rec["error"]).startswith("BlockedByRobots") else "robots"
+    status, kind = rec.get("status"), _kind(rec)
     if kind is not None:
         if kind in NOT_BROKEN_KINDS or (kind == "robots" and not options.include_robots):
             return False
@@ -231,35 +275,47 @@ class Analysis:
         self.options = options
         self._report = Report(source=source, options=options)
         self._redirects: dict[str, dict[str, Any]] = {}
-        self._outcome: dict[str, tuple[int | None, str | None]] = {}  # status and error of redirect targets
+        self._outcome: dict[str, tuple[int | None, str | None]] = {}  # every URL's status and error
         self._slow: list[tuple[float, str, int | None]] = []
         self._broken: dict[str, Broken] = {}  # broken URL -> its finding, for the pages that refer to it later
         self._offline = _Offline()
+        self._hosts: dict[str, _Host] = {}  # host[:port] -> whether it answered, how its URLs failed
 
     def add(self, rec: dict[str, Any]) -> None:
         report = self._report
         report.records += 1
         try:
             _add(report, rec, self.options, self._redirects, self._outcome, self._slow)
-            _refs(report, rec, self.options, self._broken, self._offline)
+            _refs(report, rec, self.options, self._broken, self._offline, self._outcome)
+            host = _host(rec["url"])
+            (self._hosts.get(host) or self._hosts.setdefault(host, _Host())).saw(rec)
         except (TypeError, ValueError, AttributeError) as exc:  # a record with fields of the wrong type
             raise ReportError(f"{report.source}: record {report.records} is not a crawltop record ({exc})") from None
 
     def report(self) -> Report:
         """The Report of the records added so far (call it once, after the last)."""
-        report, offline = self._report, self._offline
-        if offline.is_offline:
-            report.unresolved = offline.unresolved
-            for via, links in list(report.broken.items()):
-                report.broken[via] = [b for b in links if not _unresolved(b)]
-                if not report.broken[via]:
-                    del report.broken[via]
+        report, hosts = self._report, self._hosts
+        aside: set[str] = set()
+        if self._offline.is_offline(hosts):
+            # a host retired after its names failed is as unchecked as they are
+            aside = {n for n, h in hosts.items() if h.unreached and not h.own and h.why()[0] == "dns"}
+            report.unresolved = self._offline.unresolved + sum(hosts[n].retired for n in aside)
+            _drop(report, lambda b: _unresolved(b) or (b.tag != FRAGMENT and _host(b.url) in aside))
+        _fold_fragments(report, self._outcome)
+        report.fragment_links = {u: n for u, n in report.fragment_links.items() if u in self._broken}
+        report.dead_hosts = _dead_hosts(report, {n: h for n, h in hosts.items() if h.dead and n not in aside})
         report.slowest = sorted(self._slow, reverse=True)
         report.chains = _chains(self._redirects, self._outcome)
         report.broken = dict(sorted(report.broken.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
         for links in report.broken.values():
             links.sort(key=lambda b: b.url)
         return report
+
+
+def _host(url: str) -> str:
+    """host[:port] of a record's URL (canonical; a foreign one must not crash)."""
+    parts = str(url).split("/", 3)
+    return parts[2] if len(parts) > 2 else str(url)
 
 
 def _add(report: Report, rec: dict[str, Any], options: Options, redirects: dict[str, dict[str, Any]],
@@ -276,8 +332,7 @@ def _add(report: Report, rec: dict[str, Any], options: Options, redirects: dict[
     if rec.get("error_kind"):
         report.by_error_kind[rec["error_kind"]] += 1
         if rec["error_kind"] == "host-retired":
-            parts = str(url).split("/", 3)  # a record's URL is canonical; a foreign one must not crash
-            report.retired_hosts.add(parts[2] if len(parts) > 2 else str(url))
+            report.retired_hosts.add(_host(url))
     if rec.get("next_url"):
         redirects[url] = {"next": rec["next_url"], "status": status, "merged": bool(rec.get("merged")),
                           "discovery": rec.get("discovery") or "", "error": rec.get("error")}
@@ -290,9 +345,64 @@ def _add(report: Report, rec: dict[str, Any], options: Options, redirects: dict[
     outcome[url] = (status, rec.get("error"))
 
 
+DEAD_MIN_URLS = 2  # a dead host with one URL keeps that URL's own finding: it says as much, and the URL
+
+
+class _Host:
+    """What the records say of one host: whether it ever answered, and how its URLs failed."""
+
+    __slots__ = ("answered", "other", "own", "failed", "retired", "error_kind", "error", "retired_error", "kind")
+
+    def __init__(self) -> None:
+        self.answered = False  # some URL of it got an HTTP status
+        self.other = False  # some URL of it failed in another way (reset, truncated, bad-url...)
+        self.own = False  # some URL of it is a page of the site (in scope)
+        self.failed = self.retired = 0  # URLs failed without reaching it; of them, retired
+        self.error_kind: str | None = None  # its first failure that was not a retirement
+        self.error: str | None = None
+        self.retired_error: str | None = None  # its first retirement's text, when it has nothing else
+        self.kind = ""
+
+    def saw(self, rec: dict[str, Any]) -> None:
+        kind = _kind(rec)
+        if rec.get("kind") == "page":
+            self.own = True
+        if rec.get("status") is not None:
+            self.answered = True
+        elif kind in UNREACHED:
+            self.failed += 1
+            self.kind = self.kind or str(rec.get("kind") or "page")
+            if kind == "host-retired":
+                self.retired += 1
+                self.retired_error = self.retired_error or rec.get("error")
+            elif self.error_kind is None:
+                self.error_kind, self.error = kind, rec.get("error")
+        elif kind is not None and kind not in NOT_BROKEN_KINDS and kind != "robots":
+            self.other = True
+
+    @property
+    def unreached(self) -> bool:
+        """Every URL of it that was tried failed before an HTTP status."""
+        return self.failed > 0 and not self.answered and not self.other
+
+    @property
+    def dead(self) -> bool:
+        return self.unreached and self.failed >= DEAD_MIN_URLS
+
+    def why(self) -> tuple[str | None, str | None]:
+        """(error_kind, error) of its first real failure; when every URL was retired, the
+        failure the retirement names (`(last: dns)`), with the retirement's text."""
+        if self.error_kind is not None:
+            return self.error_kind, self.error
+        m = _RETIRED_LAST.search(self.retired_error or "")
+        return (m.group(1) if m and m.group(1) in UNREACHED else "host-retired"), self.retired_error
+
+
 class _Offline:
     """No external host resolved at all (a machine without a network, like CI): its DNS
-    failures say nothing of the links, so they are set aside and counted, not reported."""
+    failures say nothing of the links, so they are set aside and counted, not reported.
+    One outside host that answered, even a requisite's, says the network is there: then
+    each host whose names failed is reported (once, as a `DeadHost`, when it had several URLs)."""
 
     def __init__(self) -> None:
         self.unresolved = 0
@@ -305,19 +415,33 @@ class _Offline:
         if rec.get("kind") in ("external", "requisite") and rec.get("error_kind") == "dns":
             self.unresolved += 1
 
-    @property
-    def is_offline(self) -> bool:
-        return self.unresolved > 0 and self.answered == 0
+    def is_offline(self, hosts: dict[str, _Host]) -> bool:
+        """A host with no page of the site that answered counts: a requisite's CDN is outside
+        too (the site's own images answering prove nothing of other hosts' names)."""
+        return (self.unresolved > 0 and self.answered == 0
+                and not any(h.answered and not h.own for h in hosts.values()))
 
 
 def _unresolved(b: Broken) -> bool:
     return b.kind in ("external", "requisite") and b.error_kind == "dns"
 
 
+def _failed(outcome: dict[str, tuple[int | None, str | None]], url: str) -> bool:
+    """The URL's record says it did not answer as itself: a status >= 400, or no status and an error."""
+    status, error = outcome.get(url, (None, None))
+    return (status or 0) >= 400 or (status is None and error is not None)
+
+
+def _target(url: str) -> str:
+    """The page of a `page#fragment` finding (a canonical URL has no `#` of its own)."""
+    return url.partition("#")[0]
+
+
 def _refs(report: Report, rec: dict[str, Any], options: Options, broken: dict[str, Broken],
-          offline: _Offline) -> None:
+          offline: _Offline, outcome: dict[str, tuple[int | None, str | None]]) -> None:
     """What the record says of broken things (core/queueing/findings.py): itself, under its
-    `via` and its other referrers; the broken URLs its page refers to; missing fragments."""
+    `via` and its other referrers; the broken URLs its page refers to; missing fragments,
+    except those into a page already known broken, which only count toward its finding."""
     url = rec["url"]
     offline.saw(rec)
     if is_broken(rec, options):
@@ -335,9 +459,64 @@ def _refs(report: Report, rec: dict[str, Any], options: Options, broken: dict[st
         found = broken.get(str(target))
         if found is not None:
             report.refer(replace(found, via=url, tag=str(tag)))
+    counts = report.fragment_links
     for page, target, frag in rec.get("missing_fragments") or ():
-        report.refer(Broken(f"{target}#{frag}", str(page), None, None, f"no element with id {frag!r}",
-                            "", FRAGMENT, "page"))
+        target = str(target)
+        if _failed(outcome, target):
+            counts[target] = counts.get(target, 0) + 1
+        else:  # a fine page without the id, or one not recorded yet (`_fold_fragments` looks again)
+            report.refer(Broken(f"{target}#{frag}", str(page), None, None, f"no element with id {frag!r}",
+                                "", FRAGMENT, "page"))
+
+
+def _drop(report: Report, picked: Callable[[Broken], bool]) -> tuple[list[Broken], dict[str, int]]:
+    """Take the findings `picked` out of the report: them, and the counts of their pages not
+    listed (`more_pages`; a URL counted there is listed under KEEP_PAGES pages first)."""
+    dropped: list[Broken] = []
+    for via, links in list(report.broken.items()):
+        keep = [b for b in links if not picked(b)]
+        if len(keep) == len(links):
+            continue
+        dropped += [b for b in links if picked(b)]
+        if keep:
+            report.broken[via] = keep
+        else:
+            del report.broken[via]
+    more = {u: report.more_pages.pop(u) for u in {b.url for b in dropped} if u in report.more_pages}
+    return dropped, more
+
+
+def _fold_fragments(report: Report, outcome: dict[str, tuple[int | None, str | None]]) -> None:
+    """A fragment link into a page that is itself broken is part of that page's finding, not a
+    missing id: a 404 page has none of the ids its links name. Those found before the page's
+    record are moved here from the listing into `fragment_links`."""
+    dropped, more = _drop(report, lambda b: b.tag == FRAGMENT and _failed(outcome, _target(b.url)))
+    counts = report.fragment_links
+    for url, n in [(b.url, 1) for b in dropped] + list(more.items()):
+        counts[_target(url)] = counts.get(_target(url), 0) + n
+
+
+def _dead_hosts(report: Report, dead: dict[str, _Host]) -> list[DeadHost]:
+    """One finding per host that never answered, its URLs' findings taken out of the listing;
+    its referring pages are those the findings named, most links first."""
+    if not dead:
+        return []
+    dropped, more = _drop(report, lambda b: b.tag != FRAGMENT and _host(b.url) in dead)
+    pages: dict[str, Counter[str]] = {name: Counter() for name in dead}
+    rest: Counter[str] = Counter()
+    for b in dropped:
+        if b.via is not None:
+            pages[_host(b.url)][b.via] += 1
+    for url, n in more.items():
+        rest[_host(url)] += n
+    out = []
+    for name, h in dead.items():
+        ranked = sorted(pages[name].items(), key=lambda kv: (-kv[1], kv[0]))
+        kind, error = h.why()
+        out.append(DeadHost(name, kind, error, h.kind, h.failed, tuple(p for p, _ in ranked[:KEEP_PAGES]),
+                            max(0, len(ranked) - KEEP_PAGES) + rest[name]))
+    out.sort(key=lambda d: (-d.urls, d.host))
+    return out
 
 
 def _chains(redirects: dict[str, dict[str, Any]], outcome: dict[str, tuple[int | None, str | None]]) -> list[Chain]:
