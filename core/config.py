@@ -10,6 +10,9 @@ QueueBy = Literal["host", "domain"]
 class CrawlConfig:
     roots: tuple[str, ...]
     concurrency: int = 10
+    # Workers of their own for checks (external links, requisites of other hosts): a check
+    # mostly waits on a far host, and a site's pages must never wait behind link rot.
+    checks: int = 32
     max_redirect: int = 10
     max_tries: int = 4
     scope: Scope = "host"

@@ -35,7 +35,7 @@ from .parsing.cuts import CutPage
 from .parsing.urls import canonical, host_origin, netloc_of
 from .queueing.follow import Follow
 from .queueing.frontier import Frontier, Item, MemoryFrontier
-from .queueing.hosts import NEEDS_PROBE, NEEDS_ROBOTS, RETIRED, STEP_PENDING, Host, Hosts, Politeness
+from .queueing.hosts import CHECKS, NEEDS_PROBE, NEEDS_ROBOTS, PAGES, RETIRED, STEP_PENDING, Host, Hosts, Politeness
 from .queueing.kinds import EXTERNAL, PAGE, is_stylesheet
 from .queueing.parts import Failing, Lookup, Scheduled
 from .queueing.scope import Scope
@@ -90,7 +90,13 @@ class Crawler:
         self._share_hosts(sched)
         self._target = config.concurrency
         self.stats.target_concurrency = config.concurrency
-        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._tasks: dict[int, asyncio.Task[None]] = {}  # the page workers (-c, + and -)
+        # The check workers: external links and other hosts' requisites, a pool of their own
+        # (--checks), so a dead host's timeouts never hold a worker the site's pages need.
+        # Without external checks or requisites only a stray URL (a redirect off the site) is one.
+        checks = config.checks if config.external or config.requisites else 1
+        self._check_target = self.stats.target_checks = max(1, checks)
+        self._check_tasks: dict[int, asyncio.Task[None]] = {}
         self._retired: set[asyncio.Task[None]] = set()
         self._failure: BaseException | None = None
         self._held: dict[int, Item] = {}
@@ -118,8 +124,10 @@ class Crawler:
         sched.configure(Politeness(
             delay=c.delay, per_host=c.per_host, max_crawl_delay=c.max_crawl_delay, delay_factor=c.delay_factor,
             max_failures=c.host_max_failures, budget=c.max_pages_per_host, queue_by=c.queue_by,
-            robots=c.robots, backoff=c.backoff, max_backoff=c.max_wait))
+            robots=c.robots, backoff=c.backoff, max_backoff=c.max_wait, one_until_answered=True))
         self._host_key = sched.key
+        scope = self.scope
+        sched.sort_into_lanes(lambda url: not scope.on_site(url))
         self.stats.hosts = sched.hosts  # type: ignore[assignment]  # Host rows are HostStats and more
         self.stats.make_host = sched.host  # type: ignore[assignment]  # as above: a Host is a HostStats and more
         self.stats.over_budget = lambda: sched.over_budget
@@ -181,7 +189,14 @@ class Crawler:
             self.stats.workers[wid].retiring = True
 
     def cancel_worker(self, worker_id: int) -> bool:
-        """The chapter's task.cancel(): the URL goes back on the frontier, the pool shrinks."""
+        """The chapter's task.cancel(): the URL goes back on the frontier, the pool shrinks
+        (a check worker's pool too, down to one: checks must go on)."""
+        if worker_id in self._check_tasks and not self._check_tasks[worker_id].done():
+            if len(self._check_tasks) <= 1:
+                return False
+            self._check_target = self.stats.target_checks = len(self._check_tasks) - 1
+            self._retire(worker_id)
+            return True
         if worker_id not in self._tasks or self._tasks[worker_id].done():
             return False
         self._target = self.stats.target_concurrency = max(0, self._target - 1)
@@ -190,7 +205,7 @@ class Crawler:
 
     def _retire(self, worker_id: int) -> None:
         """Cancel a worker and stop counting it at once, so no other worker retires for it."""
-        task = self._tasks.pop(worker_id)
+        task = (self._check_tasks if worker_id in self._check_tasks else self._tasks).pop(worker_id)
         task.cancel()
         self._retired.add(task)  # still awaited at the end: its URL must be put back first
         task.add_done_callback(self._retired.discard)
@@ -281,6 +296,8 @@ class Crawler:
             for root in self.roots:
                 self._admit(root, self.config.max_redirect, 0)
             self.set_concurrency(self._target)
+            while len(self._check_tasks) < self._check_target:
+                self._spawn(check=True)
             if self.config.max_time:  # --max-time: a clean stop, as q
                 self._limit = asyncio.get_running_loop().call_later(self.config.max_time, self.stop)
             join = asyncio.ensure_future(self.frontier.join())
@@ -314,23 +331,25 @@ class Crawler:
             raise self._failure
 
     async def _cancel_workers(self) -> None:
-        tasks = [*self._tasks.values(), *self._retired]
+        tasks = [*self._tasks.values(), *self._check_tasks.values(), *self._retired]
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _spawn(self) -> None:
+    def _spawn(self, check: bool = False) -> None:
         self._next_id += 1
         wid = self._next_id
-        ws = self.stats.workers[wid] = WorkerState(wid, since=self.stats.clock())
-        self._tasks[wid] = asyncio.get_running_loop().create_task(self._work(ws), name=f"worker-{wid}")
+        ws = self.stats.workers[wid] = WorkerState(wid, since=self.stats.clock(), check=check)
+        pool = self._check_tasks if check else self._tasks
+        pool[wid] = asyncio.get_running_loop().create_task(self._work(ws), name=f"worker-{wid}")
 
     async def _work(self, ws: WorkerState) -> None:
+        pool, lane = (self._check_tasks, CHECKS) if ws.check else (self._tasks, PAGES)
         try:
-            while len(self._tasks) <= self._target:
+            while len(pool) <= (self._check_target if ws.check else self._target):
                 await self._wait_unpaused(ws)
                 self.stats.set_phase(ws, "waiting")
-                item = await self.frontier.pop()
+                item = await self.frontier.pop(lane)
                 host = self._sched.of(item.url)
                 if self.paused and not host.flags & RETIRED:
                     # paused while we waited: the URL goes back rather than be held through
@@ -348,7 +367,7 @@ class Crawler:
                     del self._held[ws.id]
                     self.frontier.done(item)
         finally:
-            self._tasks.pop(ws.id, None)
+            pool.pop(ws.id, None)
             self.stats.workers.pop(ws.id, None)
 
     async def _prerequisite(self, ws: WorkerState, host: Host, item: Item) -> None:
@@ -367,9 +386,11 @@ class Crawler:
                 if self._robots is not None:
                     crawl_delay = (await self._robots.check(item.url))[1]
                     if self._robots.unanswered and host_origin(item.url) in self._robots.unanswered:
-                        # no response at all: the host's first strike, so it gets one request
-                        # at a time from now on (a dead host costs a few connections, not -c)
+                        # no response at all: the host's first strike (it gets one request at
+                        # a time until it answers: a dead host costs a few connections, not -c)
                         self._host_failed(host, "connect", started, None, block=True, strike=True)
+                    else:
+                        self._sched.answered(host)
             elif host.flags & NEEDS_PROBE:
                 host.flags &= ~NEEDS_PROBE
                 self.stats.set_phase(ws, "sitemap")
@@ -480,6 +501,8 @@ class Crawler:
                 # answer: the host's strike, and the URLs that waited for it go back untried.
                 self._host_failed(host, "connect", asked, None, block=True, strike=True)
                 raise _Retry(item.tries, 0.0)
+            if waited:
+                self._sched.answered(host)
             if not allowed:
                 self.stats.robots_blocked += 1
                 record.fail(errors.BlockedByRobots("disallowed by robots.txt"))
@@ -598,6 +621,7 @@ class Crawler:
         if not retryable(resp.status):
             sched.succeeded(host, started, loop.time() - started)
             return resp
+        sched.answered(host)  # a 429 or a 5xx: a live server, however unwell
         self._bodies.give(resp.held)  # an error page is not parsed: only a status, at most a Retry-After
         resp.held = 0
         host_wide = resp.status in (429, 503)
@@ -661,6 +685,7 @@ class Crawler:
             self.stats.redirect(item.url, target, resp.status)
         if item.depth == 0 and not item.discovery.strip("R") and not self.scope.allows(target):
             self.scope.add_root(target)  # a seed that moved: its new host is a root's (seedsRedirectNewSeeds)
+            self._sched.relane(target)
         if item.redirects_left <= 0:
             record.fail(errors.TooManyRedirects(f"more than {self.config.max_redirect} redirects"))
         elif not self.kinds.redirect_allowed(record.kind, target):  # its kind, set by _process

@@ -41,6 +41,7 @@ class WorkerState:
     tries: int = 0
     retiring: bool = False
     slot: object | None = None  # the Host whose fetch slot this worker holds (core/crawler.py)
+    check: bool = False  # a check worker (external links, other hosts' requisites), not a page worker
 
 
 @dataclass(slots=True)
@@ -63,6 +64,7 @@ class WorkerView:
     in_phase: float
     tries: int
     retiring: bool
+    check: bool = False  # a check worker: external links and other hosts' requisites
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +199,10 @@ class Snapshot:
     # cancelled; and the fetched ones by status class. `errors` is outcomes["failed"].
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     fetched_classes: dict[str, int] = field(default_factory=dict)
+    # The check workers (core/crawler.py): busy now, and how many there are; `busy`, `idle`
+    # and `concurrency` count the page workers only.
+    checks_busy: int = 0
+    checks: int = 0
 
     @property
     def failed(self) -> int:
@@ -218,6 +224,7 @@ class Stats:
     seen_size: Callable[[], int] = lambda: 0
     state: str = "RUNNING"
     target_concurrency: int = 0
+    target_checks: int = 0
     records: int = 0
     pages: int = 0
     requisites: int = 0  # requisites fetched (images, stylesheets, scripts...)
@@ -372,11 +379,14 @@ class Stats:
         self._roll()
         now = self.clock()
         elapsed = self._elapsed()
+        # every page worker, and the check workers that are at work (idle ones are only counted)
         workers = tuple(
-            WorkerView(w.id, w.phase, w.url, w.host, max(0.0, now - w.since), w.tries, w.retiring)
-            for w in self.workers.values()
+            WorkerView(w.id, w.phase, w.url, w.host, max(0.0, now - w.since), w.tries, w.retiring, w.check)
+            for w in self.workers.values() if not w.check or w.phase not in ("waiting", "paused")
         )
-        busy = sum(1 for w in workers if w.phase not in ("waiting", "paused"))
+        checks_busy = sum(w.check for w in workers)
+        pages = len(workers) - checks_busy
+        busy = sum(1 for w in workers if not w.check and w.phase not in ("waiting", "paused"))
         rate_now = self._rate_now(elapsed)
         top = heapq.nlargest(TOP_HOSTS, self.hosts.items(), key=_busiest)
         mono = time.monotonic()
@@ -390,10 +400,10 @@ class Stats:
             bytes=self.bytes,
             queued=self.queue_size(),
             seen=self.seen_size(),
-            in_flight=busy,
+            in_flight=busy + checks_busy,
             concurrency=self.target_concurrency,
             busy=busy,
-            idle=len(workers) - busy,
+            idle=pages - busy,
             errors=self.errors,
             retries=self.retries,
             redirects=self.redirects,
@@ -416,7 +426,7 @@ class Stats:
             ignored=self.ignored,
             notice=self.notice,
             host_counts=self.host_counts(),
-            next_due=self.next_due() if not busy else None,
+            next_due=self.next_due() if not busy + checks_busy else None,
             hosts_over_budget=self.over_budget(),
             sitemap_probes=self.sitemap_probes,
             sitemap_found=self.sitemap_found,
@@ -424,6 +434,8 @@ class Stats:
             externals=self.externals,
             outcomes=dict(self.tally.counts),
             fetched_classes=dict(self.tally.classes),
+            checks_busy=checks_busy,
+            checks=self.target_checks,
         )
 
 

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
-from .hosts import Hosts
+from .hosts import CHECKS, PAGES, Hosts
 from .item import Item
 
 
@@ -32,8 +32,9 @@ class Frontier(Protocol):
     def requeue(self, item: Item, after: float = 0.0) -> None:
         """Put back a URL that was taken but not finished (cancelled worker, a retry):
         first in its host's queue, or in `after` seconds (a store with `hosts`)."""
-    async def pop(self) -> Item:
-        """The next URL whose host is due (a store with `hosts`), or the next URL."""
+    async def pop(self, lane: int = 0) -> Item:
+        """The next URL whose host is due, of the lane: the site's pages (0) or the checks of
+        other hosts (1) (core/queueing/hosts.py PAGES, CHECKS)."""
     def done(self, item: Item) -> None:
         """The item's Record is written; join() counts it finished."""
     def seen(self, url: str) -> bool: ...
@@ -59,98 +60,111 @@ class Frontier(Protocol):
     def seen_count(self) -> int: ...
 
 
+class _Lane:
+    """The workers of one lane waiting for a due host, and the one timer for its earliest wake."""
+
+    __slots__ = ("getters", "timer", "timer_at")
+
+    def __init__(self) -> None:
+        self.getters: deque[asyncio.Future[None]] = deque()
+        self.timer: asyncio.TimerHandle | None = None
+        self.timer_at = math.inf
+
+
 class DueWaiters:
-    """pop() for a store whose queues are a `Hosts` (core/queueing/hosts.py): the first due URL,
-    else sleep until the earliest host comes due or new work arrives. No polling: the
-    Hosts calls `notify(at)` whenever a host enters the ready heap, and one timer stands
-    for the earliest wake while workers wait."""
+    """pop() for a store whose queues are a `Hosts` (core/queueing/hosts.py): the first due URL
+    of the lane (the site's pages, or checks of other hosts), else sleep until the lane's
+    earliest host comes due or new work arrives. No polling: the Hosts calls `notify(at, lane)`
+    whenever a host enters a ready heap, and one timer a lane stands for its earliest wake."""
 
     hosts: Hosts
 
     def _waiters_init(self) -> None:
-        self._getters: deque[asyncio.Future[None]] = deque()
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = math.inf
+        self._lanes = (_Lane(), _Lane())
         self.hosts.notify = self._notify
 
     @property
     def waiting(self) -> int:
-        """Workers waiting for a due host (the screen says why)."""
-        return len(self._getters)
+        """Page workers waiting for a due host (the screen says why)."""
+        return len(self._lanes[PAGES].getters)
 
-    def _notify(self, at: float) -> None:
-        if not self._getters:
+    def _notify(self, at: float, lane: int) -> None:
+        w = self._lanes[lane]
+        if not w.getters:
             return
         loop = asyncio.get_running_loop()
         if at <= loop.time():
-            self._wake_one()
-        elif at < self._timer_at:
-            self._arm(loop, at)
+            self._wake_one(w)
+        elif at < w.timer_at:
+            self._arm(loop, w, at)
 
-    def _arm(self, loop: asyncio.AbstractEventLoop, at: float) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_at = at
-        self._timer = loop.call_at(at, self._ring)
+    def _arm(self, loop: asyncio.AbstractEventLoop, w: _Lane, at: float) -> None:
+        if w.timer is not None:
+            w.timer.cancel()
+        w.timer_at = at
+        w.timer = loop.call_at(at, self._ring, w)
 
-    def _ring(self) -> None:
-        self._timer, self._timer_at = None, math.inf
-        self._wake_one()
+    def _ring(self, w: _Lane) -> None:
+        w.timer, w.timer_at = None, math.inf
+        self._wake_one(w)
 
-    def _wake_one(self) -> None:
-        while self._getters:
-            g = self._getters.popleft()
+    @staticmethod
+    def _wake_one(w: _Lane) -> None:
+        while w.getters:
+            g = w.getters.popleft()
             if not g.done():
                 g.set_result(None)
                 return
 
-    async def _next_due(self) -> Item:
+    async def _next_due(self, lane: int = PAGES) -> Item:
         while True:
-            got = self._take()
+            got = self._take(lane)
             if got is not None:
                 return got
-            await self._wait_due(asyncio.get_running_loop())
+            await self._wait_due(asyncio.get_running_loop(), lane)
 
-    def _take(self) -> Item | None:
+    def _take(self, lane: int = PAGES) -> Item | None:
         """The first due URL, by time.monotonic (the default loop's clock, as in next_wake_in;
         uvloop's is in whole ms, at most ~1 ms behind it): asyncio.get_running_loop() is a
         getpid() syscall on 3.11, 0.7% of a small page's CPU when every pop asked for it."""
         now = time.monotonic()
-        got = self.hosts.take(now)
+        got = self.hosts.take(now, lane)
         if got is None:
             return None
-        if self._getters:  # others wait: pass the turn on, or keep the timer on the earliest
-            wake = self.hosts.next_wake()
+        w = self._lanes[lane]
+        if w.getters:  # others wait: pass the turn on, or keep the timer on the earliest
+            wake = self.hosts.next_wake(lane)
             if wake is not None:
                 if wake <= now:
-                    self._wake_one()
-                elif wake < self._timer_at:
-                    self._arm(asyncio.get_running_loop(), wake)
+                    self._wake_one(w)
+                elif wake < w.timer_at:
+                    self._arm(asyncio.get_running_loop(), w, wake)
         return got[0]
 
-    async def _wait_due(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Until a host may be due: the earliest wake, or a host entering the heap."""
-        wake = self.hosts.next_wake()
-        if wake is not None and wake < self._timer_at:
-            self._arm(loop, wake)
+    async def _wait_due(self, loop: asyncio.AbstractEventLoop, lane: int = PAGES) -> None:
+        """Until a host of the lane may be due: the earliest wake, or a host entering its heap."""
+        w = self._lanes[lane]
+        wake = self.hosts.next_wake(lane)
+        if wake is not None and wake < w.timer_at:
+            self._arm(loop, w, wake)
         getter = loop.create_future()
-        self._getters.append(getter)
+        w.getters.append(getter)
         try:
             await getter
         except BaseException:
             getter.cancel()
             try:
-                self._getters.remove(getter)
+                w.getters.remove(getter)
             except ValueError:  # it was woken: hand the wake to another
-                self._wake_one()
+                self._wake_one(w)
             raise
 
     def next_wake_in(self) -> float | None:
         """Seconds until the earliest host comes due (None: nothing could)."""
-        wake = self.hosts.next_wake()
-        if wake is None:
+        wakes = [w for w in (self.hosts.next_wake(PAGES), self.hosts.next_wake(CHECKS)) if w is not None]
+        if not wakes:
             return None
-        return max(0.0, wake - time.monotonic())  # the loop's clock, readable off the loop too
+        return max(0.0, min(wakes) - time.monotonic())  # the loop's clock, readable off the loop too
 
 
 class MemoryFrontier(DueWaiters):
@@ -184,8 +198,8 @@ class MemoryFrontier(DueWaiters):
             self.hosts.put(self.hosts.of(item.url), item, front=True)
         self._more()
 
-    async def pop(self) -> Item:
-        return await self._next_due()
+    async def pop(self, lane: int = PAGES) -> Item:
+        return await self._next_due(lane)
 
     def done(self, item: Item) -> None:
         if self._unfinished <= 0:

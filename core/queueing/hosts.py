@@ -24,6 +24,16 @@ RETIRED = 2
 NEEDS_ROBOTS = 4  # robots.txt is the host's first request (Heritrix's prerequisite)
 STEP_PENDING = 8  # a worker does the host's robots.txt or probe: the host is not due meanwhile
 NEEDS_PROBE = 16  # its guessed /sitemap.xml is probed as one of its requests (core/fetching/sitemaps.py)
+CHECK = 32  # not one of the site's hosts: its URLs are checks, taken by the check workers only
+ANSWERED = 64  # it has sent an HTTP response (any status) at least once
+UNSORTED = 128  # made from a key alone (a resume): its lane is read off its first queued URL
+
+# The two lanes of work. A site's own pages must never wait behind link rot, so hosts out of
+# scope (external links, off-site requisites) are taken by workers of their own.
+PAGES, CHECKS = 0, 1
+# A host that has never answered (refused, reset, silent, closed at once, not resolvable) is
+# retired after this many failures in a row at most, and tried one connection at a time.
+NEVER_ANSWERED_STRIKES = 3
 
 # Why a host backs off (Host.why), as the view shows it.
 # States of a host, in the order the header counts them.
@@ -52,6 +62,9 @@ class Politeness:
     robots: bool = False  # fetch robots.txt as each host's first request
     backoff: float = 0.5  # first back-off step, seconds; doubles per failure
     max_backoff: float = 60.0  # longest back-off or Retry-After we accept
+    # One request at a time to a host until it first answers (a crawl sets it: a dead host then
+    # costs a connection or three, not -c of them); off for a store used as a plain queue.
+    one_until_answered: bool = False
 
 
 @lru_cache(maxsize=65536)
@@ -205,15 +218,38 @@ class Hosts:
     def __init__(self, policy: Politeness | None = None) -> None:
         self.policy = policy or Politeness()
         self.hosts: dict[str, Host] = {}
-        self._heap: list[tuple[float, Host]] = []
+        self._heaps: tuple[list[tuple[float, Host]], list[tuple[float, Host]]] = ([], [])  # by lane
         self._later: list[tuple[float, int, Item]] = []  # URLs retried after a wait of their own
         self._later_seq = 0
         self.size = 0  # queued URLs, all hosts
         self.retired = 0
         self.over_budget = 0
         self._key: Callable[[str], str] = netloc_of
-        self.notify: Callable[[float], None] = lambda at: None  # a host entered the heap (DueWaiters)
+        self.notify: Callable[[float, int], None] = lambda at, lane: None  # a host entered a lane's heap
         self.changed: Callable[[Host], None] = lambda h: None  # a state worth keeping changed (SQLite)
+        self.classify: Callable[[str], bool] = lambda url: False  # URL -> its host is a check host
+
+    def sort_into_lanes(self, classify: Callable[[str], bool]) -> None:
+        """Set the rule that puts a host in the check lane (True) or the pages lane, and
+        apply it to the hosts made so far (a store restored before the crawl began)."""
+        self.classify = classify
+        for h in self.hosts.values():
+            h.flags |= UNSORTED
+            if h.queued:
+                self._sort(h, h.q[h.head].url)
+
+    def relane(self, url: str) -> None:
+        """The scope grew (a seed added, a root redirected): the URL's host may be the site's now."""
+        h = self.hosts.get(self._key(url))
+        if h is not None:
+            self._sort(h, url)
+
+    def _sort(self, h: Host, url: str) -> None:
+        flags = (h.flags & ~(CHECK | UNSORTED)) | (CHECK if self.classify(url) else 0)
+        if flags != h.flags:
+            h.flags = flags
+            h.heap_at = -1.0  # its entry, if any, is in the other lane's heap: stale there
+            self._schedule(h)
 
     def configure(self, policy: Politeness) -> None:
         """The crawl's rules, set when it starts (a store may be opened before)."""
@@ -227,15 +263,17 @@ class Hosts:
     def key(self, url: str) -> str:
         return self._key(url)
 
-    def host(self, key: str) -> Host:
+    def host(self, key: str, lane: int = UNSORTED) -> Host:
         h = self.hosts.get(key)
         if h is None:
-            h = self.hosts[key] = Host(key, NEEDS_ROBOTS if self.policy.robots else 0)
+            h = self.hosts[key] = Host(key, (NEEDS_ROBOTS if self.policy.robots else 0) | lane)
             self.recompute(h)  # due at once (0.0, shared: a float per host would cost 24 bytes)
         return h
 
     def of(self, url: str) -> Host:
-        return self.host(self._key(url))
+        key = self._key(url)
+        h = self.hosts.get(key)
+        return h if h is not None else self.host(key, CHECK if self.classify(url) else 0)
 
     # -- queueing -----------------------------------------------------------------------
     def admit(self, item: Item) -> bool:
@@ -261,6 +299,8 @@ class Hosts:
         return h
 
     def put(self, h: Host, item: Item, front: bool = False) -> None:
+        if h.flags & UNSORTED:
+            self._sort(h, item.url)
         if front and h.head:
             h.head -= 1
             h.q[h.head] = item
@@ -277,20 +317,21 @@ class Hosts:
         self._later_seq += 1
         heapq.heappush(self._later, (at, self._later_seq, item))
         self.size += 1
-        self.notify(at)
+        self.notify(at, CHECKS if self.of(item.url).flags & CHECK else PAGES)
 
-    def take(self, now: float) -> tuple[Item, Host] | None:
-        """The next URL of the first due host; that host is then in flight and its
-        next-allowed time moves on by its delay."""
+    def take(self, now: float, lane: int = PAGES) -> tuple[Item, Host] | None:
+        """The next URL of the first due host of the lane; that host is then in flight and
+        its next-allowed time moves on by its delay."""
         later = self._later
         while later and later[0][0] <= now:
             item = heapq.heappop(later)[2]
             self.size -= 1
             self.put(self.of(item.url), item, front=True)
-        heap = self._heap
+        heap = self._heaps[lane]
+        check = CHECK if lane else 0
         while heap:
             at, h = heap[0]
-            if at != h.heap_at:
+            if at != h.heap_at or h.flags & CHECK != check:
                 heapq.heappop(heap)  # stale
                 continue
             if at > now:
@@ -323,11 +364,13 @@ class Hosts:
             return item, h
         return None
 
-    def next_wake(self) -> float | None:
-        """When the earliest host comes due; None if none could (nothing queued, or all
-        paused, capped or waiting for their robots.txt)."""
-        heap = self._heap
-        while heap and heap[0][0] != heap[0][1].heap_at:
+    def next_wake(self, lane: int = PAGES) -> float | None:
+        """When the earliest host of the lane comes due; None if none could (nothing queued,
+        or all paused, capped or waiting for their robots.txt). A deferred retry counts for
+        both lanes: take() of either puts it back in its host's queue."""
+        heap = self._heaps[lane]
+        check = CHECK if lane else 0
+        while heap and (heap[0][0] != heap[0][1].heap_at or heap[0][1].flags & CHECK != check):
             heapq.heappop(heap)
         wake = heap[0][0] if heap else None
         if self._later and (wake is None or self._later[0][0] < wake):
@@ -343,8 +386,8 @@ class Hosts:
             return 0.0
         cap = self.policy.per_host
         x = h.x
-        if x is not None and x.strikes:
-            cap = 1  # a host that stopped answering gets one request at a time until one succeeds
+        if (x is not None and x.strikes) or not (h.flags & ANSWERED or not self.policy.one_until_answered):
+            cap = 1  # a host that never answered, or stopped, gets one request at a time until it does
         if cap is not None and h.in_flight >= cap:
             return None
         return h.next_at if x is None or h.next_at > x.backoff_until else x.backoff_until
@@ -359,8 +402,9 @@ class Hosts:
             return
         if h.heap_at < 0 or at < h.heap_at:  # a later time waits: take() moves the entry then
             h.heap_at = at
-            heapq.heappush(self._heap, (at, h))
-            self.notify(at)
+            lane = CHECKS if h.flags & CHECK else PAGES
+            heapq.heappush(self._heaps[lane], (at, h))
+            self.notify(at, lane)
 
     # -- a fetch's life -----------------------------------------------------------------
     def started(self, h: Host, now: float) -> None:
@@ -395,10 +439,18 @@ class Hosts:
         self.changed(h)
         h.next_at = max(h.next_at, started + h.delay)
 
+    def answered(self, h: Host) -> None:
+        """An HTTP response came from it (any status, robots.txt's too): it is a live server,
+        so it may take its full share of connections and is retired only by --host-max-failures."""
+        if not h.flags & ANSWERED:
+            h.flags |= ANSWERED
+            self._schedule(h)
+
     def succeeded(self, h: Host, started: float, latency: float) -> None:
         """A response that is not a failure: the next back-off starts small again. A
         block in force still holds (a Retry-After is a promise), and a request that
         was in flight when it began says nothing about the host since."""
+        self.answered(h)
         if self.policy.delay_factor > 0:
             h.extra().adaptive = self.policy.delay_factor * latency
             self.recompute(h)
@@ -434,7 +486,12 @@ class Hosts:
             x.why = why
             self._schedule(h)
         self.changed(h)
-        return x.strikes >= self.policy.max_failures
+        return x.strikes >= self.strike_limit(h)
+
+    def strike_limit(self, h: Host) -> int:
+        """Failures in a row that retire it: fewer for a host that never answered at all."""
+        most = self.policy.max_failures
+        return most if h.flags & ANSWERED else min(most, NEVER_ANSWERED_STRIKES)
 
     def retire(self, h: Host, why: str) -> int:
         """No more requests to it; its queued URLs come due at once for their Records."""
@@ -523,14 +580,19 @@ class Hosts:
             items += h.q[h.head:]
             h.q, h.head, h.heap_at = [], 0, -1.0
         items += [e[2] for e in sorted(self._later)]
-        self._heap.clear()
+        for heap in self._heaps:
+            heap.clear()
         self._later.clear()
         self.size = 0
         return items
 
     def peek(self, n: int) -> list[Item]:
-        """About what pop() gives next: the hosts due soonest, taking turns."""
-        heap = self._heap
+        """About what pop() gives next: the hosts due soonest, taking turns; pages first."""
+        out = self._peek(self._heaps[PAGES], n)
+        return out + self._peek(self._heaps[CHECKS], n - len(out)) if len(out) < n else out
+
+    @staticmethod
+    def _peek(heap: list[tuple[float, Host]], n: int) -> list[Item]:
         hosts: list[Host] = []
         todo = [(heap[0][0], 0)] if heap else []  # walk the heap's top: O(n log n), not a scan
         while todo and len(hosts) < n:
@@ -577,8 +639,8 @@ class Hosts:
                 d["over"] = x.over
         if h.admitted:
             d["admitted"] = h.admitted
-        if h.flags & (PAUSED | RETIRED):
-            d["flags"] = h.flags & (PAUSED | RETIRED)
+        if h.flags & (PAUSED | RETIRED | ANSWERED):
+            d["flags"] = h.flags & (PAUSED | RETIRED | ANSWERED)
         if h.done or h.errors:
             d["done"], d["errors"], d["ms"] = h.done, h.errors, round(h.total_ms, 1)
         return d or None
@@ -598,7 +660,7 @@ class Hosts:
         h.admitted = int(_num(d.get("admitted")) or 0)
         h.done, h.errors = int(_num(d.get("done")) or 0), int(_num(d.get("errors")) or 0)
         h.total_ms = _num(d.get("ms")) or 0.0
-        flags = int(_num(d.get("flags")) or 0) & (PAUSED | RETIRED)
+        flags = int(_num(d.get("flags")) or 0) & (PAUSED | RETIRED | ANSWERED)
         if flags & RETIRED and not h.flags & RETIRED:
             self.retired += 1
         self.over_budget += x.over

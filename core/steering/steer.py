@@ -82,6 +82,7 @@ class Steering:
             for seed in settings.get(SEEDS) or ():
                 if isinstance(seed, str) and canonical(seed) == seed:
                     scope.add_root(seed)
+                    sched.relane(seed)  # its host is the site's now: the pages lane
             self.ignore_rules.on_change = lambda rules: self._save(SETTING, rules)
         self.ignore_rules.sync_sets(config.ignore_sets)
 
@@ -181,6 +182,7 @@ class Steering:
         if self.frontier.seen(c):
             return SeedResult(False, c, "already seen by this crawl")
         self.scope.add_root(c)
+        self._sched.relane(c)
         if not self._admit(c, self.config.max_redirect, 0, None, ""):
             return SeedResult(False, c, "--max-pages reached: nothing more is queued")
         if c not in self.roots:

@@ -19,7 +19,7 @@ from ..errors import StateError
 from ..output.provenance import intern_path
 from ..output.records import Record
 from ..queueing.frontier import DueWaiters, split_by
-from ..queueing.hosts import Host, Hosts
+from ..queueing.hosts import PAGES, Host, Hosts
 from ..queueing.item import Item
 from .bloom import BloomFilter
 from .schema import (
@@ -454,12 +454,12 @@ class SqliteStore(DueWaiters):
     def _has_items(self) -> bool:
         return bool(self.hosts.size) or self._spilled > 0
 
-    async def pop(self) -> Item:
+    async def pop(self, lane: int = PAGES) -> Item:
         loop = asyncio.get_running_loop()
         while len(self._writer.uncommitted) > MAX_BACKLOG:  # the writer is behind: let it catch up
             await asyncio.sleep(0.005)
         while True:
-            item = self._take()
+            item = self._take(lane)
             if item is not None:
                 self._state(item, IN_FLIGHT)
                 if self._spilled and self.hosts.size < REFILL // 2 and self._refill_task is None:
@@ -472,7 +472,7 @@ class SqliteStore(DueWaiters):
                 assert self._refill_task is not None
                 await asyncio.shield(self._refill_task)
                 continue
-            await self._wait_due(loop)
+            await self._wait_due(loop, lane)
 
     def _start_refill(self, loop: asyncio.AbstractEventLoop) -> None:
         self._flush()  # the spilled items may still be in the current batch
