@@ -16,13 +16,15 @@ from ..output.records import Record
 from ..parsing.css import css_refs
 from ..parsing.cuts import CutPage
 from ..parsing.page import LinkExtractor, PageRefs, Want
-from ..parsing.urls import href_target
+from ..parsing.urls import href_target, netloc_of
 from .findings import Fragments, Referrers
 from .item import Item
 from .kinds import EXTERNAL, PAGE, Kinds, References
 from .scope import Scope
 
-OFFLINE_AFTER = 3  # DNS failures of other hosts, none answering: say the machine looks offline
+OFFLINE_AFTER = 5  # other hosts whose names failed, at least, before the machine may look offline
+OFFLINE_SHARE = 0.8  # ... and this share of the other hosts heard of: most names fail, not all
+OFFLINE_WATCH = 10_000  # hosts remembered for it: past this many, the question is settled
 # Queue a URL (url, redirects_left, depth, via, discovery): its queue-view prefix; None if it
 # was seen before, "" if it was refused (--max-pages, an ignore).
 Queue = Callable[[str, int, int, str | None, str], str | None]
@@ -38,7 +40,8 @@ class Follow:
         self.links = LinkExtractor()
         self.referrers = Referrers()  # core/queueing/findings.py: a link check across two Records
         self.fragments = Fragments()
-        self._unresolved = self._answered = 0  # other hosts' DNS failures and answers (_offline)
+        self._unresolved: set[str] = set()  # other hosts whose names failed (_offline)
+        self._answered: set[str] = set()  # other hosts that sent a response
 
     def page(self, item: Item, record: Record, text: str | bytes | CutPage, robots_headers: Sequence[str],
              slimmed: bool) -> None:
@@ -114,11 +117,18 @@ class Follow:
         self.queue_stats.fetched(item.url, new, inside)
 
     def _offline(self, record: Record) -> None:
-        """Say once when no other host resolves at all (a machine without a network): the
-        DNS failures are then no news about the links (`report` sets them aside)."""
+        """Say once when most other hosts' names fail (a machine without a network, or with
+        a resolver that knows only a few names): the DNS failures are then no news about the
+        links (`report` sets them aside). Counted by host, not by URL: one host that
+        answers (a mirror, a proxy's own name) must not hide twenty that cannot."""
+        answered, unresolved = self._answered, self._unresolved
+        if len(answered) + len(unresolved) >= OFFLINE_WATCH:
+            return
         if record.status is not None:
-            self._answered += 1
+            answered.add(netloc_of(record.url))
         elif record.error_kind == "dns":
-            self._unresolved += 1
-            if self._unresolved >= OFFLINE_AFTER and not self._answered:
-                self.stats.notice = "no external host resolves: offline? (report sets them aside)"
+            unresolved.add(netloc_of(record.url))
+            fails = len(unresolved)
+            if fails >= OFFLINE_AFTER and fails >= OFFLINE_SHARE * (fails + len(answered)):
+                self.stats.notice = (f"{fails} of {fails + len(answered)} external hosts don't resolve: "
+                                     "offline? (report sets them aside)")

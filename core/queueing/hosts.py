@@ -33,7 +33,7 @@ UNSORTED = 128  # made from a key alone (a resume): its lane is read off its fir
 PAGES, CHECKS = 0, 1
 # A host that has never answered (refused, reset, silent, closed at once, not resolvable) is
 # retired after this many failures in a row at most, and tried one connection at a time.
-NEVER_ANSWERED_STRIKES = 3
+NEVER_ANSWERED_STRIKES = 2
 
 # Why a host backs off (Host.why), as the view shows it.
 # States of a host, in the order the header counts them.

@@ -46,6 +46,7 @@ def status_parts(snap: Snapshot) -> tuple:
         ("  conc ", label), (str(snap.concurrency), "bold"),
         (" busy ", label), (str(snap.busy), "bold"),
         (" idle ", label), (str(snap.idle), "bold"),
+        *([("  checks ", label), (f"{snap.checks_busy}/{snap.checks}", "bold")] if snap.checks > 1 else []),
         ("  retries ", label), (fmt.count(snap.retries), "bold"),
         ("  redirects ", label), (fmt.count(snap.redirects), "bold"),
     ]

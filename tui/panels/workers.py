@@ -72,15 +72,15 @@ class WorkersTable(DiffTable):
         stuck = stuck_workers(snap.workers, {h.host: h.avg_ms for h in snap.hosts})
         self.stuck = stuck
         rows: list[tuple[str, tuple[Cell, ...]]] = []
-        for w in sorted(snap.workers, key=lambda w: w.id):
+        for w in sorted(snap.workers, key=lambda w: (w.check, w.id)):  # the page workers first, then checks
             is_stuck = w.id in stuck
-            dim = "dim" if w.retiring else ""
+            dim = "dim" if w.retiring or w.check else ""
             phase = PHASE_LABEL.get(w.phase, w.phase) + (" ↓" if w.retiring else "")
             rows.append(
                 (
                     str(w.id),
                     (
-                        cell(w.id, "bold red" if is_stuck else dim),
+                        cell(f"c{w.id}" if w.check else w.id, "bold red" if is_stuck else dim),
                         cell(phase, "bold red" if is_stuck else PHASE_STYLE.get(w.phase, "")),
                         cell(w.host or "", dim),
                         cell(fmt.url_path(w.url) if w.url else "", dim),
@@ -109,7 +109,7 @@ class WorkersPanel(Vertical):
     def show(self, snap: Snapshot) -> None:
         self.table.show(snap)
         retiring = sum(1 for w in snap.workers if w.retiring)
-        parts: list = [("Workers ", "bold"), (str(len(snap.workers)), "bold")]
+        parts: list = [("Workers ", "bold"), (str(snap.busy + snap.idle), "bold")]
         why = idle_reason(snap)
         if why:  # first: at 80 columns it is what this line must say
             parts += ["  ", (why, "bold $warning")]
@@ -117,6 +117,8 @@ class WorkersPanel(Vertical):
                   ("  idle ", "dim"), str(snap.idle)]
         if retiring:
             parts += [("  retiring ", "dim"), str(retiring)]
+        if snap.checks > 1:  # the check workers: listed below the page workers, as cN, while at work
+            parts += [("  checks ", "dim"), f"{snap.checks_busy}/{snap.checks}"]
         if self.table.stuck:
             n = len(self.table.stuck)
             parts += ["  ", (f"{n} stuck", "bold reverse $error")]
