@@ -84,6 +84,18 @@ def host_name(text: str) -> str:
     return host
 
 
+def dns_server(text: str) -> str:
+    """`--dns-server ADDR[:PORT]`, checked and written as c-ares takes it."""
+    from ..core.fetching.resolver import HAVE_AIODNS, parse_server
+
+    if not HAVE_AIODNS:
+        raise argparse.ArgumentTypeError("needs aiodns (pip install aiodns): the system resolver has no such setting")
+    try:
+        return parse_server(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def size(text: str) -> int:
     """`10M`, `512k`, `1.5G` or plain bytes; binary units (k = 1024)."""
     m = _SIZE.fullmatch(text)
@@ -126,7 +138,15 @@ politeness, per host (or per registered domain with --queue-by domain):
   After --host-max-failures failures in a row to reach the host (unreachable or timing
   out) it is retired: each URL still queued for it gets a record (error_kind host-retired).
   A host that gives no HTTP response at all (refused, reset, dropped, no headers in
-  time) backs off, gets one request at a time, and counts toward retiring it.
+  time) backs off, gets one request at a time, and counts toward retiring it. Until a
+  host first answers (any status) it gets one request at a time, and a host that never
+  answered is retired after 2 failures (or --host-max-failures, if lower).
+
+checks and pages (-c, --checks):
+  The site's hosts (those in --scope) are fetched by the -c page workers only; other
+  hosts (external links, requisites from a CDN) by --checks workers of their own. A
+  check mostly waits on a far host, so dead links never hold a worker the site needs:
+  the site finishes first and the rot after it. The screen shows "checks busy/N".
 
 what is fetched (README "What is fetched"):
   pages: links (a, area, meta refresh) and frames within --scope, --include and
@@ -152,7 +172,10 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float | None = Non
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     add = p.add_argument
     add("-c", "--concurrency", type=positive(int), default=d.concurrency, metavar="N",
-        help=f"worker tasks fetching at once; +/- change it live (default {d.concurrency})")
+        help=f"page workers: the site's own URLs fetched at once; +/- change it live (default {d.concurrency})")
+    add("--checks", type=whole(1, 10_000), default=d.checks, metavar="N",
+        help="check workers: external links and other hosts' requisites in flight at once, apart from "
+             f"-c, so dead links never hold up the site's pages (default {d.checks})")
     add("--max-redirect", type=whole(0), default=d.max_redirect, metavar="N",
         help=f"redirect hops followed from one URL before giving up (default {d.max_redirect})")
     add("--max-tries", type=positive(int), default=d.max_tries, metavar="N",
@@ -175,6 +198,9 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float | None = Non
         help="stop queueing new URLs after N (default: no limit)")
     add("--timeout", type=positive(float), default=timeout, metavar="SECONDS",
         help=f"connect and per-read timeout; a whole response gets 3x (default {timeout:g})")
+    add("--dns-server", type=dns_server, action="append", default=[], dest="dns_servers", metavar="ADDR[:PORT]",
+        help="look host names up at this name server, an IP address (port 53 unless given); repeatable "
+             "(default: the system's, from /etc/resolv.conf)")
     add("--max-bytes", type=size, default=d.max_bytes, metavar="SIZE",
         help=f"body size cap after decompression, e.g. 512k, 10M (default {human_size(d.max_bytes)})")
     add("--per-host", type=positive(int), default=None, metavar="N",
@@ -188,8 +214,8 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float | None = Non
     add("--delay-factor", type=seconds, default=d.delay_factor, metavar="F",
         help="adaptive delay: F x the host's last response time (default off)")
     add("--host-max-failures", type=positive(int), default=d.host_max_failures, metavar="N",
-        help=f"retire a host after N failures in a row: its URLs get records, unfetched "
-             f"(default {d.host_max_failures})")
+        help=f"retire a host after N failures in a row: its URLs get records, unfetched; a host that never "
+             f"answered at all retires after 2 and is tried one connection at a time (default {d.host_max_failures})")
     add("--max-pages-per-host", type=positive(int), default=None, metavar="N",
         help="queue at most N URLs per host; the rest are counted, not fetched (default: no budget)")
     add("--no-robots", action="store_true",
@@ -307,10 +333,11 @@ def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
         except PatternError as exc:
             raise UsageError(str(exc)) from None
     return CrawlConfig(
-        roots=tuple(roots), concurrency=args.concurrency, max_redirect=args.max_redirect,
+        roots=tuple(roots), concurrency=args.concurrency, checks=args.checks, max_redirect=args.max_redirect,
         max_tries=args.max_tries, scope=args.scope, include=tuple(args.include),
         exclude=tuple(args.exclude), max_depth=args.max_depth, max_pages=args.max_pages,
-        timeout=args.timeout, max_bytes=args.max_bytes, per_host=args.per_host,
+        timeout=args.timeout, dns_servers=tuple(args.dns_servers), max_bytes=args.max_bytes,
+        per_host=args.per_host,
         delay=args.delay, robots=not args.no_robots, sitemaps=not args.no_sitemaps, user_agent=args.user_agent,
         requisites=not args.no_requisites, external=not args.no_external, fragments=not args.no_fragments,
         output=args.output,

@@ -21,6 +21,9 @@ class CrawlConfig:
     max_depth: int | None = None
     max_pages: int | None = None
     timeout: float = 30.0
+    # Name servers for every lookup, "ADDR:PORT" (--dns-server; core/fetching/resolver.py
+    # parse_server); none: the system's, from /etc/resolv.conf.
+    dns_servers: tuple[str, ...] = ()
     max_bytes: int = 10 * 1024 * 1024
     per_host: int | None = None
     delay: float = 0.0

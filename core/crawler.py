@@ -32,7 +32,7 @@ from .output.provenance import hop, utc_iso
 from .output.records import JsonlSink, Record, Redacting, ResponseSink, Sink
 from .parsing import malloc
 from .parsing.cuts import CutPage
-from .parsing.urls import canonical, host_origin, netloc_of
+from .parsing.urls import canonical, host_of, host_origin, netloc_of
 from .queueing.follow import Follow
 from .queueing.frontier import Frontier, Item, MemoryFrontier
 from .queueing.hosts import CHECKS, NEEDS_PROBE, NEEDS_ROBOTS, PAGES, RETIRED, STEP_PENDING, Host, Hosts, Politeness
@@ -388,7 +388,11 @@ class Crawler:
                     if self._robots.unanswered and host_origin(item.url) in self._robots.unanswered:
                         # no response at all: the host's first strike (it gets one request at
                         # a time until it answers: a dead host costs a few connections, not -c)
-                        self._host_failed(host, "connect", started, None, block=True, strike=True)
+                        dead = self._dead_name(item.url)
+                        if dead is not None:
+                            self._name_failed(host, dead)
+                        else:
+                            self._host_failed(host, "connect", started, None, block=True, strike=True)
                     else:
                         self._sched.answered(host)
             elif host.flags & NEEDS_PROBE:
@@ -422,8 +426,8 @@ class Crawler:
         try:
             if host.flags & RETIRED:  # taken only for its Record
                 record = _record(item, tries=item.tries)
-                record.fail(errors.HostRetired(f"host {host.key} retired after {host.strikes} failures "
-                                               f"in a row (last: {host.last_error})"))
+                record.fail(self._dead_name(item.url) or errors.HostRetired(
+                    f"host {host.key} retired after {host.strikes} failures in a row (last: {host.last_error})"))
             else:
                 record = await self._process(ws, item, host)
         except _Retry as retry:
@@ -487,9 +491,29 @@ class Crawler:
             return None
         return self.queue_stats.added(url)
 
+    def _dead_name(self, url: str) -> errors.NameNotFound | None:
+        """The URL's host name is known not to resolve (core/fetching/resolver.py): a fact
+        about the host for the whole crawl, so its URLs fail at once, each with that reason."""
+        resolver = self._http.resolver
+        if resolver is None or not resolver.dead:  # most crawls: no dead name, no parse per page
+            return None
+        name = host_of(url)
+        why = resolver.not_found(name)
+        return errors.NameNotFound(name, why) if why else None
+
+    def _name_failed(self, host: Host, dead: errors.NameNotFound) -> None:
+        """A name that does not resolve retires its host at once: no strike count, no back-off,
+        every queued URL of it comes out for its Record."""
+        self._sched.retire(host, "dns")
+
     async def _process(self, ws: WorkerState, item: Item, host: Host) -> Record:
         record = _record(item)
         kind = record.kind = self.kinds.kind_of(item.url, item.discovery)
+        dead = self._dead_name(item.url)
+        if dead is not None:  # robots.txt or an earlier URL found it out: no request, no retry
+            self._name_failed(host, dead)
+            record.fail(dead)
+            return record
         if self._sitemaps is not None and kind == PAGE:  # an origin's first URL queues its sitemaps
             await self._sitemaps.visit(item.url)
         if self._robots is not None:
@@ -598,6 +622,11 @@ class Crawler:
         except NETWORK_ERRORS as exc:
             answered = bool(headers_in)  # the headers came: a cut or slow body is this URL's own
             self._free_slot(ws)
+            dead = errors.unresolvable(exc)
+            if dead is not None:
+                self._name_failed(host, dead)
+                record.fail(dead)
+                return None
             kind = errors.error_kind(exc)
             # No HTTP response at all (refused, reset, dropped, no headers in time): the host's
             # failure, which backs it off and counts toward retiring it. aiohttp retries a stale

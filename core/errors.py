@@ -13,6 +13,9 @@ of `error_kind` codes records carry.
   + HostRetired
   + Ignored
   + SitemapError
+  + DNSFailure (also an OSError, so aiohttp wraps it in ClientConnectorDNSError)
+    - NameNotFound - the name does not resolve, for the rest of the crawl
+    - LookupFailed - a lookup that failed for now (timeout, SERVFAIL), in back-off
 * StateError - a state file that cannot be used: exit code 2
 * ReportError - a report's source cannot be read: exit code 2
 * PatternError (a ValueError) - a pattern RE2 cannot compile
@@ -113,6 +116,45 @@ class SitemapError(CrawlError):
     kind = "bad-sitemap"
 
 
+class DNSFailure(CrawlError, OSError):
+    """A host name the crawl's resolver (core/fetching/resolver.py) could not turn into
+    addresses. An OSError because aiohttp wraps only those in ClientConnectorDNSError (the
+    original kept as its `os_error` and `__cause__`); any other class would escape a fetch
+    unwrapped. A TimeoutError would escape too, so a lookup's timeout is a LookupFailed."""
+
+    kind = "dns"
+
+    def __init__(self, host: str, why: str, text: str) -> None:
+        OSError.__init__(self, None, text)  # (errno, strerror): aiohttp's message shows strerror
+        self.host, self.why = host, why
+
+    def __str__(self) -> str:
+        return self.strerror or ""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return type(self), (self.host, self.why)
+
+
+class NameNotFound(DNSFailure):
+    """The name does not resolve and is taken not to for the rest of the crawl: NXDOMAIN, no
+    address records, a name no resolver would ask about, or --max-tries failed lookups in a
+    row. Every later request to the host gets one at once, without another query."""
+
+    def __init__(self, host: str, why: str) -> None:
+        super().__init__(host, why, f"name does not resolve: {host} ({why})")
+
+
+class LookupFailed(DNSFailure):
+    """A lookup that failed for now: no answer in its time limit, SERVFAIL, REFUSED. The
+    name is not asked again before `retry_in` seconds (its back-off) have passed."""
+
+    def __init__(self, host: str, why: str, retry_in: float = 0.0) -> None:
+        super().__init__(host, why, f"DNS lookup failed: {host} ({why}; asked again after {retry_in:.3g} s)")
+        self.retry_in = retry_in
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return type(self), (self.host, self.why, self.retry_in)
+
 
 class RuntimeDirError(UsageError):
     """The run directory or a socket in it is not safe to use."""
@@ -182,6 +224,31 @@ def error_kind(exc: BaseException) -> str:
         if name in names:
             return kind
     return "other"
+
+
+def dns_failure(exc: BaseException) -> DNSFailure | None:
+    """The resolver's NameNotFound or LookupFailed behind an exception from `session.get(...)`,
+    or None. aiohttp raises ClientConnectorDNSError with the resolver's exception as `os_error`
+    (and `__cause__`); followed by attribute, so this module needs no aiohttp import."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a chain is short; a cycle (a cause that is its own context) must end
+        if seen is None or isinstance(seen, DNSFailure):
+            return seen
+        seen = getattr(seen, "os_error", None) or seen.__cause__ or seen.__context__
+    return None
+
+
+def unresolvable(exc: BaseException) -> NameNotFound | None:
+    """The NameNotFound behind an exception from `session.get(...)`: the host's name is dead
+    for the rest of the crawl (its `host` and `why`). None for anything else."""
+    found = dns_failure(exc)
+    return found if isinstance(found, NameNotFound) else None
+
+
+def name_not_found(exc: BaseException) -> bool:
+    """True when the request failed because its host's name does not resolve, for good:
+    the crawler can fail the URL (and the host's other URLs) without retrying."""
+    return unresolvable(exc) is not None
 
 
 def describe(exc: BaseException) -> str:

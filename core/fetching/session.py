@@ -1,4 +1,5 @@
-"""The crawl's one aiohttp ClientSession: User-Agent, `--header`, proxy, cookie jar.
+"""The crawl's one aiohttp ClientSession: User-Agent, `--header`, proxy, cookie jar, and its
+resolver (core/fetching/resolver.py: each host name looked up once, `--dns-server`).
 
 Every request of a crawl (pages, robots.txt, sitemaps, probes) goes through it, so its rules
 for credentials, proxies and cookies hold for all of them: CrawlSession's docstring.
@@ -22,6 +23,7 @@ from ..config import CrawlConfig
 from ..errors import UsageError
 from ..secrets import CREDENTIALS, parse_headers, split_proxy
 from . import cookies as cookiefile
+from . import resolver as dns
 from .steps import StepConnector, StepRequest
 
 SAVE_EVERY = 5.0  # seconds between saves of a --state crawl's cookie jar, when it changed
@@ -82,6 +84,7 @@ class CrawlSession:
         self._saved = ""
         self._saver: asyncio.Task[None] | None = None
         self.session: aiohttp.ClientSession | None = None
+        self.resolver: dns.CrawlResolver | None = None  # made by open(): it needs the running loop
 
     def load_cookies(self) -> None:
         """--cookies, then the jar a --state crawl kept (newer, so it wins)."""
@@ -101,9 +104,14 @@ class CrawlSession:
         return self.session
 
     def _session(self, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
+        config = self.config
+        self.resolver = dns.build(config.dns_servers, timeout=config.timeout, max_tries=config.max_tries,
+                                  backoff=config.backoff)
         return aiohttp.ClientSession(
             timeout=timeout,
-            connector=StepConnector(limit=0, ttl_dns_cache=300),
+            # The resolver keeps answers and failures per name; a connector cache on top would
+            # answer some requests itself, unseen by the resolver's counts.
+            connector=StepConnector(limit=0, use_dns_cache=False, resolver=self.resolver),
             headers=self.defaults,
             skip_auto_headers=self.skip or None,
             cookie_jar=self.jar,
@@ -123,6 +131,8 @@ class CrawlSession:
         finally:
             if self.session is not None:
                 await self.session.close()
+            if self.resolver is not None:  # the connector closes only a resolver it made itself
+                await self.resolver.close()
 
     def save_cookies(self, *, force: bool = False) -> None:
         lines = list(cookiefile.lines(self.jar))

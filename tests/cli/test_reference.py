@@ -36,4 +36,4 @@ def test_a_changed_help_line_makes_the_readme_stale() -> None:
     readme = (reference.ROOT / "README.md").read_text()
     table = reference.options_table(reference.commands()["crawl"])
     assert reference.with_table(readme, table) == readme
-    assert reference.with_table(readme, table.replace("worker tasks", "workers")) != readme
+    assert reference.with_table(readme, table.replace("--max-tries", "--most-tries")) != readme
