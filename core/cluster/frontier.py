@@ -19,6 +19,7 @@ from redis.exceptions import NoScriptError, RedisError
 from ..errors import UsageError
 from ..output.records import Record
 from ..queueing.frontier import Item
+from ..queueing.hosts import CHECKS, PAGES
 from . import scripts
 from .hosts import RedisHosts
 from .keys import Keys, decode_item, encode_item, fingerprint, split_member, text
@@ -34,6 +35,8 @@ MAX_SLEEP = 1.0  # nothing due here: look again at least this often (other proce
 ROWS = 500  # host rows read back per heartbeat (the queues view)
 
 
+LINK = 4  # script arguments per link: fingerprint, host, lane, item
+
 # lease member ("HOST ITEM"), url, record JSON ('' = give back), back, after_ms, error, links
 Op = tuple[str, str, str, str, int, int, list]
 
@@ -46,6 +49,21 @@ def _op_size(op: Op) -> int:
 
 class _Again(Exception):
     """Run this batch once more (its script had to be loaded first)."""
+
+
+class _Lane:
+    """The workers of one lane (core/queueing/hosts.py PAGES, CHECKS) waiting for a URL, and
+    the loop that POPs for them: a lane's POP takes only its own hosts, so a page worker is
+    never handed a check, and checks piling up never delay a page."""
+
+    __slots__ = ("lane", "waiters", "popper", "poke", "wake_at")
+
+    def __init__(self, lane: int) -> None:
+        self.lane = lane
+        self.waiters: deque[asyncio.Future[Item]] = deque()
+        self.popper: asyncio.Future[Any] | None = None
+        self.poke = asyncio.Event()  # the bell rang for this lane: a host came due, pop again
+        self.wake_at: float | None = None  # when its first host comes due (time.monotonic)
 
 
 class RecordStash:
@@ -68,10 +86,11 @@ class RedisFrontier:
     - add() is synchronous, so links wait in `_pending` and ride along with the done of the
       page that found them, or with the next pop, or go on their own a moment later (roots,
       seeds). A link this process already sent is answered from `_known` without asking Redis.
-    - pop() asks for exactly as many items as workers wait for (one script call for all of
-      them), only of due hosts (nobody hoards URLs another process could fetch, nobody
-      holds one for a host that must wait); when nothing is due it sleeps until the first host will be,
-      or until a change in Redis (ours or another process's) rings the bell.
+    - pop(lane) asks for exactly as many items as workers of that lane wait for (one script
+      call for all of them), only of the lane's due hosts (nobody hoards URLs another process
+      could fetch, nobody holds one for a host that must wait); when nothing is due it sleeps
+      until the lane's first host will be, or until a change in Redis (ours or another
+      process's) rings the lane's bell. Each lane has its own waiters and loop.
     - `hosts` (core/cluster/hosts.py) is what the crawler's scheduling path calls; its
       outcomes (latency, back-off, failures, Crawl-delay) ride in the DONE batches.
     - done() and requeue() are synchronous too: they queue an operation that one sender task
@@ -96,7 +115,7 @@ class RedisFrontier:
         # hash(url) of every URL this process sent or marked: a page's 20-odd links cost a
         # set lookup each, and only a new one is fingerprinted (blake2b) for Redis
         self._known: set[int] = set()
-        self._pending: list[bytes | str] = []  # fp, item, fp, item ...
+        self._pending: list[bytes | str | int] = []  # fp, host, lane, item, fp, ...
         self._records: dict[str, tuple[str, bool]] = {}  # url -> (record JSON, an error)
         self._raw: dict[str, str] = {}  # url -> the exact lease member Redis gave us
         self._back: dict[str, tuple[Item, float]] = {}  # requeued: done() gives these back instead
@@ -104,11 +123,13 @@ class RedisFrontier:
         self._ops_args = 0  # their size in script arguments: pops wait while it is large
         self.hosts = RedisHosts(self)
         self._soon: asyncio.TimerHandle | None = None
-        self._poke = asyncio.Event()  # the bell rang: a host came due, pop again
-        self._wake_at: float | None = None  # when the first host comes due (time.monotonic)
+        self._lanes = (_Lane(PAGES), _Lane(CHECKS))
+        # One POP at a time, and none while an ADD is on its way: Redis decides `finished`
+        # in any POP, so the links this process sent before it must be there first (the
+        # roots, which the first POP carries, above all)
+        self._popping = asyncio.Lock()
+        self._adding: asyncio.Future[Any] | None = None
         self._cursor = 0  # where the next heartbeat's page of host rows starts
-        self._waiters: deque[asyncio.Future[Item]] = deque()
-        self._popper: asyncio.Future[Any] | None = None
         self._listener: asyncio.Future[Any] | None = None
         self._sender: asyncio.Future[Any] | None = None
         self._add_soon: asyncio.TimerHandle | None = None
@@ -141,20 +162,23 @@ class RedisFrontier:
         """The KEYS every host script starts with (core/cluster/scripts.py)."""
         k = self.keys
         return [k.meta, k.count, k.ready, k.later, k.leases, k.owner, k.held(self.proc), k.seen, k.rec, k.hosts,
-                k.idle, *extra]
+                k.idle, k.checks, k.idle_checks, *extra]
 
     def std_args(self, *extra: Any) -> list[Any]:
         """The ARGV every host script starts with: who we are and the crawl's rules."""
         p = self.hosts.policy
         return [self.keys.prefix, self.proc, round(p.delay * 1000), p.per_host or 0, round(p.max_crawl_delay * 1000),
                 p.delay_factor, p.max_failures, p.budget or 0, round(p.backoff * 1000), round(p.max_backoff * 1000),
-                self.max_pages, *extra]
+                self.max_pages, int(p.one_until_answered), *extra]
 
     # -- the Frontier interface ----------------------------------------------------
     def add(self, item: Item) -> bool:
-        if not self._remember(item.url):
+        """Sent with the URL: its host's lane (1: checks, CHECKS), kept by Redis if the host is new."""
+        url = item.url
+        if not self._remember(url):
             return False
-        self._pending += (fingerprint(item.url), self.hosts.key(item.url), encode_item(item))
+        hosts = self.hosts
+        self._pending += (fingerprint(url), hosts.key(url), int(hosts.classify(url)), encode_item(item))
         if self._add_soon is None:
             self._add_soon = asyncio.get_running_loop().call_later(0.05, self._flush_adds)
         return True
@@ -163,13 +187,15 @@ class RedisFrontier:
         """First in its host's queue at done(), or in `after` seconds (a URL's own back-off)."""
         self._back[item.url] = (item, after)
 
-    async def pop(self) -> Item:
+    async def pop(self, lane: int = PAGES) -> Item:
+        """The next URL of a due host of the lane: the site's pages (0) or checks (1)."""
+        w = self._lanes[lane]
         fut: asyncio.Future[Item] = asyncio.get_running_loop().create_future()
-        self._waiters.append(fut)
+        w.waiters.append(fut)
         if self._listener is None:
             self._listener = self.background(self._listen())
-        if self._popper is None or self._popper.done():
-            self._popper = self.background(self._pop_loop())
+        if w.popper is None or w.popper.done():
+            w.popper = self.background(self._pop_loop(w))
         try:
             return await fut
         except asyncio.CancelledError:
@@ -305,10 +331,11 @@ class RedisFrontier:
         return self._seen
 
     def next_wake_in(self) -> float | None:
-        """Seconds until the earliest host comes due, as the last POP said (None: none)."""
-        if self._wake_at is None:
+        """Seconds until the earliest host comes due, as the last POPs said (None: none)."""
+        wakes = [w.wake_at for w in self._lanes if w.wake_at is not None]
+        if not wakes:
             return None
-        return max(0.0, self._wake_at - time.monotonic())
+        return max(0.0, min(wakes) - time.monotonic())
 
     # -- talking to Redis --------------------------------------------------------------
     def background(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
@@ -318,7 +345,7 @@ class RedisFrontier:
         """The lease members of every URL this process knows it holds."""
         return list(self._raw.values())
 
-    def _take_pending(self) -> list[bytes | str]:
+    def _take_pending(self) -> list[bytes | str | int]:
         pending, self._pending = self._pending, []
         if self._add_soon is not None:
             self._add_soon.cancel()
@@ -329,9 +356,9 @@ class RedisFrontier:
         self._add_soon = None
         if self._pending:
             pending = self._take_pending()
-            self.background(self._send_adds(pending))
+            self._adding = self.background(self._send_adds(pending))
 
-    async def _send_adds(self, pending: list[bytes | str]) -> None:
+    async def _send_adds(self, pending: list[bytes | str | int]) -> None:
         res = await self.link.call(lambda: self._add(self.std_keys(), self.std_args(*pending)))
         self._totals(res[1], res[2])  # new hosts due ring the bell (ADD's PUBLISH)
 
@@ -344,40 +371,43 @@ class RedisFrontier:
         if status != "running":
             self.finished.set()
 
-    async def _pop_loop(self) -> None:
-        """While workers wait: one POP for all of them, from the hosts that are due. With
-        nothing due, sleep until the first host is (as POP says), until the bell rings (a
-        host came due: links, a freed slot, a resume, from any process), or MAX_SLEEP; with
-        nothing queued anywhere, poll at most every 200 ms until the crawl is finished
-        (decided by Redis, not by idleness)."""
+    async def _pop_loop(self, w: _Lane) -> None:
+        """While workers of the lane wait: one POP for all of them, from the lane's hosts
+        that are due. With nothing due, sleep until its first host is (as POP says), until
+        the lane's bell rings (a host came due: links, a freed slot, a resume, from any
+        process), or MAX_SLEEP; with nothing queued in the lane, poll at most every 200 ms
+        (pages; checks: MAX_SLEEP) until the crawl is finished (decided by Redis, not by
+        idleness)."""
         idle = 0.01
         while True:
             while self._ops_args > 2 * MAX_DONE_ARGS and self._sender is not None and not self._sender.done():
                 # backpressure: link-heavy pages finish faster than their links reach Redis;
                 # no new URL until the backlog is sent, so it stays bounded
                 await asyncio.shield(self._sender)
-            self._waiters = deque(w for w in self._waiters if not w.done())
-            if not self._waiters:
+            w.waiters = deque(f for f in w.waiters if not f.done())
+            if not w.waiters:
                 return
-            n = min(len(self._waiters), MAX_POP)
-            pending = self._take_pending()
-            args = self.std_args(n, self.lease_ms, *pending)
-            self._poke.clear()
+            w.poke.clear()
             try:
-                out, delays, status, _new, size, seen, wake = await self.link.call(
-                    partial(self._pop, self.std_keys(), args))
+                async with self._popping:
+                    if self._adding is not None and not self._adding.done():
+                        await asyncio.shield(self._adding)
+                    n = min(len(w.waiters), MAX_POP)
+                    args = self.std_args(n, self.lease_ms, w.lane, *self._take_pending())
+                    out, delays, status, _new, size, seen, wake = await self.link.call(
+                        partial(self._pop, self.std_keys(), args))
             except UsageError:  # fatal: on_error has stopped the crawl, which cancels the waiters
                 return
             self._totals(size, seen)
             wake = int(wake)
-            self._wake_at = None if wake < 0 else time.monotonic() + wake / 1000
+            w.wake_at = None if wake < 0 else time.monotonic() + wake / 1000
             for member, delay in zip(out, delays, strict=False):
                 member = member.decode()
                 key, raw = split_member(member)
                 item = decode_item(raw)
                 self._raw[item.url] = member
-                self.hosts.handed(key, int(delay))
-                self._hand(item)
+                self.hosts.handed(key, int(delay), w.lane)
+                self._hand(w, item)
             self._status(status)
             if out:
                 idle = 0.01
@@ -385,23 +415,27 @@ class RedisFrontier:
             if wake >= 0:
                 sleep = min(wake / 1000, MAX_SLEEP)
                 idle = 0.01
-            else:
-                sleep, idle = idle, min(idle * 2, 0.2)
+            else:  # the checks lane of a crawl without checks idles for good: its bell will do
+                sleep, idle = idle, min(idle * 2, 0.2 if w.lane == PAGES else MAX_SLEEP)
             if sleep > 0:  # asyncio.timeout, not wait_for: that loses a cancel on 3.11 (link.py)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(sleep):
-                        await self._poke.wait()
+                        await w.poke.wait()
 
     async def _listen(self) -> None:
-        """The bell (core/cluster/scripts.py): another process made a host due while we
-        slept. On its own connection; lost, it is simply opened again (MAX_SLEEP covers)."""
+        """The bell (core/cluster/scripts.py): another process made a host of a lane (the
+        message) due while we slept. On its own connection; lost, it is simply opened again
+        (MAX_SLEEP covers)."""
         while not self.link.closed:
             pubsub = self.redis.pubsub()
             try:
                 await pubsub.subscribe(self.keys.bell)
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
-                        self._poke.set()
+                        data = message.get("data")
+                        for w in self._lanes:
+                            if data not in (b"0", b"1") or data == b"%d" % w.lane:
+                                w.poke.set()
             except (RedisError, *OUTAGE):
                 await asyncio.sleep(MAX_SLEEP)
             finally:
@@ -410,9 +444,9 @@ class RedisFrontier:
                 except (RedisError, *OUTAGE):
                     pass
 
-    def _hand(self, item: Item) -> None:
-        while self._waiters:
-            fut = self._waiters.popleft()
+    def _hand(self, w: _Lane, item: Item) -> None:
+        while w.waiters:
+            fut = w.waiters.popleft()
             if not fut.done():
                 fut.set_result(item)
                 return
@@ -453,7 +487,7 @@ class RedisFrontier:
         a Script object asks SCRIPT EXISTS first, a second round trip for every batch."""
         args: list[Any] = self.std_args(len(events) // 6, *events)
         for member, url, record, back, after, err, links in ops:
-            args += (member, url, record, back, after, err, len(links) // 3, *links)
+            args += (member, url, record, back, after, err, len(links) // LINK, *links)
         keys = self.std_keys()
         try:
             _accepted, status, _rejected, size, seen = await self.redis.evalsha(self._done.sha, len(keys), *keys, *args)
@@ -477,7 +511,7 @@ class RedisFrontier:
         self.link.closed = True  # first: an outage from here on is not waited out
         if self._soon is not None:
             self._soon.cancel()
-        for task in (self._popper, self._sender, self._listener):
+        for task in (*(w.popper for w in self._lanes), self._sender, self._listener):
             if task is not None:
                 task.cancel()
         await self.link.close()

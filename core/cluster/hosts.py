@@ -10,8 +10,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..parsing.urls import netloc_of
 from ..queueing.hosts import (
+    ANSWERED,
+    CHECK,
+    CHECKS,
     NEEDS_PROBE,
     NEEDS_ROBOTS,
+    NEVER_ANSWERED_STRIKES,
+    PAGES,
     PAUSED,
     RETIRED,
     STATES,
@@ -63,10 +68,10 @@ class RedisHosts:
     """Hosts as the crawler sees them, for a crawl whose hosts live in Redis.
 
     The same small surface as core/queueing/hosts.py's `Hosts` (`of`, `started`, `finished`,
-    `succeeded`, `failed`, `retire`, `untake`, `set_crawl_delay`, `pause`, `resume`,
-    `set_live_delay`, `key`, `host`, `hosts`, `counts`), so core/crawler.py schedules the
-    same way. Nothing here costs a round trip of its own, except steering (pause, resume,
-    delay), which is rare.
+    `succeeded`, `answered`, `failed`, `retire`, `untake`, `set_crawl_delay`, `pause`,
+    `resume`, `set_live_delay`, `sort_into_lanes`, `relane`, `strike_limit`, `key`, `host`,
+    `hosts`, `counts`), so core/crawler.py schedules the same way. Nothing here costs a
+    round trip of its own, except steering (pause, resume, delay), which is rare.
     """
 
     def __init__(self, frontier: Sender) -> None:
@@ -78,6 +83,9 @@ class RedisHosts:
         self.total = 0  # hosts in Redis, whole crawl
         self.events: list[Event] = []
         self._key: Callable[[str], str] = netloc_of
+        # URL -> its host is a check host (out of scope): read by the frontier's add(), which
+        # sends each new URL's lane; Redis keeps the lane of a host's first URL
+        self.classify: Callable[[str], bool] = lambda url: False
 
     def configure(self, policy: Politeness) -> None:
         self.policy = policy
@@ -96,9 +104,23 @@ class RedisHosts:
     def of(self, url: str) -> ClusterHost:
         return self.host(self._key(url))
 
-    def handed(self, key: str, delay_ms: int) -> ClusterHost:
+    # -- lanes: fixed in Redis when a host's first URL is queued -------------------------
+    def sort_into_lanes(self, classify: Callable[[str], bool]) -> None:
+        """The rule that puts a host in the checks lane (True) or the pages lane. Hosts
+        already in Redis keep theirs: every process of a crawl has the same scope."""
+        self.classify = classify
+
+    def relane(self, url: str) -> None:
+        """The scope grew (a seed that moved): the URL's host may be the site's now, for
+        every process. An event of the next batch: rare, so it goes within GAP_FLUSH."""
+        lane = CHECKS if self.classify(url) else PAGES
+        self.events.append(("l", self._key(url), 0.0, lane, 0, ""))
+        self._frontier.soon()
+
+    def handed(self, key: str, delay_ms: int, lane: int = PAGES) -> ClusterHost:
         """POP gave us one of its URLs: its delay as Redis knows it, or -1: retired."""
         h = self.host(key)
+        h.flags = (h.flags & ~CHECK) | (CHECK if lane == CHECKS else 0)
         if delay_ms < 0:
             h.flags |= RETIRED
         else:
@@ -137,12 +159,27 @@ class RedisHosts:
         self._event("c", h, started, round(max(0.0, seconds) * 1000))
 
     def succeeded(self, h: ClusterHost, started: float, latency: float) -> None:
+        """Redis counts it, and marks the host answered (the `s` event says as much)."""
+        h.flags |= ANSWERED
         self._event("s", h, started, round(latency * 1000))
+
+    def answered(self, h: ClusterHost) -> None:
+        """An HTTP response came from it (any status, robots.txt's too): in Redis, it may take
+        its full --per-host share and is retired only by --host-max-failures strikes. Once
+        per host and process; the event rides the batch of the URL being finished."""
+        if not h.flags & ANSWERED:
+            h.flags |= ANSWERED
+            self._event("a", h, 0.0)
+
+    def strike_limit(self, h: ClusterHost) -> int:
+        """Failures in a row that retire it, as Redis counts them (scripts.py strike_limit)."""
+        most = self.policy.max_failures
+        return most if h.flags & ANSWERED else min(most, NEVER_ANSWERED_STRIKES)
 
     def failed(self, h: ClusterHost, why: str, started: float, now: float, retry_after: float | None = None,
                block: bool = True, strike: bool = True) -> bool:
         """Counted in Redis, which backs the host off (block) and retires it after
-        --host-max-failures strikes, for every process; so never True here: a retired
+        strike_limit() strikes in a row, for every process; so never True here: a retired
         host's URLs come out of POP flagged."""
         self._event("f", h, started, -1 if retry_after is None else round(retry_after * 1000),
                     int(block) + 2 * int(strike), why[:16])
@@ -151,7 +188,17 @@ class RedisHosts:
         return False
 
     def retire(self, h: ClusterHost, why: str) -> int:
-        return 0  # decided by Redis (failed() above)
+        """Retired at once, for every process (a name that does not resolve is a fact, not
+        a strike): its URL in hand gets its Record now, and its queued ones come out of POP
+        flagged, each for its HostRetired Record. The URLs queued as the last rows said."""
+        if h.flags & RETIRED:
+            return 0
+        h.flags |= RETIRED
+        if why:
+            h.last_error = why
+        self._event("r", h, 0.0, why=why[:64])
+        self._frontier.soon()
+        return h.queued
 
     def take_events(self, now: float) -> list[str | int]:
         """The buffered events as DONE's arguments: times as milliseconds ago."""
@@ -211,8 +258,9 @@ class RedisHosts:
             h.failures, h.strikes, h.why, h.over = _int(f["x"]), _int(f["k"]), f["w"], _int(f["o"])
             h.next_at = now + (_int(f["n"]) - redis_now) / 1000 if f["n"] else 0.0
             h.backoff_until = now + (_int(f["u"]) - redis_now) / 1000 if f["u"] else 0.0
-            local = h.flags & (NEEDS_ROBOTS | NEEDS_PROBE | STEP_PENDING)
-            h.flags = local | (PAUSED if f["p"] == "1" else 0) | (RETIRED if f["r"] == "1" else 0)
+            local = h.flags & (NEEDS_ROBOTS | NEEDS_PROBE | STEP_PENDING | ANSWERED | RETIRED)  # ours may be ahead
+            h.flags = (local | (PAUSED if f["p"] == "1" else 0) | (RETIRED if f["r"] == "1" else 0)
+                       | (ANSWERED if f["an"] == "1" else 0) | (CHECK if f["l"] == "1" else 0))
             h.done, h.errors, h.total_ms = _int(f["ok"]), _int(f["er"]), float(_int(f["ms"]))
             h.last_error = f["le"]
 

@@ -11,12 +11,17 @@ hash tag: all keys of one crawl land on one shard, so the scripts may touch them
                        ad adaptive, lv live delay, f in flight, x back-offs in a row, k strikes
                        in a row (retirement), u back-off
                        until, b when it began, w why, le last error, a admitted, o over
-                       budget, p paused, r retired, ok pages, er error records, ms latency
-  ready         ZSET   host -> next-allowed time (ms, the server's clock): every host with
-                       queued URLs that is not paused nor at its --per-host cap (retired: 0)
-  idle          HASH   proc -> "since,last,n": processes whose last POP found nothing due;
-                       DONE and ADD ring `bell` for them, POP leaves them what they want
-  bell          CHANNEL  published when a host comes due for an idle process
+                       budget, p paused, r retired, ok pages, er error records, ms latency,
+                       an answered (1: it sent an HTTP response once), l lane (1: checks)
+  ready         ZSET   host -> next-allowed time (ms, the server's clock): every host of the
+                       pages lane with queued URLs that is not paused nor at its --per-host
+                       cap (one in flight until it answered; retired: 0)
+  checks        ZSET   the same for the hosts of the checks lane (out of scope)
+  idle          HASH   proc -> "since,last,n": processes whose last POP for pages found nothing
+                       due; DONE and ADD ring `bell` for them, POP leaves them what they want
+  idle:checks   HASH   the same for POPs for checks
+  bell          CHANNEL  the lane ("0" pages, "1" checks), published when one of its hosts
+                       comes due for an idle process
   later         ZSET   "HOST ITEM" -> when (ms): a URL retried after a back-off of its own
   seen          SET    8-byte fingerprints of every URL ever queued (blake2b-64 of the URL)
   leases        ZSET   "HOST ITEM" -> lease deadline (ms, the server's clock): URLs in flight
@@ -62,6 +67,7 @@ class Keys:
         self.meta, self.seen, self.leases = p + "meta", p + "seen", p + "leases"
         self.hosts, self.ready, self.later = p + "hosts", p + "ready", p + "later"
         self.idle, self.bell = p + "idle", p + "bell"
+        self.checks, self.idle_checks = p + "checks", p + "idle:checks"  # the checks lane's ready and idle
         self.owner, self.procs, self.rec, self.count = p + "owner", p + "procs", p + "rec", p + "count"
         self.ctl, self.beats, self.ignores, self.left = p + "ctl", p + "beats", p + "ignores", p + "left"
         self.digests = p + "digests"

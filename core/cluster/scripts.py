@@ -5,8 +5,10 @@ and how"); the calling convention of the host scripts is at `_HOSTS` below.
 """
 from __future__ import annotations
 
+from ..queueing.hosts import NEVER_ANSWERED_STRIKES
+
 # Fields of h:HOST that BEAT reads back for the queues view, in this order.
-HOST_FIELDS = ("n", "d", "src", "f", "x", "u", "w", "o", "p", "r", "ok", "er", "ms", "le", "k")
+HOST_FIELDS = ("n", "d", "src", "f", "x", "u", "w", "o", "p", "r", "ok", "er", "ms", "le", "k", "an", "l")
 
 _NOW = """
 local t = redis.call('TIME')
@@ -16,19 +18,27 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 # Shared prelude of the host scripts: one calling convention, so one helper in
 # core/cluster/frontier.py builds every call; link adds, scheduling, the finish check
 # (nothing queued and no URL leased, decided inside pop and done), releasing a lease.
-#   KEYS  meta count ready later leases owner held:PROC seen rec hosts idle [script's own...]
+#   KEYS  meta count ready later leases owner held:PROC seen rec hosts idle checks
+#         idle:checks [script's own from KEYS[14]...]
 #   ARGV  prefix proc delay_ms per_host max_crawl_delay_ms delay_factor max_failures
-#         budget backoff_ms max_backoff_ms max_pages [script's own from ARGV[12]...]
+#         budget backoff_ms max_backoff_ms max_pages one_until_answered (1|0)
+#         [script's own from ARGV[13]...]
 # A host's own keys (hq:HOST, h:HOST) are built from the prefix inside the script: the
 # crawl's hash tag keeps them on the same shard. Time is the server's (TIME): machines
 # with skewed clocks agree on lease deadlines and host delays.
+# Two lanes (core/queueing/hosts.py PAGES, CHECKS): each host is in one (h:HOST's `l`, set
+# when its first URL is queued, moved by an `l` event), each lane has its own due order
+# and its own idle processes, so a POP for one lane never scans the other's hosts.
 _HOSTS = _NOW + """
 local META, COUNT, READY, LATER, LEASES, OWNER, HELD, SEEN, REC, HOSTS, IDLE =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local READIES, IDLES = {[0] = READY, [1] = KEYS[12]}, {[0] = IDLE, [1] = KEYS[13]}
+local NEVER = """ + str(NEVER_ANSWERED_STRIKES) + """
 local P, PROC = ARGV[1], ARGV[2]
 local DELAY, CAP, MAXCD, FACTOR = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local MAXFAIL, BUDGET, BACKOFF, MAXBACKOFF = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local MAXPAGES = tonumber(ARGV[11])
+local ONE = ARGV[12] == '1'  -- one request at a time to a host until it answers (Politeness.one_until_answered)
 local function hk(h) return P .. 'h:' .. h end
 local function qk(h) return P .. 'hq:' .. h end
 local function num(v) return tonumber(v) or 0 end
@@ -41,23 +51,36 @@ local function delay_of(h)
   if d then return tonumber(d) end
   return DELAY
 end
--- (Re)place the host in `ready` from its state, or take it out (core/queueing/hosts.py _schedule).
--- A host that stopped answering (strikes) gets one request at a time until one succeeds.
-local function cap_of(strikes)
-  if num(strikes) > 0 then return 1 end
+-- A host that never answered (`an` unset: no HTTP response of any status yet), or stopped
+-- answering (strikes), gets one request at a time, across every process, until it answers:
+-- a dead host costs a few connections, not the crawl's workers.
+local function cap_of(strikes, answered)
+  if num(strikes) > 0 or (ONE and answered ~= '1') then return 1 end
   return CAP
 end
+-- Strikes in a row that retire it: fewer for a host that never answered at all.
+local function strike_limit(answered)
+  if answered == '1' then return MAXFAIL end
+  return math.min(MAXFAIL, NEVER)
+end
+local function ready_of(lane)
+  if lane == '1' then return READIES[1] end
+  return READY  -- the pages lane; a host from before the lanes has none
+end
+-- (Re)place the host in its lane's ready order from its state, or take it out
+-- (core/queueing/hosts.py _schedule).
 local function schedule(h)
-  local s = redis.call('HMGET', hk(h), 'n', 'u', 'f', 'p', 'r', 'k')
-  local cap = cap_of(s[6])
+  local s = redis.call('HMGET', hk(h), 'n', 'u', 'f', 'p', 'r', 'k', 'an', 'l')
+  local q = ready_of(s[8])
+  local cap = cap_of(s[6], s[7])
   if s[4] == '1' or redis.call('LLEN', qk(h)) == 0 then
-    redis.call('ZREM', READY, h)
+    redis.call('ZREM', q, h)
   elseif s[5] == '1' then
-    redis.call('ZADD', READY, 0, h)
+    redis.call('ZADD', q, 0, h)
   elseif cap > 0 and num(s[3]) >= cap then
-    redis.call('ZREM', READY, h)
+    redis.call('ZREM', q, h)
   else
-    redis.call('ZADD', READY, math.max(num(s[1]), num(s[2])), h)
+    redis.call('ZADD', q, math.max(num(s[1]), num(s[2])), h)
   end
 end
 -- The delay is the largest of its sources; the source is kept to be shown.
@@ -90,9 +113,9 @@ local function push(h, raw, front)
   schedule(h)
 end
 local function add_links(first, last)
-  -- ARGV[first..last]: triplets of fingerprint, host, item
+  -- ARGV[first..last]: quadruplets of fingerprint, host, lane (its host's, if it is new), item
   local new = 0
-  for i = first, last, 3 do
+  for i = first, last, 4 do
     if MAXPAGES > 0 and redis.call('SCARD', SEEN) >= MAXPAGES then break end
     if redis.call('SADD', SEEN, ARGV[i]) == 1 then
       local h = ARGV[i + 1]
@@ -108,8 +131,9 @@ local function add_links(first, last)
         end
       end
       if admit then
-        if redis.call('RPUSH', qk(h), ARGV[i + 2]) == 1 then  -- the host's queue was empty
+        if redis.call('RPUSH', qk(h), ARGV[i + 3]) == 1 then  -- the host's queue was empty
           redis.call('SADD', HOSTS, h)
+          redis.call('HSETNX', hk(h), 'l', ARGV[i + 2])  -- its lane is its first URL's
           schedule(h)
         end
         new = new + 1
@@ -119,13 +143,16 @@ local function add_links(first, last)
   if new > 0 then redis.call('HINCRBY', COUNT, 'queued', new) end
   return new
 end
--- A process whose last POP found nothing due is in IDLE and sleeps until its first host
--- is due; when a change here makes a host due now (a slot freed, links, a resume) or ends
--- the crawl, ring it (PUBLISH on P..'bell'), so it pops at once instead of polling.
+-- A process whose last POP for a lane found nothing due is in that lane's IDLE and sleeps
+-- until its first host is due; when a change here makes a host of the lane due now (a slot
+-- freed, links, a resume) or ends the crawl, ring it (PUBLISH the lane on P..'bell'), so
+-- it pops at once instead of polling. Only a lane with idle processes rings.
 local function bell(status)
-  if redis.call('HLEN', IDLE) > 0 and (status ~= 'running'
-      or #redis.call('ZRANGEBYSCORE', READY, '-inf', now, 'LIMIT', 0, 1) > 0) then
-    redis.call('PUBLISH', P .. 'bell', '1')
+  for lane = 0, 1 do
+    if redis.call('HLEN', IDLES[lane]) > 0 and (status ~= 'running'
+        or #redis.call('ZRANGEBYSCORE', READIES[lane], '-inf', now, 'LIMIT', 0, 1) > 0) then
+      redis.call('PUBLISH', P .. 'bell', lane)
+    end
   end
 end
 local function finish_if_done()
@@ -155,19 +182,26 @@ local function retire(h)
     schedule(h)
   end
 end
+-- The scope grew (a seed that moved): the host changes lanes, its place in the order with it.
+local function relane(h, lane)
+  redis.call('HSET', hk(h), 'l', lane)
+  redis.call('ZREM', READIES[1 - lane], h)
+  schedule(h)
+end
 """
 
-# ARGV[12..]: n lease_ms (fp host item)...
+# ARGV[13..]: n lease_ms lane (fp host lane item)...
 # Reap expired leases (a dead process's URLs go back first in their hosts' queues, one
 # try spent, and their hosts' in-flight counts come down), bring due retries back, then
-# take up to n URLs from due hosts, oldest-due first, taking turns: a host with a delay
+# take up to n URLs from the lane's due hosts, oldest-due first, taking turns: a host with a delay
 # gives one URL a call and its next-allowed time moves on by its delay; a host without
 # one gives its share. A retired host's URLs come out at once, flagged (delay -1), for
 # their HostRetired records; each is leased, so each is recorded exactly once.
 # Returns {members, delays, status, new, queued, seen, wake_ms (-1: nothing could come due)}.
 POP = _HOSTS + """
-local n, lease = tonumber(ARGV[12]), tonumber(ARGV[13])
-local new = add_links(14, #ARGV)
+local n, lease, lane = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
+local Q, IDLEQ = READIES[lane], IDLES[lane]  -- this lane's: the other's hosts are never looked at
+local new = add_links(16, #ARGV)
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 100)) do
   local h, raw = split(m)
   local it = cjson.decode(raw)
@@ -188,13 +222,13 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', LATER, '-inf', now, 'LIMIT', 0, 1
 end
 -- Fair between processes: what processes idle longer than this one (and for 50 ms at
 -- least) asked for is left to them (live ones: they pop at least every second), so a
--- host freed by our own DONE is not always ours again. IDLE: proc -> "since,last,n" (ms,
--- ms, URLs wanted).
-local mine = redis.call('HGET', IDLE, PROC)
+-- host freed by our own DONE is not always ours again. The lane's IDLE: proc ->
+-- "since,last,n" (ms, ms, URLs wanted).
+local mine = redis.call('HGET', IDLEQ, PROC)
 local since = now
 if mine then since = tonumber(string.match(mine, '^(%d+)')) or now end
 local reserved = 0
-local idle = redis.call('HGETALL', IDLE)
+local idle = redis.call('HGETALL', IDLEQ)
 for j = 1, #idle, 2 do
   if idle[j] ~= PROC then
     local s0, last, want = string.match(idle[j + 1], '^(%d+),(%d+),(%d+)$')
@@ -207,9 +241,9 @@ end
 local room = n
 if reserved > 0 then  -- what the due hosts can give now: one URL from a host with a delay, more without
   local can = 0
-  for _, h in ipairs(redis.call('ZRANGEBYSCORE', READY, '-inf', now, 'LIMIT', 0, n + reserved)) do
-    local s = redis.call('HMGET', hk(h), 'd', 'f', 'r', 'k')
-    local cap = cap_of(s[4])
+  for _, h in ipairs(redis.call('ZRANGEBYSCORE', Q, '-inf', now, 'LIMIT', 0, n + reserved)) do
+    local s = redis.call('HMGET', hk(h), 'd', 'f', 'r', 'k', 'an')
+    local cap = cap_of(s[4], s[5])
     if s[3] ~= '1' and (tonumber(s[1]) or DELAY) > 0 then
       can = can + 1
     else
@@ -225,14 +259,14 @@ local out, delays = {}, {}
 if redis.call('HGET', META, 'status') == 'running' then
   n = room
   while #out < n do
-    local due = redis.call('ZRANGEBYSCORE', READY, '-inf', now, 'LIMIT', 0, n - #out)
+    local due = redis.call('ZRANGEBYSCORE', Q, '-inf', now, 'LIMIT', 0, n - #out)
     if #due == 0 then break end
     local share = math.ceil((n - #out) / #due)
     for _, h in ipairs(due) do
-      local s = redis.call('HMGET', hk(h), 'r', 'f', 'd', 'k')
+      local s = redis.call('HMGET', hk(h), 'r', 'f', 'd', 'k', 'an')
       local retired = s[1] == '1'
       local d = tonumber(s[3]) or DELAY
-      local cap = cap_of(s[4])
+      local cap = cap_of(s[4], s[5])
       local k = 1
       if retired or d <= 0 then k = share end
       if not retired and cap > 0 then k = math.min(k, cap - num(s[2])) end
@@ -262,22 +296,22 @@ if redis.call('HGET', META, 'status') == 'running' then
   end
 end
 if #out == 0 then
-  redis.call('HSET', IDLE, PROC, since .. ',' .. now .. ',' .. tonumber(ARGV[12]))
+  redis.call('HSET', IDLEQ, PROC, since .. ',' .. now .. ',' .. tonumber(ARGV[13]))
 else
-  redis.call('HDEL', IDLE, PROC)
+  redis.call('HDEL', IDLEQ, PROC)
 end
 local wake = -1
-local first = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
+local first = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
 if #first > 0 then wake = math.max(0, tonumber(first[2]) - now) end
 local later = redis.call('ZRANGE', LATER, 0, 0, 'WITHSCORES')
 if #later > 0 and (wake < 0 or tonumber(later[2]) - now < wake) then wake = math.max(0, tonumber(later[2]) - now) end
-if room < tonumber(ARGV[12]) and #out == 0 then wake = math.max(wake, 20) end  -- yielded: look again soon
+if room < tonumber(ARGV[13]) and #out == 0 then wake = math.max(wake, 20) end  -- yielded: look again soon
 local status = finish_if_done()
 return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN), wake}
 """
 
-# ARGV[12..]: e, then e host events of 6 args (kind host a b c why), then per finished URL:
-#   member url record back after_ms err n (fp host item)*n
+# ARGV[13..]: e, then e host events of 6 args (kind host a b c why), then per finished URL:
+#   member url record back after_ms err n (fp host lane item)*n
 # Host events (what the fetches said, buffered by core/cluster/hosts.py):
 #   g  a request went out a ms ago: the host's gap counts from it
 #   s  a success, started a ms ago, latency b ms: the adaptive delay, failures reset
@@ -285,12 +319,16 @@ return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), redi
 #      block backs the whole host off (429, 503, unreachable), strike counts toward
 #      retirement (unreachable, timeouts; core/queueing/hosts.py Hosts.failed)
 #   c  robots.txt said Crawl-delay b ms (fetched a ms ago)
+#   a  it sent an HTTP response (any status): its full --per-host share from now on, and
+#      retired only by max_failures strikes (a success says as much)
+#   r  retired now (a name that does not resolve), why: its last error
+#   l  its lane is b now (the scope grew)
 # URLs: record == '' gives the URL back as `back` (first in its host's queue, or in
 # after_ms); else the record is written, only by the lease holder. A batch sent again
 # after a lost reply finds its leases gone: its URLs count as `rejected`.
 DONE = _HOSTS + """
-local e = tonumber(ARGV[12])
-local i = 13
+local e = tonumber(ARGV[13])
+local i = 14
 for _ = 1, e do
   local kind, h, a, b, c, why = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]),
     ARGV[i + 4], ARGV[i + 5]
@@ -300,6 +338,7 @@ for _ = 1, e do
     gap(h, a)
   elseif kind == 's' then
     gap(h, a)
+    if redis.call('HSETNX', hh, 'an', 1) == 1 then schedule(h) end
     redis.call('HINCRBY', hh, 'ok', 1)
     redis.call('HINCRBY', hh, 'ms', b)
     if FACTOR > 0 then
@@ -331,15 +370,23 @@ for _ = 1, e do
         redis.call('HSET', hh, 'u', math.max(num(s[1]), now + wait), 'b', now, 'w', why)
         schedule(h)
       end
-      if k >= MAXFAIL then retire(h) end
+      if k >= strike_limit(redis.call('HGET', hh, 'an')) then retire(h) end
     end
+  elseif kind == 'a' then
+    if redis.call('HSETNX', hh, 'an', 1) == 1 then schedule(h) end
+  elseif kind == 'r' then
+    if why ~= '' then redis.call('HSET', hh, 'le', why) end
+    redis.call('SADD', HOSTS, h)
+    retire(h)
+  elseif kind == 'l' then
+    relane(h, b)
   end
 end
 local accepted, rejected = 0, 0
 while i <= #ARGV do
   local m, url, record, back, after, err, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3],
     tonumber(ARGV[i + 4]), ARGV[i + 5], tonumber(ARGV[i + 6])
-  local last = i + 6 + 3 * n
+  local last = i + 6 + 4 * n
   local new = add_links(i + 7, last)
   i = last + 1
   if redis.call('HGET', OWNER, url) == PROC and redis.call('ZREM', LEASES, m) == 1 then
@@ -369,21 +416,21 @@ bell(status)
 return {accepted, status, rejected, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN)}
 """
 
-# ARGV[12..]: (fp host item)...   (links found outside a page: roots, seeds, sitemaps)
+# ARGV[13..]: (fp host lane item)...   (links found outside a page: roots, seeds, sitemaps)
 ADD = _HOSTS + """
-local new = add_links(12, #ARGV)
+local new = add_links(13, #ARGV)
 bell('running')
 return {new, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN)}
 """
 
-# ARGV[12..]: lease_ms (host item)...
+# ARGV[13..]: lease_ms (host item)...
 # Live ignores: take these items off their hosts' queues and lease them to the caller,
 # who records each (error_kind "ignored") and finishes it with DONE. An item another
 # process popped meanwhile is not ours: LREM finds nothing and it is skipped.
 REMOVE = _HOSTS + """
-local lease = tonumber(ARGV[12])
+local lease = tonumber(ARGV[13])
 local out = {}
-for j = 13, #ARGV, 2 do
+for j = 14, #ARGV, 2 do
   local h, raw = ARGV[j], ARGV[j + 1]
   if redis.call('LREM', qk(h), 1, raw) == 1 then
     local m = h .. ' ' .. raw
@@ -399,17 +446,17 @@ end
 return out
 """
 
-# ARGV[12..]: op host [seconds_ms]   op: pause, resume, delay ('' ms: no live delay)
+# ARGV[13..]: op host [seconds_ms]   op: pause, resume, delay ('' ms: no live delay)
 # Steering one host for the whole crawl. Returns the URLs queued for it.
 HOSTCTL = _HOSTS + """
-local op, h = ARGV[12], ARGV[13]
+local op, h = ARGV[13], ARGV[14]
 redis.call('SADD', HOSTS, h)
 if op == 'pause' then
   redis.call('HSET', hk(h), 'p', 1)
 elseif op == 'resume' then
   redis.call('HDEL', hk(h), 'p')
 elseif op == 'delay' then
-  if ARGV[14] == '' then redis.call('HDEL', hk(h), 'lv') else redis.call('HSET', hk(h), 'lv', ARGV[14]) end
+  if ARGV[15] == '' then redis.call('HDEL', hk(h), 'lv') else redis.call('HSET', hk(h), 'lv', ARGV[15]) end
   recompute(h)
 end
 schedule(h)
@@ -417,37 +464,40 @@ bell('running')
 return redis.call('LLEN', qk(h))
 """
 
-# KEYS[12..]: procs beats snap ctl ctlproc ignores
-# ARGV[12..]: info snapshot snap_ttl_ms lease_ms cursor rows member...
+# KEYS[14..]: procs beats snap ctl ctlproc ignores
+# ARGV[13..]: info snapshot snap_ttl_ms lease_ms cursor rows member...
 # Renew exactly the leases this process knows it holds (XX: a reaped one is not revived;
 # one a lost reply leased to us unknowingly runs out and is reaped), say who we are, and
 # read back control and totals, the next URLs of the first hosts due, and a page of host
 # rows for the queues view (SSCAN from `cursor`: every host comes round in turn), all in
 # one round trip.
 BEAT = _HOSTS + """
-local deadline = now + tonumber(ARGV[15])
-for j = 18, #ARGV do
+local deadline = now + tonumber(ARGV[16])
+for j = 19, #ARGV do
   redis.call('ZADD', LEASES, 'XX', deadline, ARGV[j])
 end
-redis.call('HSET', KEYS[12], PROC, ARGV[12])
-redis.call('HSET', KEYS[13], PROC, now)
-if ARGV[13] ~= '' then redis.call('SET', KEYS[14], ARGV[13], 'PX', tonumber(ARGV[14])) end
+redis.call('HSET', KEYS[14], PROC, ARGV[13])
+redis.call('HSET', KEYS[15], PROC, now)
+if ARGV[14] ~= '' then redis.call('SET', KEYS[16], ARGV[14], 'PX', tonumber(ARGV[15])) end
 local head = {}
-for _, h in ipairs(redis.call('ZRANGE', READY, 0, 9)) do
-  local raw = redis.call('LINDEX', qk(h), 0)
-  if raw then head[#head + 1] = raw end
+for lane = 0, 1 do  -- the pages first, then the checks
+  for _, h in ipairs(redis.call('ZRANGE', READIES[lane], 0, 9 - #head)) do
+    local raw = redis.call('LINDEX', qk(h), 0)
+    if raw then head[#head + 1] = raw end
+  end
+  if #head >= 10 then break end
 end
 local rows = {}
-local scan = redis.call('SSCAN', HOSTS, ARGV[16], 'COUNT', tonumber(ARGV[17]))
+local scan = redis.call('SSCAN', HOSTS, ARGV[17], 'COUNT', tonumber(ARGV[18]))
 for _, h in ipairs(scan[2]) do
   local row = redis.call('HMGET', hk(h), """ + ", ".join(f"'{f}'" for f in HOST_FIELDS) + """)
   rows[#rows + 1] = h
   rows[#rows + 1] = redis.call('LLEN', qk(h))
   for j = 1, #row do rows[#rows + 1] = row[j] or '' end
 end
-return {redis.call('HGETALL', KEYS[15]), redis.call('HGETALL', KEYS[16]), redis.call('HGET', META, 'status'),
+return {redis.call('HGETALL', KEYS[17]), redis.call('HGETALL', KEYS[18]), redis.call('HGET', META, 'status'),
         num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN), redis.call('ZCARD', LEASES),
-        redis.call('HGET', COUNT, 'records') or 0, head, redis.call('HKEYS', KEYS[17]),
+        redis.call('HGET', COUNT, 'records') or 0, head, redis.call('HKEYS', KEYS[19]),
         now, scan[1], rows, redis.call('SCARD', HOSTS), num(redis.call('HGET', COUNT, 'retired')),
         num(redis.call('HGET', COUNT, 'over'))}
 """
@@ -474,8 +524,8 @@ local function live_or_claim(beats_key, meta, proc, live_ms, claim)
 end
 """
 
-# KEYS[12..]: procs beats snap ctlproc left
-# ARGV[12..]: live_ms claim final_snapshot final_ttl_ms
+# KEYS[14..]: procs beats snap ctlproc left
+# ARGV[13..]: live_ms claim final_snapshot final_ttl_ms
 # A process leaving: whatever it still holds goes back first in its hosts' queues (their
 # in-flight counts come down), its rows go, its final snapshot stays a while for the
 # monitors (what it did still counts in their totals); then LIVE's answer (the last one
@@ -487,14 +537,15 @@ for _, m in ipairs(redis.call('SMEMBERS', HELD)) do
     push(h, raw, true)
   end
 end
-redis.call('DEL', HELD, KEYS[15])
-redis.call('HDEL', IDLE, PROC)
-redis.call('SET', KEYS[14], ARGV[14], 'PX', tonumber(ARGV[15]))
-redis.call('SADD', KEYS[16], PROC)
-redis.call('PEXPIRE', KEYS[16], tonumber(ARGV[15]))
-redis.call('HDEL', KEYS[12], PROC)
-redis.call('HDEL', KEYS[13], PROC)
-return live_or_claim(KEYS[13], META, PROC, tonumber(ARGV[12]), ARGV[13])
+redis.call('DEL', HELD, KEYS[17])
+redis.call('HDEL', IDLES[0], PROC)
+redis.call('HDEL', IDLES[1], PROC)
+redis.call('SET', KEYS[16], ARGV[15], 'PX', tonumber(ARGV[16]))
+redis.call('SADD', KEYS[18], PROC)
+redis.call('PEXPIRE', KEYS[18], tonumber(ARGV[16]))
+redis.call('HDEL', KEYS[14], PROC)
+redis.call('HDEL', KEYS[15], PROC)
+return live_or_claim(KEYS[15], META, PROC, tonumber(ARGV[13]), ARGV[14])
 """
 
 LIVE = _NOW + _LIVE + """

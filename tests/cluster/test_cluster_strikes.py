@@ -1,0 +1,164 @@
+"""Hosts that never answered, on Redis: one connection at a time across every process until
+a host answers, retired after a few failures in a row (min(--host-max-failures,
+NEVER_ANSWERED_STRIKES)), and a host retired outright (a name that does not resolve) for
+every process; each URL of a retired host gets one record. Connections are counted at the
+servers: raw TCP servers on loopback that stay silent, close at once, or answer HTTP."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+import pytest
+import redis.asyncio as aioredis
+from aiohttp import web
+from support.cluster import engines
+from support.sites import page
+
+from crawltop.core import CrawlConfig
+from crawltop.core.cluster.keys import Keys
+
+pytestmark = pytest.mark.timeout(120)
+
+PAGE = b"<html><body>ok</body></html>"
+
+
+class Raw:
+    """A TCP server on ADDRESS counting the connections it accepts. `silent`: held open,
+    never a word; `fin`: closed at once; `http`: a small page (robots.txt: 404), one
+    request per connection, except connection number `drop`, closed without a word."""
+
+    def __init__(self, mode: str, address: str, drop: int = 0) -> None:
+        self.mode, self.address, self.drop = mode, address, drop
+        self.connections = 0
+        self.url = ""
+        self._held: list[asyncio.StreamWriter] = []
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> Raw:
+        self._server = await asyncio.start_server(self._accept, self.address, 0)
+        self.url = f"http://{self.address}:{self._server.sockets[0].getsockname()[1]}"
+        return self
+
+    @property
+    def netloc(self) -> str:
+        return self.url.split("//")[1]
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self._held.append(writer)
+        if self.mode == "silent":
+            return
+        if self.mode == "fin" or self.connections == self.drop:
+            writer.close()
+            return
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            writer.close()
+            return
+        path = head.split(b" ", 2)[1]
+        status = b"404 Not Found" if path == b"/robots.txt" else b"200 OK"
+        writer.write(b"HTTP/1.1 %s\r\nContent-Type: text/html\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                     % (status, len(PAGE), PAGE))
+        try:
+            await writer.drain()
+        except ConnectionError:
+            pass
+        writer.close()
+
+    def stop(self) -> None:
+        for w in self._held:
+            w.close()
+        if self._server is not None:
+            self._server.close()
+
+
+async def recorded(url: str, name: str) -> list[dict]:
+    r = aioredis.Redis.from_url(url)
+    entries = await r.xrange(Keys(name).rec)
+    await r.aclose()
+    return [json.loads(f[b"data"]) for _id, f in entries]
+
+
+async def test_connections_to_hosts_that_never_answered_across_two_processes(serve, redis_url):
+    """`crawl --processes 2 -c 10 --timeout 1`: a site whose root links to 30 URLs on each of
+    three outside hosts. One accepts and stays silent: 3 connections at most. One closes
+    each connection at once: 12 at most. One answers, but drops its very first connection:
+    never retired, its 30 URLs all fetched. Every URL of every host has one record."""
+    silent, fin = await Raw("silent", "127.0.0.2").start(), await Raw("fin", "127.0.0.3").start()
+    healthy = await Raw("http", "127.0.0.4", drop=1).start()
+    hosts = {"silent": silent, "fin": fin, "healthy": healthy}
+    urls = {name: [f"{raw.url}/{name}{i}" for i in range(30)] for name, raw in hosts.items()}
+    site = await serve({"/": page("/a", *(u for name in hosts for u in urls[name])), "/a": page("/")})
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "crawltop.cli", "crawl", site.url + "/", "--processes", "2", "-c", "10",
+            "--timeout", "1", "--redis", redis_url, "--name", "strikes", "--headless", "--quiet", "--no-sitemaps",
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env=dict(os.environ))
+        out, err = await asyncio.wait_for(proc.communicate(), 90)
+        assert proc.returncode in (0, 1), err.decode()[-2000:]  # 1: broken links were found
+        assert silent.connections <= 3 and fin.connections <= 12, (silent.connections, fin.connections)
+        recs = await recorded(redis_url, "strikes")
+        by_url = {}
+        for rec in recs:
+            assert rec["url"] not in by_url, rec["url"]  # one record each, whole crawl
+            by_url[rec["url"]] = rec
+        assert set(by_url) == {site.url + "/", site.url + "/a", *(u for name in hosts for u in urls[name])}
+        for name in ("silent", "fin"):
+            kinds = [by_url[u]["error_kind"] for u in urls[name]]
+            assert kinds.count("host-retired") >= 27, (name, kinds)
+        assert [by_url[u]["status"] for u in urls["healthy"]] == [200] * 30
+        assert healthy.connections >= 31  # 30 pages, robots.txt, the dropped one
+        r = aioredis.Redis.from_url(redis_url)
+        k = Keys("strikes")
+        state = {name: await r.hgetall(k.h(raw.netloc)) for name, raw in hosts.items()}
+        await r.aclose()
+        assert state["silent"].get(b"r") == state["fin"].get(b"r") == b"1"
+        assert b"an" not in state["silent"] and b"an" not in state["fin"]
+        assert state["healthy"].get(b"r") is None and state["healthy"][b"an"] == b"1"
+        assert {state[name][b"l"] for name in hosts} == {b"1"}  # checks: out of the site's scope
+    finally:
+        for raw in hosts.values():
+            raw.stop()
+
+
+async def test_a_host_retired_outright_gives_every_url_a_record_in_both_engines(serve, redis_url):
+    """Two engines, a slow host with 30 URLs, --per-host 1. Once its first pages are in,
+    one engine retires it (as for a name that does not resolve): no request starts there
+    after that, from either engine, and each of its URLs has exactly one record, the
+    queued ones HostRetired, from whichever engine took them."""
+    hits: list[str] = []
+
+    async def slow(request: web.Request) -> web.StreamResponse:
+        hits.append(request.path)
+        await asyncio.sleep(0.2)
+        return web.Response(text="<p>slow</p>", content_type="text/html")
+
+    site = await serve({"/": page(*(f"/s{i}" for i in range(29))), **{f"/s{i}": slow for i in range(29)}})
+    config = CrawlConfig(roots=(site.url + "/",), concurrency=3, per_host=1, robots=False)
+    members = await engines(redis_url, "outright", config, 2)
+    crawls = asyncio.gather(*(m.crawl() for m in members))
+    r = aioredis.Redis.from_url(redis_url)
+    k = Keys("outright")
+    try:
+        while int(await r.hget(k.count, "records") or 0) < 3:
+            await asyncio.sleep(0.02)
+        hosts = members[0].frontier.hosts
+        assert hosts.retire(hosts.of(site.url + "/"), "dns") >= 0
+        await asyncio.sleep(0.1)  # the event reaches Redis within GAP_FLUSH (30 ms)
+        started = len(hits)
+        await asyncio.wait_for(crawls, 60)
+        assert len(hits) <= started + 1, hits  # at most one in flight as the retirement landed
+        recs = await recorded(redis_url, "outright")
+        urls = [rec["url"] for rec in recs]
+        assert sorted(urls) == sorted([site.url + "/", *(f"{site.url}/s{i}" for i in range(29))])
+        kinds = [rec["error_kind"] for rec in recs]
+        assert kinds.count("host-retired") == 30 - len(hits) - 1, kinds  # each URL not fetched
+        state = await r.hgetall(k.h(site.url.split("//")[1]))
+        assert state[b"r"] == b"1" and state[b"le"] == b"dns"
+        assert int(await r.hget(k.count, "retired")) == 1
+    finally:
+        await r.aclose()
