@@ -1,18 +1,30 @@
 """This process as one engine of a crawl shared through Redis (`crawl --redis`, `join`),
-and the whole crawl's report that the last process out writes."""
+and the whole crawl's end report, which the last process out writes (or the parent of
+`--processes`)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
 
 from ..core.cluster import connect as cluster
-from ..core.cluster.member import Member
+from ..core.cluster.combine import merge
+from ..core.cluster.keys import Keys, text
+from ..core.cluster.member import LIVE, Member
+from ..core.cluster.records import StreamRecords
 from ..core.cluster.view import ClusterView
 from ..core.config import CrawlConfig
 from ..core.crawler import Crawler
 from ..core.monitor.sanitize import clean
+from ..core.monitor.stats import Snapshot
+from ..core.sockets.protocol import SnapshotDecoder
 from . import hangup
+from .endreport import Left, Totals, number, one_process, render, roots_title
 from .listen import listen
 from .run import run_crawler
 from .state_file import extra_sinks
@@ -26,11 +38,14 @@ def engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) -
     reports = not getattr(args, "no_final_report", False)
     member = Member(crawler, frontier, reports=reports)
     args.socket_base, args.name = name, None  # sockets NAME, NAME-2, ...: one per process here
+
+    def end() -> str:
+        return _end_report(member, url, name, reports)
+
     if args.headless or not sys.stdout.isatty():
-        code = run_crawler(member, args)
+        code = run_crawler(member, args, end)
     else:  # the TUI shows the whole crawl; the socket (ctl, attach) stays this process's own
         from ..tui.app import run_tui
-        from .headless import report
 
         local = listen(member, args)
         local.control.mode = "tui"
@@ -38,27 +53,102 @@ def engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) -
         code = run_tui(view,
                        exit_on_finish=args.exit_on_finish,
                        hangup=hangup.Hangup(getattr(args, "on_hangup", "detach"), local.control))
-        report(member, sys.stdout)
+        sys.stdout.write(end())
     records = crawler.stats.records
+    # (plain numbers: bench/politeness.py reads this line)
     print(f"  redis: {frontier.round_trips} round trips for {records} records "
           f"({frontier.round_trips / max(1, records):.2f} per record, heartbeats included)", file=sys.stdout)
     if not member.left:
         print(f"crawltop: Redis unreachable at exit: the URLs this process held go back on the "
               f"queue when their leases run out ({frontier.lease:g} s)", file=sys.stderr)
-    if member.reporter and reports:
-        print(f"crawl {name!r} finished; this was its last process: the whole crawl's report follows. "
-              f"Records: crawltop export --redis {url} {name} --jsonl FILE", file=sys.stderr)
-        final_report(url, name)
     return code
 
 
-def final_report(url: str, name: str) -> None:
-    """The last process out writes the report of the whole crawl (`crawltop report`'s)."""
-    from ..core.cluster.oneshot import records
-    from ..core.reporting.formats import FORMATS
-    from ..core.reporting.linkcheck import analyse
+def _end_report(member: Member, url: str, name: str, reports: bool) -> str:
+    """The whole crawl's report if this process is the last one out of it (finished, or
+    stopped with nobody left to go on: its queue stays in Redis for a join); else this
+    process's own part, in the same form."""
+    whole = ""
+    if reports and member.reporter:
+        whole = f"crawl {name!r} finished; this was its last process"
+    elif reports and member.left and _last_out(url, name):
+        whole = f"crawl {name!r} is not finished and no other process is left"
+    if whole:
+        print(f"{whole}: the whole crawl's report follows. "
+              f"Records: crawltop export --redis {shown_url(url)} {name} --jsonl FILE", file=sys.stderr)
+        try:
+            return whole_report(url, name, keep=shown_url(url))
+        except Exception as exc:  # the crawl is done and its records are safe in Redis: say why, no traceback
+            print(f"crawltop: the whole crawl's report could not be made: {clean(exc)}", file=sys.stderr)
+    return one_process(member, notes=[f"this process's part of crawl {name!r} on Redis "
+                                      f"(the whole crawl's report is written by its last process out)"])
 
-    write_report(lambda: FORMATS["text"](analyse(records(url, name), source=f"crawl {name} on Redis")))
+
+def _last_out(url: str, name: str) -> bool:
+    """The crawl is not finished and no process beats any more (a `q` here stops this
+    process, `ctl stop` every one): nobody else is left to report it."""
+    r = redis.Redis.from_url(url, socket_timeout=5)
+    try:
+        k = Keys(name)
+        if text(r.hget(k.meta, "status") or b"") == "finished":
+            return False  # (its report is claimed: Member.reporter)
+        secs, micros = r.time()
+        now = secs * 1000 + micros // 1000
+        return all(int(beat) < now - LIVE * 1000 for beat in r.hvals(k.beats))
+    except redis.RedisError:
+        return False
+    finally:
+        r.close()
+
+
+def shown_url(url: str) -> str:
+    """A Redis URL to print: its password, if any, left out."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:PASSWORD@{host}"))
+
+
+def whole_report(url: str, name: str, *, totals: Totals | None = None, wall: float = 0.0,
+                 keep: str | None = None) -> str:
+    """The end report of crawl NAME on Redis, every process's (cli/endreport.py). Counts come
+    from its records, each URL's once (`totals` if the caller read them as they came, else the
+    stream is read now); time, retries and sitemap probes from the processes' final snapshots
+    (merged as the monitor merges them; `wall` seconds if none is left). URLs still queued
+    are kept when the Redis stays (`keep`: its URL, to join with), else cancelled."""
+    k = Keys(name)
+    r = redis.Redis.from_url(url, socket_timeout=30)
+    try:
+        if totals is None:
+            totals = Totals.of_records(StreamRecords(r, name))
+        procs = sorted({text(p) for p in r.smembers(k.left)} | {text(p) for p in r.hkeys(k.procs)})
+        snaps = _snapshots(r.mget([k.snap(p) for p in procs]) if procs else [])
+        queued = int(r.hget(k.count, "queued") or 0) + int(r.zcard(k.leases))
+        roots = [str(u) for u in json.loads(r.hget(k.meta, "roots") or b"[]")]
+    finally:
+        r.close()
+    totals = totals.with_run(merge(snaps, state="DONE", queued=0, seen=0, in_flight=0)) if snaps else \
+        dataclasses.replace(totals, elapsed=wall)
+    if keep is not None:
+        left = Left(queued, kept=True, hint=f"join with: crawltop join {name} --redis {keep}")
+    else:
+        left = Left(queued, kept=False, hint="never fetched: the private redis-server ends with the crawl")
+    return render(roots_title(roots) or name, totals, left=left if queued else None,
+                  notes=[f"crawl {name!r} on Redis, {number(len(procs))} process{'es' if len(procs) != 1 else ''}"])
+
+
+def _snapshots(raws: Sequence[bytes | str | None]) -> list[Snapshot]:
+    """The processes' snapshots that are there and readable (one that is not costs its
+    process's time and retries, not the report)."""
+    out = []
+    for raw in raws:
+        if raw is not None:
+            try:
+                out.append(SnapshotDecoder().decode(json.loads(raw)))
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+                continue
+    return out
 
 
 def write_report(make: Callable[[], str]) -> None:

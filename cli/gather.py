@@ -1,10 +1,10 @@
 """The parent of `crawl --processes`: one read of the crawl's records, while its engines
-fetch, for `-o FILE` and the whole crawl's report.
+fetch, for `-o FILE` and the whole crawl's end report (cli/endreport.py).
 
 Both used to read every record from Redis after the last engine left, one after the
 other: a tenth of a two-process crawl's wall time (BENCHMARKS.md, issue 29). The parent
 idles while the engines fetch, so it reads the record stream then (core/cluster/records.py
-Tail), writing FILE's lines to FILE.tmp and adding each record to the report's Analysis;
+Tail), writing FILE's lines to FILE.tmp and counting each record into the report's Totals;
 at the end only the last records are left. If the stream can't be read to its end (Redis
 gone, a record that is not one), FILE and the report are made the old way at the end, which
 says why; if FILE.tmp can't be written, FILE is. FILE.tmp never outlives the parent's
@@ -21,10 +21,7 @@ from typing import IO
 import redis
 
 from ..core.cluster.records import Tail
-from ..core.errors import ReportError
-from ..core.reporting.formats import FORMATS
-from ..core.reporting.linkcheck import Analysis
-from .engine import final_report, write_report
+from .endreport import Totals
 
 OneOutput = Callable[[str, str, str, Sequence[str]], None]  # url, name, FILE, the per-process files
 STEP_PAGES = 2  # at most 2,000 records a step, so Ctrl-C and the progress line wait for none
@@ -42,7 +39,7 @@ class Gather:
                 self._file = open(self._tmp, "w", encoding="utf-8")
             except OSError:
                 self._file = None  # the end writes FILE the old way, or says why it can't
-        self._analysis: Analysis | None = Analysis(source=f"crawl {name} on Redis")
+        self._totals: Totals | None = Totals()
         self._tail = Tail(self._r, name, self._write if self._file is not None else None, self._add)
         self._failed = False  # the stream could not be read: the end does it the old way
         self._complete = False
@@ -56,11 +53,11 @@ class Gather:
             self._drop_file()
 
     def _add(self, rec: dict) -> None:
-        if self._analysis is not None:
+        if self._totals is not None:
             try:
-                self._analysis.add(rec)
-            except (ReportError, LookupError, TypeError, ValueError):
-                self._analysis = None  # final_report says what is wrong with it
+                self._totals.add(rec)
+            except (LookupError, TypeError, ValueError):
+                self._totals = None  # not a record: the end counts the stream again, and says why
 
     def step(self) -> None:
         """While the engines fetch: what is new, a few pages of it."""
@@ -87,13 +84,10 @@ class Gather:
             except OSError:
                 self._drop_file()
 
-    def report(self) -> None:
-        """The whole crawl's report, as final_report writes it."""
-        analysis = self._analysis
-        if self._complete and analysis is not None:
-            write_report(lambda: FORMATS["text"](analysis.report()))
-        else:
-            final_report(self.url, self.name)
+    def totals(self) -> Totals | None:
+        """The counts of every record of the crawl, once each; None if the stream could not
+        be read to its end (the report reads it again: cli/engine.py whole_report)."""
+        return self._totals if self._complete else None
 
     def write_output(self, parts: Sequence[str], fallback: OneOutput) -> None:
         """-o FILE from what was read; else the old way (`fallback`: cli/processes.py one_output)."""
@@ -108,7 +102,7 @@ class Gather:
                 for part in parts:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(part)
-                print(f"crawltop: {self._tail.records.count} records in {self.output}", file=sys.stderr)
+                print(f"crawltop: {self._tail.records.count:,} records in {self.output}", file=sys.stderr)
                 return
         self._drop_file()
         fallback(self.url, self.name, self.output, parts)

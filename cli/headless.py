@@ -4,25 +4,27 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from ..core.monitor.sanitize import clean
 from ..core.monitor.stats import Snapshot
-from ..core.outcomes import KIND_WORDS, outcome_line
 from ..core.surface import Engine, Monitor
+from .endreport import number, one_process
 from .exitcodes import EXIT_NO_ROOT, EXIT_OK
 
 PROGRESS_EVERY = 2.0
 
 
 def progress_line(s: Snapshot) -> str:
-    beside = f" requisites {s.requisites}" if s.requisites else ""
-    beside += f" external {s.externals}" if s.externals else ""
+    n = number
+    beside = f" requisites {n(s.requisites)}" if s.requisites else ""
+    beside += f" external {n(s.externals)}" if s.externals else ""
     return (
-        f"[{s.elapsed:7.1f}s] {s.state.lower():8} pages {s.pages} ({s.rate_now:.0f}/s now, "
-        f"{s.rate_avg:.0f}/s avg){beside} queue {s.queued} seen {s.seen} busy {s.busy}/{s.concurrency} "
-        f"errors {s.errors} merges {s.merges}"
-        + (f" skipped {s.skipped}" if s.skipped else "") + (f" cancelled {s.cancelled}" if s.cancelled else "")
+        f"[{s.elapsed:7.1f}s] {s.state.lower():8} pages {n(s.pages)} ({n(s.rate_now)}/s now, "
+        f"{n(s.rate_avg)}/s avg){beside} queue {n(s.queued)} seen {n(s.seen)} busy {s.busy}/{s.concurrency} "
+        f"errors {n(s.errors)} merges {n(s.merges)}"
+        + (f" skipped {n(s.skipped)}" if s.skipped else "") + (f" cancelled {n(s.cancelled)}" if s.cancelled else "")
         + hosts_part(s) + (f"  [{s.notice}]" if s.notice else "")
     )
 
@@ -33,45 +35,15 @@ def hosts_part(s: Snapshot) -> str:
     total = sum(counts.values())
     if total <= 1 and not s.next_due:
         return ""
-    text = f"  hosts {total}: " + " ".join(f"{n} {state}" for state, n in counts.items())
+    text = f"  hosts {number(total)}: " + " ".join(f"{number(n)} {state}" for state, n in counts.items())
     if s.next_due is not None and s.queued and not s.busy:
         text += f", next due in {s.next_due:.1f}s"
     return text
 
 
 def report(crawler: Engine, out: TextIO) -> None:
-    s = crawler.stats.snapshot()
-    w = out.write
-    w(f"crawltop report: {', '.join(clean(r) for r in crawler.roots)}\n")
-    if s.resumed_from:
-        w(f"  resumed: {s.resumed_from} records carried over\n")
-    w(f"  records {s.records}  pages {s.pages}  requisites {s.requisites}  external {s.externals}  "
-      f"bytes {s.bytes}  elapsed {s.elapsed:.1f}s  pages/s {s.rate_avg:.1f}\n")
-    w(f"  outcomes: {outcome_line(s.outcomes, s.fetched_classes)}\n")
-    w(f"  redirects {s.redirects}  merges {s.merges}  retries {s.retries}  "
-      f"robots-blocked {s.robots_blocked}  ignored {s.ignored}  truncated {s.truncated}\n")
-    if s.sitemap_probes:  # guessed /sitemap.xml: no record unless found (core/fetching/sitemaps.py)
-        w(f"  sitemap probes {s.sitemap_probes} ({s.sitemap_found} found)\n")
-    w("  status codes:" + ("\n" if s.statuses else " none (no server answered)\n"))
-    for code, n in sorted(s.statuses.items()):
-        w(f"    {code:>5}  {n}\n")
-    if s.host_counts.get("retired") or s.hosts_over_budget:
-        w(f"  hosts {sum(s.host_counts.values())}: retired {s.host_counts.get('retired', 0)}  "
-          f"URLs over --max-pages-per-host {s.hosts_over_budget}\n")
-    w(f"  errors: {s.errors}\n")  # the failed URLs (core/outcomes.py); skipped and cancelled are apart
-    words = _latest_reasons(s)
-    for kind, n in sorted(s.errors_by_kind.items(), key=lambda kv: (-kv[1], kv[0])):
-        w(f"    {n:>5}  {clean(kind, 40)}: {clean(words.get(kind, KIND_WORDS.get(kind, kind)), 80)}\n")
-    top = crawler.stats.top_error_urls(10)
-    if top:
-        w("  top error URLs (by tries spent):\n")
-        for url, n in top:
-            w(f"    {n:>5}  {clean(url, 2000)}\n")
-
-
-def _latest_reasons(s: Snapshot) -> dict[str, str]:
-    """Each error_kind's latest reason in words (the ring keeps the latest errors)."""
-    return {e.error_kind: e.kind for e in s.recent_errors if e.error_kind}
+    """The end report of a crawl in this process (cli/endreport.py: every variant's)."""
+    out.write(one_process(crawler))
 
 
 async def _progress(crawler: Monitor, err: TextIO) -> None:
@@ -103,8 +75,9 @@ def exit_code(crawler: Engine, err: TextIO) -> int:
 
 
 async def run_headless(crawler: Engine, *, out: TextIO | None = None, err: TextIO | None = None,
-                       quiet: bool = False, roots_code: bool = True) -> int:
-    """Crawl to the end (or to Ctrl-C, which stops cleanly) and print the report; the exit
+                       quiet: bool = False, roots_code: bool = True, end: Callable[[], str] | None = None) -> int:
+    """Crawl to the end (or to Ctrl-C, which stops cleanly) and print the report (`end`
+    makes it when this process's own run is not the whole crawl: cli/endreport.py); the exit
     code says whether any root could be fetched (EXIT_CODES). `out` and `err` default to
     the streams at the call (cli/stdout.py may have wrapped stdout since this was imported)."""
     out, err = out or sys.stdout, err or sys.stderr
@@ -127,5 +100,5 @@ async def run_headless(crawler: Engine, *, out: TextIO | None = None, err: TextI
             ticker.cancel()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-    report(crawler, out)
+    out.write(end() if end is not None else one_process(crawler))
     return exit_code(crawler, err) if roots_code else EXIT_OK

@@ -28,7 +28,7 @@ from ..core.monitor.sanitize import clean
 from ..core.sockets.rundir import state_dir
 from . import hangup
 from .archive import archive_argv
-from .engine import final_report
+from .engine import shown_url, whole_report, write_report
 from .gather import Gather
 from .monitor import run_monitor
 
@@ -62,7 +62,7 @@ def supervise(args: argparse.Namespace, name: str, config: CrawlConfig, join: Ma
         try:
             code = watch(url, name, children, hup=hup.reason is None, stop_now=hup.reason is not None and hup.stop,
                          redis_alive=(lambda: server.proc.poll() is None) if server is not None else None,
-                         gather=gather)
+                         gather=gather, keep=shown_url(url) if server is None else None)
             if args.output:
                 gather.write_output([f"{args.output}.p{i}" for i in range(1, args.processes + 1)], one_output)
         finally:
@@ -102,7 +102,7 @@ def one_output(url: str, name: str, output: str, parts: Sequence[str]) -> None:
     for part in parts:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(part)
-    print(f"crawltop: {n} records in {output}", file=sys.stderr)
+    print(f"crawltop: {n:,} records in {output}", file=sys.stderr)
 
 
 def secret_argv(config: CrawlConfig, i: int) -> list[str]:
@@ -234,12 +234,15 @@ def stop_grace() -> float:
 
 
 def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop_now: bool = False,
-          redis_alive: Callable[[], bool] | None = None, gather: Gather | None = None) -> int:
+          redis_alive: Callable[[], bool] | None = None, gather: Gather | None = None,
+          keep: str | None = None) -> int:
     """Progress of the whole crawl on stderr until every child is gone; Ctrl-C stops the
     whole crawl (through Redis), and the children finish cleanly. If the private
     redis-server dies (`redis_alive`), the crawl is gone with it: the engines are told to
     stop at once (SIGTERM, then SIGKILL), rather than retry it forever. `gather` reads the
-    crawl's records meanwhile, for its report and -o FILE (cli/gather.py)."""
+    crawl's records meanwhile, for its report and -o FILE (cli/gather.py). `keep`: the
+    Redis URL to print when the crawl's Redis stays (a stop keeps its queue for a join);
+    None: a private one, stopped at the end, so the URLs left are cancelled."""
     keys = Keys(name)
     r = redis.Redis.from_url(url, socket_timeout=5)
     stopping = stop_now  # (--on-hangup stop after the monitor's terminal went away)
@@ -274,9 +277,9 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
             shown = time.monotonic()
             try:
                 records = int(r.hget(keys.count, "records") or 0)
-                print(f"[{time.monotonic() - started:7.1f}s] {name}: records {records} "
-                      f"queued {int(r.hget(keys.count, 'queued') or 0)} "
-                      f"in flight {r.zcard(keys.leases)} processes {r.hlen(keys.procs)}", file=sys.stderr, flush=True)
+                print(f"[{time.monotonic() - started:7.1f}s] {name}: records {records:,} "
+                      f"queued {int(r.hget(keys.count, 'queued') or 0):,} "
+                      f"in flight {r.zcard(keys.leases):,} processes {r.hlen(keys.procs)}", file=sys.stderr, flush=True)
             except redis.RedisError as exc:
                 print(f"crawltop: Redis: {clean(exc)}", file=sys.stderr, flush=True)
         with contextlib.suppress(redis.RedisError):
@@ -289,14 +292,13 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
     codes = [c.wait() for c in children]
     if gather is not None:
         gather.finish()
-    print(f"crawl {name!r} {status}: {records} records from {len(children)} processes "
+    print(f"crawl {name!r} {status}: {records:,} records from {len(children)} processes "
           f"(exit codes {', '.join(map(str, codes))})", file=sys.stdout)
     # the whole crawl's report, as one process prints its own: at the end, and after Ctrl-C
-    if status in ("finished", "stopped") and claim_report(url, name):
-        if gather is not None:
-            gather.report()
-        else:
-            final_report(url, name)
+    # (a stopped crawl's is not claimed: the process that finishes it later reports it again)
+    if status == "stopped" or (status == "finished" and claim_report(url, name)):
+        totals = gather.totals() if gather is not None else None
+        write_report(lambda: whole_report(url, name, totals=totals, wall=time.monotonic() - started, keep=keep))
     return 0 if all(c == 0 for c in codes) else 1
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shlex
+import sqlite3
 import sys
 from collections.abc import Sequence
 
@@ -20,6 +22,7 @@ from ..core.secrets import require
 from ..core.storage.open_state import open_state
 from ..core.storage.store import STATUS_FINISHED, STATUS_STOPPED, SqliteStore
 from . import archive
+from .endreport import TOP, Left, Totals, number, render, roots_title
 from .options import Parser, add_crawl_options, add_warc, config_from
 from .run import run_crawler
 
@@ -27,6 +30,7 @@ from .run import run_crawler
 _FIELD = {"no_robots": "robots", "no_sitemaps": "sitemaps", "no_requisites": "requisites",
           "no_external": "external", "no_fragments": "fragments", "ignore_set": "ignore_sets",
           "no_ignore_set": "ignore_sets", "header": "headers", "header_host": "header_hosts", "no_proxy": "env_proxy"}
+COUNTERS = "report_counters"  # the setting: time, retries, sitemap probes of the runs so far (no record holds them)
 _NOT_CONFIG = {"headless", "exit_on_finish", "warc", "state", "fast", "command", "roots", "_pos",
                "warc_max_size", "no_dedup", "dedup_from", "wacz"}
 
@@ -107,18 +111,43 @@ def _crawl(args: argparse.Namespace, argv: list[str]) -> int:
                   "so it resumes running", file=sys.stderr)
             config = dataclasses.replace(config, start_paused=False)
         if store.resumed:
-            print(f"crawltop: resuming {clean(path)}: {store.resumed_records} records carried over, "
-                  f"{store.size} URLs queued ({store.recovered_in_flight} were in flight at a kill)",
+            print(f"crawltop: resuming {clean(path)}: {number(store.resumed_records)} records carried over, "
+                  f"{number(store.size)} URLs queued ({number(store.recovered_in_flight)} were in flight at a kill)",
                   file=sys.stderr)
         crawler = Crawler(dataclasses.replace(config, output=None), frontier=store, sinks=[store.sink])
         crawler.stats.resumed_from = store.resumed_records
         warc = _add_output_sinks(crawler, args, config, store)
-        code = run_crawler(crawler, args)
+        code = run_crawler(crawler, args, lambda: report(crawler, store))
         status = STATUS_FINISHED if store.unfinished == 0 else STATUS_STOPPED
         store.save_session(status=status, paused=crawler.paused, concurrency=crawler.concurrency)
+        earlier = Totals().with_saved(store.settings.get(COUNTERS))
+        store.set_setting(COUNTERS, (earlier + Totals.of_snapshot(crawler.stats.snapshot())).saved())
         return archive.wacz(warc) or code
     finally:
         store.close()
+
+
+def report(crawler: Crawler, store: SqliteStore) -> str:
+    """The end report of the whole crawl, not just this run. A resumed crawl is counted
+    from every record in the file, as `crawltop report STATE` counts it (a URL whose record
+    a kill left uncommitted was fetched again, so each is there once), with the time, retries
+    and sitemap probes of the earlier runs (COUNTERS: a run killed before its end leaves
+    none) and this run's; URLs still queued are kept for the next resume."""
+    s = crawler.stats.snapshot()
+    totals = Totals.of_snapshot(s, crawler.stats.top_error_urls(TOP))
+    notes = []
+    if store.resumed:
+        notes.append(f"resumed: {number(store.resumed_records)} records carried over from earlier runs")
+        try:
+            store.flush()  # this run's last records too (the crawl is over: nothing waits on the loop)
+            earlier = Totals().with_saved(store.settings.get(COUNTERS))
+            totals = earlier + Totals.of_records(store.records()).with_run(s)
+        except (sqlite3.Error, StateError, LookupError, TypeError, ValueError) as exc:  # the run's own, and why
+            notes.append(f"this run only: the earlier records could not be read ({clean(exc, 200)})")
+    left = store.unfinished
+    hint = f"resume with: crawltop resume {shlex.quote(store.path)}"
+    return render(roots_title(crawler.roots), totals, left=Left(left, kept=True, hint=hint) if left else None,
+                  notes=notes)
 
 
 def _secrets(config: CrawlConfig, store: SqliteStore, overrides: dict[str, object], path: str) -> CrawlConfig:

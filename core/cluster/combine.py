@@ -97,6 +97,7 @@ def merge(snaps: Sequence[Snapshot], *, state: str, queued: int, seen: int, in_f
         next_due=min((s.next_due for s in snaps if s.next_due is not None), default=None),
         hosts_over_budget=max((s.hosts_over_budget for s in snaps), default=0),
         outcomes={o: outcomes[o] for o in OUTCOMES}, fetched_classes=dict(classes),
+        checks_busy=total("checks_busy"), checks=total("checks"),
     )
 
 

@@ -218,7 +218,7 @@ def test_sigint_clean_stop_resume_warc_jsonl_and_export(site_url, tmp_path):
     # Resume: same settings (the WARC and JSONL paths come from the state), -c overridden.
     res = run("resume", str(db), "--headless", "-c", "6")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert f"resumed: {before} records carried over" in res.stdout
+    assert f"resumed: {before:,} records carried over" in res.stdout
     assert setting(db, "status") == "finished" and setting(db, "concurrency") == 6
     assert json.loads(setting(db, "config"))["max_tries"] == 2  # kept from the first run
 

@@ -59,7 +59,7 @@ def test_three_processes_one_killed_nothing_lost_nothing_twice(redis_url, rundir
         assert held and at_kill < pages, (len(held), at_kill)  # it died mid-crawl, holding work
         last = [out for out, err in outs if "this was its last process" in err]
         assert len(last) == 1, [err[-500:] for _out, err in outs]  # one final report, by the last one out
-        assert f"crawltop report: crawl k on Redis\n{pages:,} records, 0 broken on 0 pages" in last[0], last[0]
+        assert "  crawl 'k' on Redis, " in last[0] and f"  records {pages:,}  pages {pages:,}  " in last[0], last[0]
         assert r.hget(k.meta, "status") == b"finished"
         assert int(r.hget(k.meta, "reaped") or 0) >= len(held)  # every lease it held came back
         assert int(r.hget(k.count, "rejected") or 0) == 0  # no live process lost a lease
@@ -100,7 +100,7 @@ def test_processes_with_a_private_redis(slow_site, rundir, tmp_path):
                           capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr
     assert "crawl 'pp' finished: 300 records from 2 processes (exit codes 0, 0)" in done.stdout
-    assert "crawltop report: crawl pp on Redis\n300 records, 0 broken on 0 pages" in done.stdout
+    assert "  crawl 'pp' on Redis, 2 processes\n  records 300  pages 300  " in done.stdout
     assert not list((rundir.parent / "state" / "crawltop" / "redis" / "pp").glob("*.sock"))  # stopped, cleaned
 
 

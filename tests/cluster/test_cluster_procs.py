@@ -174,7 +174,7 @@ def test_processes_with_a_given_redis(redis_url, rundir):
         hits = site_.stats()["hits"]
     assert done.returncode == 0, done.stderr
     assert f"crawl 'pg' finished: {pages} records from 2 processes (exit codes 0, 0)" in done.stdout
-    assert f"crawltop report: crawl pg on Redis\n{pages} records, 0 broken" in done.stdout
+    assert f"  crawl 'pg' on Redis, 2 processes\n  records {pages:,}  pages {pages:,}  " in done.stdout
     r = redis.Redis.from_url(redis_url)
     assert r.hget(Keys("pg").meta, "status") == b"finished" and records_of(r, "pg") == pages
     by = recorded_by(r, "pg")
@@ -294,7 +294,7 @@ def test_last_survivor_writes_the_report_when_a_killed_process_held_nothing(redi
         waited = time.monotonic() - killed
     assert r.hget(k.meta, "status") == b"finished" and records_of(r, "lr") == pages
     assert "this was its last process" in err, err[-1500:]
-    assert "crawltop report: crawl lr on Redis" in out and f"{pages} records" in out.replace(",", ""), out[-1500:]
+    assert "  crawl 'lr' on Redis, 2 processes" in out and f"  records {pages:,}  pages {pages:,}  " in out, out[-1500:]
     assert r.hget(k.meta, "reporter").decode().split(":")[-2] == str(a.pid)
     # B's last beat was at most a second before the kill; A may claim only 3 s after it
     assert waited >= 1.5, waited

@@ -1,11 +1,14 @@
 """Issue 27: `--processes` ends as one process does. `-o FILE` gives one FILE with every
 record once; Ctrl-C on a crawl of many polite hosts ends within seconds with the report; an
-engine whose parent is SIGKILLed is gone within seconds (with the private redis-server)."""
+engine whose parent is SIGKILLed is gone within seconds (with the private redis-server).
+Its end report is one process's (cli/endreport.py), field by field, the URLs a stop left
+queued counted as cancelled (a private Redis) or kept for a join (a Redis of one's own)."""
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,11 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
-from support.cluster import CLI, start
+import redis
+from support.cluster import CLI, records_of, start, wait_for
 from support.sites import counting_site
 
-from crawltop.core.reporting.formats import text
-from crawltop.core.reporting.linkcheck import analyse
+from crawltop.core.cluster.keys import Keys
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -42,6 +45,62 @@ def _wait_gone(pids: list[int], timeout: float) -> list[int]:
     while time.monotonic() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.1)
     return [p for p in pids if _alive(p)]
+
+
+# Counts a crawl of the same site gives however many processes fetch it. (Not merges:
+# whether a redirect's target was seen first depends on the order of fetches.)
+SAME = ("records", "pages", "requisites", "external", "bytes", "outcomes", "redirects", "retries", "robots-blocked",
+        "ignored", "truncated", "errors")
+
+
+def report_fields(out: str) -> dict[str, str]:
+    """The end report's fields by name: `records` -> `2,585`, `outcomes` -> its line,
+    `status 404` -> `21`, `error http-status` -> `2`; notes under the title are left out."""
+    fields: dict[str, str] = {}
+    section = ""
+    for line in out[out.index("crawltop report: "):].splitlines()[1:]:
+        if not line.startswith("  ") or line.startswith("  redis:"):
+            break
+        text = line.strip()
+        if line.startswith("    "):  # a row of the section above: status codes, errors, top error URLs
+            left, _, right = text.partition("  ")
+            if section == "status codes":
+                fields[f"status {left}"] = right.strip()
+            elif section == "errors":
+                fields[f"error {right.strip().split(':')[0]}"] = left
+            continue
+        head, colon, rest = text.partition(": ")
+        if text.endswith(":") or colon:
+            section = text.rstrip(":") if text.endswith(":") else head
+            fields[section] = rest
+        elif text.startswith(("crawl '", "this process")):
+            continue  # a note: which crawl, on Redis
+        else:
+            for pair in text.split("  "):
+                name, _, value = pair.strip().rpartition(" ")
+                fields[name] = value
+    return fields
+
+
+def count(fields: dict[str, str], name: str) -> int:
+    return int(fields[name].replace(",", ""))
+
+
+def cancelled(fields: dict[str, str]) -> int:
+    found = re.search(r"cancelled ([\d,]+)", fields["outcomes"])
+    assert found, fields
+    return int(found.group(1).replace(",", ""))
+
+
+@pytest.fixture(scope="module")
+def demo():
+    """The bundled demo site, fast: 2,585 records of every outcome, the same on every crawl."""
+    proc = subprocess.Popen([sys.executable, "-m", "crawltop.demo.serve", "--fast"], stdout=subprocess.PIPE, text=True)
+    url = proc.stdout.readline().strip()
+    assert url.startswith("http://"), url
+    yield url
+    proc.terminate()
+    proc.wait(10)
 
 
 @pytest.fixture
@@ -92,9 +151,74 @@ def test_the_file_and_the_report_are_read_while_the_engines_fetch(rundir, tmp_pa
     assert not tmp.exists()
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len({r["url"] for r in records}) == len(records) == pages
-    report = text(analyse(records, source="crawl gather on Redis"))  # as final_report writes it: 80 columns
-    assert report in stdout, stdout[-3000:]
+    fields = report_fields(stdout)  # the report counts FILE's records, every one of them
+    assert count(fields, "records") == count(fields, "status 200") == pages, stdout[-3000:]
+    assert count(fields, "bytes") == sum(r["size"] for r in records)
     assert f"{pages} records in {out}" in stderr
+
+
+def test_the_end_report_is_one_process_s(demo, rundir):
+    """`--processes 2` ends with the report one process prints for the same site: the same
+    fields, the same counts over the whole crawl, with time, pages/s and bytes."""
+    opts = ["--headless", "--quiet", "-c", "4", "--max-tries", "2"]
+    reports = {}
+    for n in ("1", "2"):
+        done = subprocess.run([*CLI, "crawl", demo, *opts, *(["--processes", n] if n == "2" else [])],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        reports[n] = done.stdout
+    one, two = report_fields(reports["1"]), report_fields(reports["2"])
+    assert set(two) == set(one), (sorted(two), sorted(one))
+    assert count(one, "records") > 2000 and re.search(r"records \d,\d{3}  pages \d,\d{3}", reports["2"])
+    for name in (*SAME, *(k for k in one if k.startswith(("status ", "error ")))):
+        assert two[name] == one[name], (name, two[name], one[name])
+    assert float(two["elapsed"].rstrip("s")) > 0 and float(two["pages/s"].replace(",", "")) > 0
+    assert "crawl '127.0.0.1' on Redis, 2 processes" in reports["2"]
+
+
+def test_a_stop_reports_the_queue_cancelled_with_a_private_redis(rundir):
+    """Ctrl-C: the private redis-server ends with the crawl, and so do the URLs still queued
+    there: counted as cancelled, as one process's own would be."""
+    with counting_site(3000, 0.05) as site:
+        proc = start("crawl", site.url, "--processes", "2", "--headless", "--quiet", "-c", "2", "--name", "cut",
+                     "--no-sitemaps", "--no-robots")
+        time.sleep(4)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr[-2000:]
+    fields = report_fields(stdout)
+    left = re.fullmatch(r"cancelled ([\d,]+) \(never fetched: the private redis-server ends with the crawl\)",
+                        fields["queued at the stop"])
+    assert left, fields
+    assert cancelled(fields) == int(left.group(1).replace(",", "")) > 0
+    assert 0 < count(fields, "records") < 3000 and float(fields["elapsed"].rstrip("s")) > 0
+
+
+def test_a_stop_keeps_the_queue_in_a_redis_of_one_s_own_and_a_join_ends_it(redis_url, rundir):
+    """Ctrl-C with `--redis URL`: the URLs left stay in Redis, and the report says how to go
+    on; the `join` that does reports the whole crawl, both processes' records."""
+    pages = 600
+    with counting_site(pages, 0.02) as site:
+        proc = start("crawl", site.url, "--processes", "2", "--redis", redis_url, "--headless", "--quiet", "-c", "2",
+                     "--name", "kept", "--no-sitemaps", "--no-robots")
+        r = redis.Redis.from_url(redis_url)
+        wait_for(lambda: records_of(r, "kept") >= 50, what="records of the crawl")
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 0, stderr[-2000:]
+        first = report_fields(stdout)
+        kept = re.fullmatch(rf"kept ([\d,]+) \(join with: crawltop join kept --redis {re.escape(redis_url)}\)",
+                            first["queued at the stop"])
+        assert kept and int(kept.group(1).replace(",", "")) > 0, first
+        assert cancelled(first) == 0 and count(first, "records") < pages
+        joined = start("join", "kept", "--redis", redis_url, "--headless", "--quiet", "-c", "4")
+        stdout, stderr = joined.communicate(timeout=90)
+    assert joined.returncode == 0, stderr[-2000:]
+    assert "this was its last process" in stderr, (stdout, stderr)
+    whole = report_fields(stdout)
+    assert count(whole, "records") == count(whole, "status 200") == records_of(r, "kept") == pages, stdout
+    assert "queued at the stop" not in whole and cancelled(whole) == 0
+    assert r.hget(Keys("kept").meta, "status") == b"finished"
 
 
 def test_ctrl_c_ends_a_polite_many_host_crawl_within_seconds(many_hosts, rundir, tmp_path):
@@ -118,7 +242,7 @@ def test_ctrl_c_ends_a_polite_many_host_crawl_within_seconds(many_hosts, rundir,
         assert took < 15, took  # seconds, not the parent's escalation (STOP_GRACE, 20 s)
         assert "exit codes 0, 0" in stdout, stdout[-2000:]
         assert f"crawl 'polite{attempt}' stopped" in stdout
-        assert f"crawltop report: crawl polite{attempt} on Redis" in stdout
+        assert f"crawl 'polite{attempt}' on Redis, 2 processes" in stdout
         urls = [json.loads(line)["url"] for line in out.read_text().splitlines()]
         assert urls and len(urls) == len(set(urls))
 
@@ -148,7 +272,7 @@ def test_an_engine_that_does_not_stop_is_ended_by_the_parent(many_hosts, rundir,
     assert proc.returncode == 1, stderr[-2000:]
     assert "crawl 'hung' stopped" in stdout, stdout[-2000:]
     assert "(exit codes -9, 0)" in stdout or "(exit codes 0, -9)" in stdout, stdout[-2000:]  # in spawn order
-    assert "crawltop report: crawl hung on Redis" in stdout
+    assert "crawl 'hung' on Redis, 2 processes" in stdout
     assert not _wait_gone(kids, 10)
     urls = [json.loads(line)["url"] for line in out.read_text().splitlines()]
     assert urls and len(urls) == len(set(urls))

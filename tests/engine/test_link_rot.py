@@ -202,3 +202,15 @@ async def test_a_memory_frontier_pops_by_lane() -> None:
     assert (await asyncio.wait_for(f.pop(CHECKS), 1)).url == "http://far/1"
     f.add(Item("http://near/1", 0, 0))
     assert (await asyncio.wait_for(waiting, 1)).url == "http://near/1"
+
+
+def test_a_crawl_of_many_processes_counts_every_process_s_checks() -> None:
+    import dataclasses
+
+    from crawltop.core.cluster.combine import merge
+    from support.frozen import sample_snapshot
+
+    one = dataclasses.replace(sample_snapshot(), checks_busy=3, checks=32)
+    two = dataclasses.replace(sample_snapshot(), checks_busy=1, checks=32)
+    both = merge([one, two], state="RUNNING", queued=0, seen=0, in_flight=0)
+    assert (both.checks_busy, both.checks) == (4, 64)
