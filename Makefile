@@ -26,7 +26,7 @@ $(ARCHIVE_STAMP):
 	$(ARCHIVE_VENV)/bin/pip install -q 'pywb>=2.8' 'wacz>=0.5' 'cdxj-indexer>=1.4'
 	touch $(ARCHIVE_STAMP)
 
-.PHONY: install demo test screenshots lint typecheck pkgtree reference
+.PHONY: install demo test screenshots lint typecheck pkgtree reference docs
 install: $(STAMP)
 
 demo: $(STAMP)
@@ -56,3 +56,8 @@ typecheck: $(STAMP) pkgtree
 # docs/reference/*.md and README's option table, from the parser (tests/cli/test_reference.py checks them)
 reference: $(STAMP)
 	$(VENV)/bin/python -m crawltop.cli.reference
+
+# The docs site (mkdocs.yml, docs/; README, ARCHITECTURE, BENCHMARKS and screenshots/ come in
+# through docs/hooks.py) into build/site. --strict: a broken link, anchor or nav entry fails it.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
