@@ -229,6 +229,12 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float | None = Non
         help="don't check links out of scope (default: one request each, never followed)")
     add("--no-fragments", action="store_true",
         help="don't check that a link's #fragment names an element of its page (default: check)")
+    add("--browser", action="store_true",
+        help="load the site's pages in headless Chromium, so pages scripts build are crawled: links from the "
+             "final HTML, what each page loaded recorded once; other URLs stay on plain HTTP. Needs "
+             "pip install 'crawltop[browser]' and a Chromium (default: off)")
+    add("--browser-path", default=None, metavar="PATH",
+        help="the Chromium --browser launches (default: /usr/lib/chromium/chromium, else Playwright's own)")
     add("--user-agent", type=header_value, default=None, metavar="UA",
         help="User-Agent header (default crawltop/VERSION)")
     add("--output", "-o", default=None, metavar="FILE.jsonl",
@@ -344,8 +350,20 @@ def config_from(args: argparse.Namespace, roots: Sequence[str]) -> CrawlConfig:
         queue_by=args.queue_by, max_crawl_delay=args.max_crawl_delay, delay_factor=args.delay_factor,
         host_max_failures=args.host_max_failures, max_pages_per_host=args.max_pages_per_host,
         ignore_sets=ignore_sets(args), max_time=getattr(args, "max_time", None),
-        **session_options(args),
+        **browser_options(args), **session_options(args),
     )
+
+
+def browser_options(args: argparse.Namespace) -> dict[str, Any]:
+    """--browser checked before anything starts: without Playwright or a Chromium, one line
+    saying what to install, exit 2."""
+    if not getattr(args, "browser", False):
+        return {}
+    from ..core.fetching.browser import check
+
+    path = getattr(args, "browser_path", None)
+    check(path)
+    return {"browser": True, "browser_path": os.path.abspath(path) if path else None}
 
 
 def ignore_sets(args: argparse.Namespace) -> tuple[str, ...]:

@@ -76,3 +76,8 @@ class CrawlConfig:
     # turns `global` on unless --no-ignore-set global; none here, so an embedded Crawler (and
     # every engine test) sees exactly the ignores it is given.
     ignore_sets: tuple[str, ...] = ()
+    # --browser: the site's pages loaded in headless Chromium through Playwright (the extra
+    # crawltop[browser]; core/fetching/browser.py), everything else on aiohttp. browser_path:
+    # the Chromium to launch (None: Debian's /usr/lib/chromium/chromium, else Playwright's own).
+    browser: bool = False
+    browser_path: str | None = None

@@ -20,8 +20,10 @@ import aiohttp
 from .. import __version__
 from . import errors
 from .config import CrawlConfig
+from .fetching.browser import BrowserFailure, BrowserFetcher
 from .fetching.budget import BodyBudget
-from .fetching.fetch import REDIRECTS, Response, backoff, decode, fetch_once, retry_after, retryable
+from .fetching.fetch import REDIRECTS, Loaded, Response, backoff, decode, retry_after, retryable
+from .fetching.fetcher import Fetcher, HttpFetcher
 from .fetching.robots import Robots
 from .fetching.session import CrawlSession
 from .fetching.sitemaps import Sitemaps, is_sitemap
@@ -35,8 +37,19 @@ from .parsing.cuts import CutPage
 from .parsing.urls import canonical, host_of, host_origin, netloc_of
 from .queueing.follow import Follow
 from .queueing.frontier import Frontier, Item, MemoryFrontier
-from .queueing.hosts import CHECKS, NEEDS_PROBE, NEEDS_ROBOTS, PAGES, RETIRED, STEP_PENDING, Host, Hosts, Politeness
-from .queueing.kinds import EXTERNAL, PAGE, is_stylesheet
+from .queueing.hosts import (
+    ANSWERED,
+    CHECKS,
+    NEEDS_PROBE,
+    NEEDS_ROBOTS,
+    PAGES,
+    RETIRED,
+    STEP_PENDING,
+    Host,
+    Hosts,
+    Politeness,
+)
+from .queueing.kinds import EXTERNAL, PAGE, REQUISITE, is_stylesheet
 from .queueing.parts import Failing, Lookup, Scheduled
 from .queueing.scope import Scope
 from .steering.ignores import IgnoreResult, Ignores, IgnoreSetView, IgnoreView
@@ -106,6 +119,8 @@ class Crawler:
         self._stopping = asyncio.Event()
         self._limit: asyncio.TimerHandle | None = None  # --max-time's stop
         self._session: aiohttp.ClientSession | None = None
+        self._fetcher: Fetcher | None = None  # every URL's attempt (core/fetching/fetcher.py)
+        self._browser: BrowserFetcher | None = None  # --browser: the site's pages (core/fetching/browser.py)
         self._robots: Robots | None = None
         self._sitemaps: Sitemaps | None = None
         if not config.start_paused:
@@ -292,7 +307,13 @@ class Crawler:
             def failed(exc: BaseException) -> None:  # called from the store's own thread
                 loop.call_soon_threadsafe(self._fail, exc)
             self.frontier.on_error = failed
+        self._fetcher = HttpFetcher(self._session, self.config.max_bytes, self._bodies)
         try:
+            if self.config.browser:  # a missing extra or Chromium: UsageError, before any URL
+                self._browser = BrowserFetcher(self._fetcher, _BrowserRules(self), path=self.config.browser_path,
+                                               timeout=self.config.timeout, max_bytes=self.config.max_bytes,
+                                               user_agent=self.agent)
+                await self._browser.start()
             for root in self.roots:
                 self._admit(root, self.config.max_redirect, 0)
             self.set_concurrency(self._target)
@@ -316,6 +337,8 @@ class Crawler:
                 self._limit.cancel()
             try:
                 await self._cancel_workers()
+                if self._browser is not None:  # no Chromium outlives the crawl
+                    await self._browser.close()
                 if self._robots is not None:
                     self._robots.close()
                 await self._http.close()  # saves the cookie jar, closes the session
@@ -388,9 +411,8 @@ class Crawler:
                     if self._robots.unanswered and host_origin(item.url) in self._robots.unanswered:
                         # no response at all: the host's first strike (it gets one request at
                         # a time until it answers: a dead host costs a few connections, not -c)
-                        dead = self._dead_name(item.url)
-                        if dead is not None:
-                            self._name_failed(host, dead)
+                        if self._dead_name(item.url, host) is not None:
+                            self._name_failed(host)
                         else:
                             self._host_failed(host, "connect", started, None, block=True, strike=True)
                     else:
@@ -426,7 +448,7 @@ class Crawler:
         try:
             if host.flags & RETIRED:  # taken only for its Record
                 record = _record(item, tries=item.tries)
-                record.fail(self._dead_name(item.url) or errors.HostRetired(
+                record.fail(self._dead_name(item.url, host) or errors.HostRetired(
                     f"host {host.key} retired after {host.strikes} failures in a row (last: {host.last_error})"))
             else:
                 record = await self._process(ws, item, host)
@@ -491,27 +513,31 @@ class Crawler:
             return None
         return self.queue_stats.added(url)
 
-    def _dead_name(self, url: str) -> errors.NameNotFound | None:
-        """The URL's host name is known not to resolve (core/fetching/resolver.py): a fact
-        about the host for the whole crawl, so its URLs fail at once, each with that reason."""
+    def _dead_name(self, url: str, host: Host) -> errors.NameNotFound | None:
+        """The URL's host name is known not to resolve (core/fetching/resolver.py): a fact about
+        the host for the whole crawl, so its URLs fail at once, each with that reason. Only for
+        a host that never answered: one that did (the site's own, always) and fails now, an
+        expired cache or a resolver's bad minute, fails as any host does, by its strikes."""
         resolver = self._http.resolver
-        if resolver is None or not resolver.dead:  # most crawls: no dead name, no parse per page
+        if host.flags & ANSWERED or resolver is None or not resolver.dead:
             return None
         name = host_of(url)
         why = resolver.not_found(name)
         return errors.NameNotFound(name, why) if why else None
 
-    def _name_failed(self, host: Host, dead: errors.NameNotFound) -> None:
-        """A name that does not resolve retires its host at once: no strike count, no back-off,
-        every queued URL of it comes out for its Record."""
-        self._sched.retire(host, "dns")
+    def _name_failed(self, host: Host) -> None:
+        """A name that does not resolve retires its host at once (no strike count, no back-off:
+        every queued URL of it comes out for its Record) when the name is the whole host; queued
+        by registered domain, one dead subdomain must not take its siblings' pages."""
+        if self.config.queue_by == "host":
+            self._sched.retire(host, "dns")
 
     async def _process(self, ws: WorkerState, item: Item, host: Host) -> Record:
         record = _record(item)
         kind = record.kind = self.kinds.kind_of(item.url, item.discovery)
-        dead = self._dead_name(item.url)
+        dead = self._dead_name(item.url, host)
         if dead is not None:  # robots.txt or an earlier URL found it out: no request, no retry
-            self._name_failed(host, dead)
+            self._name_failed(host)
             record.fail(dead)
             return record
         if self._sitemaps is not None and kind == PAGE:  # an origin's first URL queues its sitemaps
@@ -535,6 +561,7 @@ class Crawler:
         resp = await self._fetch_scheduled(ws, item, record, host)
         if resp is None:
             return record
+        loaded: list[Record] = []
         try:
             if self._sitemaps is not None and kind == PAGE:  # the origin answered: its /sitemap.xml may be probed
                 await self._probe_after(host, item.url)
@@ -551,6 +578,13 @@ class Crawler:
                        if (w := sink.response(item.url, resp.status, resp.reason, list(resp.headers.items()),
                                               resp.body, list(resp.request_headers.items()),
                                               truncated=resp.truncated, digest=resp.digest)) is not None]
+            if resp.loaded is not None:  # the browser's: what the page loaded, each URL its Record
+                loaded = self._loaded(item, record, resp.loaded, written)
+                if resp.error is not None:  # a hung or crashed tab: the page's Record says why
+                    record.fail(resp.error)
+                if resp.dom is not None:  # its links are those of the HTML the scripts made
+                    resp.body, resp.charset = resp.dom.encode("utf-8", "replace"), "utf-8"
+                    resp.dom = None
             if resp.status in REDIRECTS:
                 await self._redirect(item, resp, record)
             elif retryable(resp.status):
@@ -566,9 +600,49 @@ class Crawler:
                 self._parse(item, resp, record, css=True)
         finally:  # parsed (or not to be): its bytes no longer count (core/fetching/budget.py)
             self._bodies.give(resp.held)
-        if written:  # the URL counts as done only once its records are in the file (issue 28)
-            await self._written(written, record)
+        try:
+            if written:  # the URL counts as done only once its records are in the file (issue 28)
+                await self._written(written, record)
+        finally:
+            for other in loaded:  # after their archive records (or a stop's flush), as a page's own
+                self._emit(other)
         return record
+
+    def _loaded(self, page: Item, record: Record, loads: list[Loaded], written: list[Awaitable[None]]) -> list[Record]:
+        """The URLs a page loaded in the browser (claimed for it, so never fetched again):
+        each a Record of its own, a requisite of the page (or what the browser's answer
+        makes it), its response in the WARC; a stylesheet is read for its url()s and an
+        in-scope HTML answer for its links, as if aiohttp had fetched them."""
+        out: list[Record] = []
+        for ld in loads:
+            path = hop(page.discovery, ld.letter)
+            if ld.redirected:
+                path = hop(path, "R")
+            item = Item(ld.url, self.config.max_redirect, page.depth + 1, 0, ld.via, path)
+            other = _record(item, tries=1)
+            other.kind, other.fetched_at = REQUISITE, record.fetched_at
+            out.append(other)
+            r = ld.response
+            if r is None:
+                other.fail(BrowserFailure(ld.error or "no answer"))
+                continue
+            other.status, other.content_type, other.size = r.status, r.content_type, len(r.body)
+            other.truncated, other.digest = r.truncated, r.digest
+            other.kind = self.kinds.answered(REQUISITE, ld.url, r.status, r.is_html)
+            self.stats.page(self._host_key(ld.url), r.status, other.size, 0.0, other.kind)
+            written += [w for sink in self._response_sinks
+                        if (w := sink.response(ld.url, r.status, r.reason, list(r.headers.items()), r.body,
+                                               list(r.request_headers.items()), truncated=r.truncated,
+                                               digest=r.digest)) is not None]
+            if r.status in REDIRECTS:  # the browser followed it; its target, if new, is claimed too
+                self.stats.redirects += 1
+                location = r.headers.get("Location", "").strip()
+                other.next_url = self.links.join(ld.url, location) if location else None
+            elif r.is_html and other.kind == PAGE:
+                self._parse(item, r, other)
+            elif self.kinds.requisites and is_stylesheet(r.mime, path) and r.status < 300:
+                self._parse(item, r, other, css=True)
+        return out
 
     async def _written(self, futures: list[Awaitable[None]], record: Record) -> None:
         """Wait for the archive to hold this response. Cancelled meanwhile (a stop), the wait
@@ -606,8 +680,10 @@ class Crawler:
         sched.started(host, started)
         self.stats.set_phase(ws, "sending")  # core/fetching/steps.py says "pool" or "connecting" when it must wait
         record.fetched_at = utc_iso()
-        session = self._session
-        assert session is not None  # crawl() opened it before any worker started
+        fetcher = self._fetcher
+        assert fetcher is not None  # crawl() made it before any worker started
+        if self._browser is not None and record.kind == PAGE and not ws.check and not is_sitemap(item.discovery):
+            fetcher = self._browser  # --browser: the site's pages in a tab
         headers_in: list[bool] = []
 
         def reading() -> None:
@@ -616,15 +692,16 @@ class Crawler:
         fetching = self._fetching
         fetching[host.key] = fetching.get(host.key, 0) + 1
         try:
-            resp = await fetch_once(session, item.url, self.config.max_bytes, reading,
-                                    (lambda: sched.started(host, loop.time())) if self._exact_gaps else None,
-                                    lambda phase: self.stats.set_phase(ws, phase), self._bodies)
+            resp = await fetcher.fetch(item.url, reading,
+                                       (lambda: sched.started(host, loop.time())) if self._exact_gaps else None,
+                                       lambda phase: self.stats.set_phase(ws, phase))
         except NETWORK_ERRORS as exc:
             answered = bool(headers_in)  # the headers came: a cut or slow body is this URL's own
             self._free_slot(ws)
             dead = errors.unresolvable(exc)
-            if dead is not None:
-                self._name_failed(host, dead)
+            if dead is not None:  # a fact, not a failure to count: this URL ends now, untried again
+                if not host.flags & ANSWERED:
+                    self._name_failed(host)
                 record.fail(dead)
                 return None
             kind = errors.error_kind(exc)
@@ -738,6 +815,36 @@ class Crawler:
         del text
         if large:
             malloc.trim()
+
+
+class _BrowserRules:
+    """The crawl's rules for the requests a browser tab makes (core/fetching/browser.py
+    Rules): what a page may load, and claiming what it loads for one Record each."""
+
+    __slots__ = ("crawler",)
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    async def allow(self, url: str) -> bool:
+        """--exclude, the ignores (asked of URLs never seen, as for links) and robots.txt."""
+        c = self.crawler
+        if c.scope.excluded(url):
+            return False
+        if c.ignore_rules and not c.frontier.seen(url) and c.steering.stopped(url):
+            return False
+        if c._robots is not None and not (await c._robots.check(url))[0]:
+            c.stats.robots_blocked += 1
+            return False
+        return True
+
+    def claim(self, url: str) -> bool:
+        c = self.crawler
+        if not c.kinds.requisites:
+            return False
+        if c.config.max_pages is not None and c.frontier.seen_count >= c.config.max_pages:
+            return False
+        return c.frontier.mark_seen(url)
 
 
 class _KeptOnCancel(asyncio.CancelledError):

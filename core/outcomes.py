@@ -161,3 +161,10 @@ def outcome_line(counts: Mapping[str, int], classes: Mapping[str, int]) -> str:
     parts = [f"fetched {counts.get(FETCHED, 0):,}" + (f" ({by_class})" if by_class else "")]
     parts += [f"{o} {counts.get(o, 0):,}" for o in OUTCOMES[1:]]
     return "  ".join(parts)
+
+
+# The machine looks offline when most other hosts' names fail: at least OFFLINE_AFTER of them,
+# and OFFLINE_SHARE of the other hosts heard of (one that answers, a mirror or a proxy's own
+# name, must not hide twenty that cannot). The live notice and `report` share the rule.
+OFFLINE_AFTER = 5
+OFFLINE_SHARE = 0.8

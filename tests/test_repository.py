@@ -32,15 +32,9 @@ def test_no_tracked_symlink() -> None:
     assert links == [], f"tracked symlinks point nowhere on a fresh clone: {links}"
 
 
-def test_no_tracked_path_leads_outside_the_repository() -> None:
-    root = ROOT.resolve()
-    outside = [path for _, path in _tracked()
-               if (ROOT / path).exists() and not (ROOT / path).resolve().is_relative_to(root)]
-    assert outside == []
-
-
 def test_the_venvs_are_ignored_as_names_whatever_they_are() -> None:
     """`.venv-archive/` (with a slash) matched only a folder, so a symlink of that name was committed."""
+    _tracked()  # skips outside a git checkout
     for name in (".venv", ".venv-archive", ".venv-newest"):
         probe = subprocess.run(["git", "check-ignore", "-q", "--no-index", name], cwd=ROOT)
         assert probe.returncode == 0, f"{name} is not ignored as a name"

@@ -24,7 +24,8 @@ from .frontier import OUTAGE, RedisFrontier
 from .keys import MAGIC, OLD_MAGICS, Keys, process_id
 
 # Settings each process may choose for itself; every other one is the crawl's.
-PER_PROCESS = {"concurrency", "output", "start_paused", "backoff"}
+# (--checks sizes this process's check pool; --dns-server names a server as this machine sees it.)
+PER_PROCESS = {"concurrency", "checks", "dns_servers", "output", "start_paused", "backoff"}
 
 
 def client(url: str, *, timeout: float = 10.0, linked: bool = False) -> aioredis.Redis:

@@ -15,7 +15,6 @@ from ..queueing.hosts import (
     CHECKS,
     NEEDS_PROBE,
     NEEDS_ROBOTS,
-    NEVER_ANSWERED_STRIKES,
     PAGES,
     PAUSED,
     RETIRED,
@@ -69,7 +68,7 @@ class RedisHosts:
 
     The same small surface as core/queueing/hosts.py's `Hosts` (`of`, `started`, `finished`,
     `succeeded`, `answered`, `failed`, `retire`, `untake`, `set_crawl_delay`, `pause`,
-    `resume`, `set_live_delay`, `sort_into_lanes`, `relane`, `strike_limit`, `key`, `host`,
+    `resume`, `set_live_delay`, `sort_into_lanes`, `relane`, `key`, `host`,
     `hosts`, `counts`), so core/crawler.py schedules the same way. Nothing here costs a
     round trip of its own, except steering (pause, resume, delay), which is rare.
     """
@@ -171,15 +170,10 @@ class RedisHosts:
             h.flags |= ANSWERED
             self._event("a", h, 0.0)
 
-    def strike_limit(self, h: ClusterHost) -> int:
-        """Failures in a row that retire it, as Redis counts them (scripts.py strike_limit)."""
-        most = self.policy.max_failures
-        return most if h.flags & ANSWERED else min(most, NEVER_ANSWERED_STRIKES)
-
     def failed(self, h: ClusterHost, why: str, started: float, now: float, retry_after: float | None = None,
                block: bool = True, strike: bool = True) -> bool:
         """Counted in Redis, which backs the host off (block) and retires it after
-        strike_limit() strikes in a row, for every process; so never True here: a retired
+        scripts.py strike_limit() strikes in a row, for every process; so never True here: a retired
         host's URLs come out of POP flagged."""
         self._event("f", h, started, -1 if retry_after is None else round(retry_after * 1000),
                     int(block) + 2 * int(strike), why[:16])

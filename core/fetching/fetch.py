@@ -40,10 +40,30 @@ class Response:
     request_headers: CIMultiDictProxy[str]  # not copied: only a WARC sink reads them
     digest: str | None = None  # sha1 of the body as stored, WARC's form (core/output/provenance.py)
     held: int = 0  # bytes taken from the crawl's BodyBudget for this body: give them back once parsed
+    # What a browser adds (core/fetching/browser.py); aiohttp leaves both unset:
+    # the page's HTML once its scripts ran (links are read from it), and every other URL the
+    # page loaded, each claimed for this crawl, with its own answer (core/fetching/fetcher.py).
+    dom: str | None = None
+    loaded: list[Loaded] | None = None
+    error: Exception | None = None  # the browser could not finish the page (a hung tab): why
 
     @property
     def is_html(self) -> bool:
         return self.mime in HTML_TYPES
+
+
+@dataclass(slots=True)
+class Loaded:
+    """A URL a page loaded in the browser (an image, a script, a fetch()), claimed for the
+    crawl when its request went out: it ends in a Record of its own from this answer, never
+    a second request. `response` None: no answer, and `error` says why."""
+
+    url: str
+    letter: str  # its hop letter as a requisite of the page (core/output/provenance.py)
+    via: str  # the page, or the URL that redirected to it
+    redirected: bool  # reached by a redirect (its hop is R)
+    response: Response | None = None
+    error: str | None = None
 
 
 async def fetch_once(

@@ -51,7 +51,8 @@ TTL = 300.0  # seconds an answer is kept, as the connector's cache kept it (ttl_
 IN_FLIGHT = 64  # lookups at once on c-ares: datagrams, cheap; the bound keeps a burst of new hosts polite
 IN_FLIGHT_THREADS = 4  # on the fallback: fewer than the default pool's 6 threads, which others use too
 MAX_BACKOFF = 60.0
-MAX_NAMES = 10_000  # answers kept at most; failures are all kept, each a few words
+MAX_NAMES = 10_000  # answers kept at most
+MAX_FAILED = 100_000  # failed names kept at most, each a few words: hostile pages can name endless hosts
 _FLAGS = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
 NO_ANSWER = "no answer"
 
@@ -191,6 +192,8 @@ class CrawlResolver(AbstractResolver):
             permanent, why = True, f"{failures} lookups failed, the last: {why}"
         wait = float("inf") if permanent else min(self.backoff * 2 ** (failures - 1), self.max_backoff)
         self.dead += permanent
+        if before is None and len(self._bad) >= MAX_FAILED:
+            del self._bad[next(iter(self._bad))]  # the oldest: asked again, once, if it comes up again
         bad = self._bad[name] = _Failing(failures, now + wait, why, permanent)
         return self._error(name, bad, now)
 

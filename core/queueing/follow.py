@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from ..config import CrawlConfig
 from ..monitor.queueview import QueueStats
 from ..monitor.stats import Stats
+from ..outcomes import OFFLINE_AFTER, OFFLINE_SHARE
 from ..output.provenance import hop
 from ..output.records import Record
 from ..parsing.css import css_refs
@@ -22,8 +23,6 @@ from .item import Item
 from .kinds import EXTERNAL, PAGE, Kinds, References
 from .scope import Scope
 
-OFFLINE_AFTER = 5  # other hosts whose names failed, at least, before the machine may look offline
-OFFLINE_SHARE = 0.8  # ... and this share of the other hosts heard of: most names fail, not all
 OFFLINE_WATCH = 10_000  # hosts remembered for it: past this many, the question is settled
 # Queue a URL (url, redirects_left, depth, via, discovery): its queue-view prefix; None if it
 # was seen before, "" if it was refused (--max-pages, an ignore).

@@ -83,11 +83,6 @@ class DueWaiters:
         self._lanes = (_Lane(), _Lane())
         self.hosts.notify = self._notify
 
-    @property
-    def waiting(self) -> int:
-        """Page workers waiting for a due host (the screen says why)."""
-        return len(self._lanes[PAGES].getters)
-
     def _notify(self, at: float, lane: int) -> None:
         w = self._lanes[lane]
         if not w.getters:

@@ -245,9 +245,10 @@ class Hosts:
             self._sort(h, url)
 
     def _sort(self, h: Host, url: str) -> None:
-        flags = (h.flags & ~(CHECK | UNSORTED)) | (CHECK if self.classify(url) else 0)
-        if flags != h.flags:
-            h.flags = flags
+        check = CHECK if self.classify(url) else 0
+        moved = h.flags & CHECK != check
+        h.flags = (h.flags & ~(CHECK | UNSORTED)) | check
+        if moved:
             h.heap_at = -1.0  # its entry, if any, is in the other lane's heap: stale there
             self._schedule(h)
 
@@ -263,10 +264,12 @@ class Hosts:
     def key(self, url: str) -> str:
         return self._key(url)
 
-    def host(self, key: str, lane: int = UNSORTED) -> Host:
+    def host(self, key: str, flags: int = UNSORTED) -> Host:
+        """The host of a key, made on first use; `flags`: its lane (CHECK, 0), or UNSORTED when
+        no URL of it is at hand to tell."""
         h = self.hosts.get(key)
         if h is None:
-            h = self.hosts[key] = Host(key, (NEEDS_ROBOTS if self.policy.robots else 0) | lane)
+            h = self.hosts[key] = Host(key, (NEEDS_ROBOTS if self.policy.robots else 0) | flags)
             self.recompute(h)  # due at once (0.0, shared: a float per host would cost 24 bytes)
         return h
 
@@ -588,17 +591,18 @@ class Hosts:
 
     def peek(self, n: int) -> list[Item]:
         """About what pop() gives next: the hosts due soonest, taking turns; pages first."""
-        out = self._peek(self._heaps[PAGES], n)
-        return out + self._peek(self._heaps[CHECKS], n - len(out)) if len(out) < n else out
+        out = self._peek(PAGES, n)
+        return out + self._peek(CHECKS, n - len(out)) if len(out) < n else out
 
-    @staticmethod
-    def _peek(heap: list[tuple[float, Host]], n: int) -> list[Item]:
+    def _peek(self, lane: int, n: int) -> list[Item]:
+        heap = self._heaps[lane]
+        check = CHECK if lane else 0
         hosts: list[Host] = []
         todo = [(heap[0][0], 0)] if heap else []  # walk the heap's top: O(n log n), not a scan
         while todo and len(hosts) < n:
             _, i = heapq.heappop(todo)
             at, h = heap[i]
-            if at == h.heap_at and h.queued:
+            if at == h.heap_at and h.queued and h.flags & CHECK == check:
                 hosts.append(h)
             for c in (2 * i + 1, 2 * i + 2):
                 if c < len(heap):

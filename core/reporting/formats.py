@@ -115,7 +115,8 @@ def text(r: Report, width: int | None = 80) -> str:
                 w(f"    and {d.more_pages:,} more")
     if r.unresolved:
         w("")
-        w(f"{r.unresolved:,} external links and requisites unchecked: no external host resolved")
+        w(f"{r.unresolved:,} external links and requisites unchecked: "
+          "most external hosts' names did not resolve (offline?)")
     if r.options.broken_only:
         return "\n".join(out) + "\n"
     if r.chains:

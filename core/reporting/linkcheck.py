@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import ReportError, StateError
 from ..jsonfast import loads
 from ..localfile import MB, lines
-from ..outcomes import Tally, reason
+from ..outcomes import OFFLINE_AFTER, OFFLINE_SHARE, Tally, reason
 from ..output.provenance import word
 from ..storage.schema import SQLITE_MAGIC, iter_records, read_state
 
@@ -399,27 +399,25 @@ class _Host:
 
 
 class _Offline:
-    """No external host resolved at all (a machine without a network, like CI): its DNS
-    failures say nothing of the links, so they are set aside and counted, not reported.
-    One outside host that answered, even a requisite's, says the network is there: then
-    each host whose names failed is reported (once, as a `DeadHost`, when it had several URLs)."""
+    """Most outside hosts' names failed (a machine without a network, like CI, or a resolver
+    that knows only a few names): their DNS failures say nothing of the links, so they are
+    set aside and counted, not reported. The rule is the crawl's own offline notice
+    (core/queueing/follow.py): counted by host, at least OFFLINE_AFTER of them and
+    OFFLINE_SHARE of the outside hosts heard of. Otherwise each host whose name failed is
+    reported (once, as a `DeadHost`, when it had several URLs)."""
 
     def __init__(self) -> None:
         self.unresolved = 0
-        self.answered = 0
 
     def saw(self, rec: dict[str, Any]) -> None:
-        if rec.get("kind") == "external":
-            if rec.get("status") is not None:
-                self.answered += 1
         if rec.get("kind") in ("external", "requisite") and rec.get("error_kind") == "dns":
             self.unresolved += 1
 
     def is_offline(self, hosts: dict[str, _Host]) -> bool:
-        """A host with no page of the site that answered counts: a requisite's CDN is outside
-        too (the site's own images answering prove nothing of other hosts' names)."""
-        return (self.unresolved > 0 and self.answered == 0
-                and not any(h.answered and not h.own for h in hosts.values()))
+        """A host with no page of the site counts as outside, a requisite's CDN too."""
+        outside = [h for h in hosts.values() if not h.own and (h.answered or h.unreached)]
+        fails = sum(1 for h in outside if h.unreached and h.why()[0] == "dns")
+        return fails >= OFFLINE_AFTER and fails >= OFFLINE_SHARE * len(outside)
 
 
 def _unresolved(b: Broken) -> bool:

@@ -465,7 +465,9 @@ class SqliteStore(DueWaiters):
                 if self._spilled and self.hosts.size < REFILL // 2 and self._refill_task is None:
                     self._start_refill(loop)
                 return item
-            if self._spilled and self.hosts.size < MEM_QUEUE_MAX:
+            # Nothing in memory is due: read further, other hosts may be; and read past the cap when
+            # this lane has nothing in memory at all (memory full of checks, the pages on disk).
+            if self._spilled and (self.hosts.size < MEM_QUEUE_MAX or self.hosts.next_wake(lane) is None):
                 # Nothing in memory is due: read further, other hosts may be.
                 if self._refill_task is None:
                     self._start_refill(loop)

@@ -202,16 +202,16 @@ async def _outside(serve, tmp_path, answering: str | None) -> Path:
     return out
 
 
-async def test_19_of_20_outside_hosts_not_resolving_are_each_listed_once(serve, tmp_path) -> None:
-    for answering in ("a", "img"):  # one outside host answered: the machine is online, the 19 are dead
+async def test_19_of_20_outside_hosts_not_resolving_are_set_aside_as_offline(serve, tmp_path) -> None:
+    """One outside host answers (a link, or a requisite's CDN), 19 names fail: most do, so the
+    machine looks offline and their failures are set aside, as when none answers."""
+    for answering in ("a", "img"):
         out = await _outside(serve, tmp_path, answering)
         data = json.loads(run("report", str(out), "--format", "json").stdout)
-        assert data["unresolved"] == 0, answering
-        assert sorted(d["host"] for d in data["dead_hosts"]) == sorted(f"-h{i}.invalid" for i in range(19))
-        assert {(d["reason"], d["urls"]) for d in data["dead_hosts"]} == {("name does not resolve", 3)}
-        assert data["broken"] == [] and data["broken_count"] == 0
+        assert data["unresolved"] == 57, answering
+        assert data["dead_hosts"] == [] and data["broken"] == [] and data["broken_count"] == 0
         proc = run("report", str(out))
-        assert proc.returncode == 1 and "0 broken on 0 pages, 19 hosts never answered (57 URLs)" in proc.stdout
+        assert proc.returncode == 0 and "57 external links and requisites unchecked" in proc.stdout
 
 
 async def test_no_outside_host_resolving_sets_them_all_aside(serve, tmp_path) -> None:

@@ -30,7 +30,7 @@ from crawltop.core.outcomes import reason
 pytest.importorskip("aiodns")
 
 NAMES = {"good.test": "127.0.0.1", "good2.test": "127.0.0.1", "nx.test": NXDOMAIN, "sf.test": SERVFAIL,
-         "quiet.test": SILENT}
+         "quiet.test": SILENT, "www.site.test": "127.0.0.1"}
 C_ARES_TRIES = 2  # core/fetching/resolver.py build(): tries=2
 
 
@@ -257,3 +257,19 @@ async def test_a_lookup_survives_the_request_that_started_it_being_cancelled(ser
     finally:
         await resolver.close()
     assert resolver.counts().lookups == 1
+
+
+async def test_one_dead_subdomain_never_takes_its_siblings_pages(server, serve) -> None:
+    """Queued by registered domain, www.site.test and nx.site.test share a queue: the dead
+    name fails its own URLs, once each, and the site's pages are all fetched."""
+    site = await serve({"/a": page("/b"), "/b": page()})
+    port = site.url.rsplit(":", 1)[1]
+    site.routes["/"] = page("/a", "/b", *(f"http://nx.site.test:{port}/{i}" for i in range(5)))
+    root = f"http://www.site.test:{port}/"
+    _, sink = await crawl(root, external=True, dns_servers=(server.address,), queue_by="domain", scope="domain",
+                          timeout=1.0, backoff=0.01)
+    records = sink.by_url()
+    assert [records[root + p].status for p in ("", "a", "b")] == [200, 200, 200]
+    dead = [records[f"http://nx.site.test:{port}/{i}"] for i in range(5)]
+    assert all(r.error_kind == "dns" and r.tries <= 1 for r in dead), [(r.error_kind, r.tries) for r in dead]
+    assert a_queries(server, "nx.site.test") == 1

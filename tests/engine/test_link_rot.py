@@ -6,14 +6,15 @@ from __future__ import annotations
 import asyncio
 import time
 
-from crawltop.core import CrawlConfig, Crawler, Record
-from crawltop.core.queueing.frontier import MemoryFrontier
-from crawltop.core.queueing.hosts import ANSWERED, CHECKS, NEVER_ANSWERED_STRIKES, PAGES, Hosts, Politeness
-from crawltop.core.queueing.item import Item
 from support.crawl import ListSink
 from support.deadhosts import DeadHost
 from support.sites import page
 from support.wholesite import refused_url
+
+from crawltop.core import CrawlConfig, Crawler, Record
+from crawltop.core.queueing.frontier import MemoryFrontier
+from crawltop.core.queueing.hosts import ANSWERED, CHECKS, NEVER_ANSWERED_STRIKES, PAGES, Hosts, Politeness
+from crawltop.core.queueing.item import Item
 
 PAGES_N = 200
 
@@ -207,8 +208,9 @@ async def test_a_memory_frontier_pops_by_lane() -> None:
 def test_a_crawl_of_many_processes_counts_every_process_s_checks() -> None:
     import dataclasses
 
-    from crawltop.core.cluster.combine import merge
     from support.frozen import sample_snapshot
+
+    from crawltop.core.cluster.combine import merge
 
     one = dataclasses.replace(sample_snapshot(), checks_busy=3, checks=32)
     two = dataclasses.replace(sample_snapshot(), checks_busy=1, checks=32)

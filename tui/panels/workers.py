@@ -69,7 +69,8 @@ class WorkersTable(DiffTable):
     stuck: frozenset[int] | set[int] = frozenset()
 
     def rows_for(self, snap: Snapshot) -> list[tuple[str, tuple[Cell, ...]]]:
-        stuck = stuck_workers(snap.workers, {h.host: h.avg_ms for h in snap.hosts})
+        # a check waiting out --timeout on a dead host is doing its job: only page workers get stuck
+        stuck = stuck_workers([w for w in snap.workers if not w.check], {h.host: h.avg_ms for h in snap.hosts})
         self.stuck = stuck
         rows: list[tuple[str, tuple[Cell, ...]]] = []
         for w in sorted(snap.workers, key=lambda w: (w.check, w.id)):  # the page workers first, then checks
@@ -128,7 +129,8 @@ class WorkersPanel(Vertical):
 def idle_reason(snap: Snapshot) -> str:
     """Why no worker fetches while URLs are queued: every host with work waits for its delay
     or backs off ('all 120 hosts waiting, next due in 0.3s'), or is paused. The engine
-    hands out only due URLs, so idle workers with due work cannot happen."""
+    hands out only due URLs, so idle page workers with due pages cannot happen (the check
+    workers have a lane of their own)."""
     if snap.state != "RUNNING" or snap.busy or not snap.queued:
         return ""
     counts = snap.host_counts

@@ -1,0 +1,130 @@
+"""Sites whose pages scripts build (for `--browser`): their HTML holds no link at all.
+
+- `docs_site()`: docsify-like. Every page path answers the same shell; its script
+  (/docsify.js, shared by every page, with /theme.css) fetches the page's markdown
+  (/README.md, /pageN.md) and renders it, links included, with a tiny renderer.
+- `spa_site()`: a single-page app with history routes /p/0 ... /p/9. The shell's script
+  (/spa.js) fetches the route's JSON (/api/index.json, /api/p/N.json), renders its links
+  and adds an <img> for the page (/img/N.png) and a logo shared by every page (/img/logo.png).
+
+Routes are `support.sites.Site` handlers, so the server counts every request it saw.
+"""
+from __future__ import annotations
+
+import json
+
+from aiohttp import web
+
+from .sites import Handler
+
+DOC_PAGES = 10  # README.md and page1.md ... page9.md
+SPA_PAGES = 10  # /p/0 ... /p/9
+# a 1x1 transparent PNG
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                    "1f15c4890000000d4944415478da63f8cfc0f01f0005000201a5f3b6e40000000049454e44ae426082")
+
+SHELL = """<!doctype html>
+<html><head><meta charset="utf-8"><title>loading</title>{head}</head>
+<body><main id="app">Loading...</main>{body}</body></html>
+"""
+
+# A markdown renderer small enough to read: headings, [links](...), ![images](...), paragraphs.
+DOCSIFY_JS = r"""
+(function () {
+  function esc(s) { return s.replace(/&/g, "&amp;").replace(/</g, "&lt;"); }
+  function inline(s) {
+    return esc(s)
+      .replace(/!\[([^\]]*)\]\(([^)]+)\)/g, '<img alt="$1" src="$2">')
+      .replace(/\[([^\]]+)\]\(([^)]+)\)/g, '<a href="$2">$1</a>');
+  }
+  function render(md) {
+    return md.split(/\n\n+/).map(function (block) {
+      var h = /^(#{1,6}) (.*)$/.exec(block);
+      return h ? "<h" + h[1].length + ">" + inline(h[2]) + "</h" + h[1].length + ">" : "<p>" + inline(block) + "</p>";
+    }).join("\n");
+  }
+  var path = location.pathname === "/" ? "/README" : location.pathname;
+  fetch(path + ".md").then(function (r) { return r.text(); }).then(function (md) {
+    document.getElementById("app").innerHTML = render(md);
+    var h1 = document.querySelector("h1");
+    if (h1) document.title = h1.textContent;
+  });
+})();
+"""
+
+SPA_JS = r"""
+(function () {
+  var app = document.getElementById("app");
+  var m = /^\/p\/(\d+)$/.exec(location.pathname);
+  var api = m ? "/api/p/" + m[1] + ".json" : "/api/index.json";
+  fetch(api).then(function (r) { return r.json(); }).then(function (data) {
+    document.title = data.title;
+    var html = "<h1>" + data.title + "</h1><nav>";
+    data.links.forEach(function (href) { html += '<a href="' + href + '">' + href + "</a> "; });
+    app.innerHTML = html + "</nav>";
+    var logo = document.createElement("img");
+    logo.src = "/img/logo.png";
+    app.appendChild(logo);
+    if (data.image) {
+      var img = document.createElement("img");
+      img.src = data.image;
+      app.appendChild(img);
+    }
+  });
+})();
+"""
+
+
+def _text(body: str | bytes, content_type: str) -> Handler:
+    data = body.encode() if isinstance(body, str) else body
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=data, content_type=content_type)
+    return handler
+
+
+def doc_markdown(n: int) -> str:
+    """Page n's markdown: a tree, so every page is reached only through rendered links."""
+    name = "README" if n == 0 else f"page{n}"
+    links = [f"[page {c}](/page{c})" for c in (2 * n + 1, 2 * n + 2) if 0 < c < DOC_PAGES]
+    return f"# {name}\n\nThis is {name}.\n\n" + " ".join(links or ["[home](/)"]) + "\n"
+
+
+def docs_site() -> dict[str, Handler]:
+    shell = SHELL.format(head='<link rel="stylesheet" href="/theme.css">',
+                         body='<script src="/docsify.js"></script>')
+    routes: dict[str, Handler] = {
+        "/docsify.js": _text(DOCSIFY_JS, "application/javascript"),
+        "/theme.css": _text("body { font-family: sans-serif; }", "text/css"),
+        "/": _text(shell, "text/html"),
+        "/README.md": _text(doc_markdown(0), "text/markdown"),
+    }
+    for n in range(1, DOC_PAGES):
+        routes[f"/page{n}"] = _text(shell, "text/html")  # history mode: every route is the shell
+        routes[f"/page{n}.md"] = _text(doc_markdown(n), "text/markdown")
+    return routes
+
+
+def doc_paths() -> list[str]:
+    return ["/"] + [f"/page{n}" for n in range(1, DOC_PAGES)]
+
+
+def spa_site() -> dict[str, Handler]:
+    shell = SHELL.format(head="", body='<script src="/spa.js"></script>')
+    routes: dict[str, Handler] = {
+        "/": _text(shell, "text/html"),
+        "/spa.js": _text(SPA_JS, "application/javascript"),
+        "/img/logo.png": _text(PNG, "image/png"),
+        "/api/index.json": _text(json.dumps({"title": "home", "links": ["/p/0"]}), "application/json"),
+    }
+    for n in range(SPA_PAGES):
+        links = [f"/p/{c}" for c in (2 * n + 1, 2 * n + 2) if c < SPA_PAGES] or ["/"]
+        data = {"title": f"page {n}", "links": links, "image": f"/img/{n}.png"}
+        routes[f"/p/{n}"] = _text(shell, "text/html")
+        routes[f"/api/p/{n}.json"] = _text(json.dumps(data), "application/json")
+        routes[f"/img/{n}.png"] = _text(PNG, "image/png")
+    return routes
+
+
+def spa_paths() -> list[str]:
+    return ["/"] + [f"/p/{n}" for n in range(SPA_PAGES)]
