@@ -46,7 +46,7 @@ TOOLS = ("crawltop", "scrapy", "wget", "bare")
 # BENCH_CRAWLTOP_BEFORE=/path/to/an/older/crawltop adds it as the tool "before", side by side;
 # --before-args gives it its own flags (an older build may not know the newer ones)
 BEFORE = os.environ.get("BENCH_CRAWLTOP_BEFORE")
-TARGETS = {  # issue 5
+TARGETS = {  # the least crawltop's pages/s must be, as a ratio to each
     "crawltop/scrapy": 8.0,
     "crawltop/wget": 1.5,
     "crawltop/bare": 0.9,
@@ -65,7 +65,7 @@ print(f"aiohttp {__import__('aiohttp').__version__} C parser {'on' if c else 'OF
 
 
 def stack() -> str:
-    """What the engine runs on (issue 29): aiohttp's C extensions, the loop, the JSON library."""
+    """What the engine runs on: aiohttp's C extensions, the loop, the JSON library."""
     # -P: the repository's own crawltop/ folder (the package's top, mapped at install) must
     # not stand in for the installed package when this runs from the repository
     done = subprocess.run([str(VENV_PY), "-P", "-c", STACK_PROBE], capture_output=True, text=True, check=False)

@@ -1,4 +1,4 @@
-"""What the dashboard (`crawltop` alone, issue 30) costs: the machine's CPU with 10 and 50
+"""What the dashboard (`crawltop` alone) costs: the machine's CPU with 10 and 50
 crawls watched at 2 Hz, and the rate a running crawl loses to being watched.
 
     .venv/bin/python bench/dashboard.py [--crawls 10 50] [--seconds 20] [--rounds 3] [--runs 7] [--window 10]

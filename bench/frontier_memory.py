@@ -1,4 +1,4 @@
-"""Peak RSS of crawltop while its frontier grows to 1,000,000 URLs (issue 4).
+"""Peak RSS of crawltop while its frontier grows to 1,000,000 URLs.
 
 A synthetic site on 127.0.0.1 is a K-ary tree: /p/N links to /p/N*K+1 ... /p/N*K+K,
 all new URLs. With K = 1000, the frontier passes a million queued URLs after about a
@@ -196,7 +196,7 @@ def redis_cost(rs: RedisServer, used0: int, name: str = "fm") -> dict:
     with rs.client() as r:
         seen = int(r.scard(p + "seen"))
         size = {k: int(r.memory_usage(p + k, samples=0) or 0) for k in ("seen", "rec")}
-        # one queue per host (issue 22): the site here is one host, so one or a few lists
+        # one queue per host: the site here is one host, so one or a few lists
         size["q"] = sum(int(r.memory_usage(key, samples=0) or 0) for key in r.scan_iter(match=p.replace(
             "{", "\\{").replace("}", "\\}") + "hq:*", count=1000))
         queued = int(r.hget(p + "count", "queued") or 0)

@@ -68,7 +68,7 @@ def main() -> None:
     ap.add_argument("--crawltop-args", default="--no-requisites --no-external -q",
                     help="this build's flags (default: requisites and external off, as compare.py's budget)")
     ap.add_argument("--before-args", default="",
-                    help="the flags of BENCH_CRAWLTOP_BEFORE (default: none, for a build older than issue 26, "
+                    help="the flags of BENCH_CRAWLTOP_BEFORE (default: none, for an older build, "
                          "which has no requisites, external checks or -q)")
     a = ap.parse_args()
     ensure_work()

@@ -1,4 +1,4 @@
-"""A polite crawl of many hosts: crawltop and Scrapy side by side in one run (issue 19, §7).
+"""A polite crawl of many hosts: crawltop and Scrapy side by side in one run.
 
     .venv/bin/python bench/politeness.py                        # every scenario, 3 rounds (~20-30 min)
     .venv/bin/python bench/politeness.py --quick                # smoke run: 10 s a case, 100 hosts, 1 round
@@ -31,7 +31,7 @@ Scenarios (`--scenario`, comma separated; default all):
              Scrapy at CONCURRENT_REQUESTS 50 and 500, one request per slot,
              DOWNLOAD_DELAY=1, no domain filter. 60 s.
   (each scenario also runs `crawltop-p2`: `--processes 2` on a private Redis, half the
-   concurrency each, so the same total; issue 22: the same gaps across both engines)
+   concurrency each, so the same total; the gaps must hold across both engines)
   retry429   5 hosts as in hosts20 and one root, 127.0.0.2, whose table of contents also
              links the 4 other hosts' roots (so every crawler starts on the throttled host
              and learns the others at once, whichever answers first). 127.0.0.2's 5th
@@ -132,7 +132,7 @@ class Tool:
     label: str
     kind: str            # crawltop | scrapy
     conc: int            # per process
-    processes: int = 1   # crawltop --processes N: N engines on a private Redis (issue 22)
+    processes: int = 1   # crawltop --processes N: N engines on a private Redis
 
 
 @dataclass(frozen=True)
@@ -545,7 +545,7 @@ def report(sc: Scenario, summary: dict[str, dict], nruns: int) -> dict[str, floa
                        ct["hot_in_retry_after"] == 0))
         checks.append((f"{fmt(ct['others_in_retry_after'])} requests to other hosts then > 0",
                        (ct["others_in_retry_after"] or 0) > 0))
-    if p2:  # issue 22: the same targets across two processes, and the gap across both
+    if p2:  # --processes 2: the same targets across two processes, and the gap across both
         checks.append((f"--processes 2: min gap {fmt(p2['min_gap_ms'])} ms, {p2['gaps_under_delay']} gaps under the "
                        f"delay", p2["gaps_under_delay"] == 0))
         if sc.name == "hosts20":

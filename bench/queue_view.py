@@ -1,4 +1,4 @@
-"""The queue view with a million queued URLs (issue 11): what it costs to keep its
+"""The queue view with a million queued URLs: what it costs to keep its
 counters as URLs are queued and taken, and what one frame with the view open costs.
 
 For each frontier (memory, and SQLite in a temporary --state file) the script queues

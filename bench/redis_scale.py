@@ -22,7 +22,7 @@ Modes (all by default; --modes picks some):
   Below the table: its responses, distinct URLs (duplicates fetched) and HTML pages
   against the site's manifest (missing, extra).
 
---hosts-memory (issue 22): instead of crawling, what the per-host frontier costs Redis.
+--hosts-memory: instead of crawling, what the per-host frontier costs Redis.
 On a private redis-server, one crawl (--delay 1) gets --urls URLs (1,000,000) across
 --hosts hosts (100,000) through the real RedisFrontier's ADD script, web-like items (a
 ~75-character URL, its parent, a hop path); `INFO memory` used_memory before and after

@@ -74,7 +74,7 @@ def main() -> None:
              "--no-warc-keep-log", "-P", str(wget_dir), root],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         print(f"wget -r -p --warc-file: {wall_w:.1f} s, cpu {cpu_w:.1f} s, rss {rss_w:.0f} MB, rc {rc_w}")
-        ct_warc = sorted(work.glob("crawltop-*.warc.gz"))[0]  # rotated files (issue 28): one here
+        ct_warc = sorted(work.glob("crawltop-*.warc.gz"))[0]  # the WARC may rotate into several files: one here
         ct_html, ct_req = split(responses(ct_warc))
         w_html, w_req = split(responses(work / "wget.warc.gz"))
         rows = [["crawltop", str(len(ct_html)), str(len(ct_req)), f"{len(ct_req & w_req) / max(1, len(w_req)):.1%}"],

@@ -1,4 +1,4 @@
-"""Start-up time of the commands that do not crawl (issue 27): each run as a fresh process,
+"""Start-up time of the commands that do not crawl: each run as a fresh process,
 spawn to exit, median of N (default 10), with the 0.15 s target beside it.
 
     .venv/bin/python bench/startup.py                 # --version, --help, ls, ctl, usage error

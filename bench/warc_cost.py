@@ -1,4 +1,4 @@
-"""What archiving costs per page (issue 28): `--warc` on the ~20,000-page nginx site,
+"""What archiving costs per page: `--warc` on the ~20,000-page nginx site,
 before and after, side by side, plus the default `global` ignore set's cost.
 
     BENCH_CRAWLTOP_BEFORE=/path/to/main/venv/bin/crawltop .venv/bin/python bench/warc_cost.py --runs 3

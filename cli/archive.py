@@ -1,4 +1,4 @@
-"""The CLI side of archives (issue 28): the WARC sink a crawl, a resume or a `join` gets from
+"""The CLI side of archives: the WARC sink a crawl, a resume or a `join` gets from
 `--warc`, `--warc-max-size`, `--no-dedup` and `--dedup-from`, and the WACZ written at
 the end (`--wacz`) or by `export --wacz`.
 

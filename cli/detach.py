@@ -67,7 +67,7 @@ def _split_secrets(args: list[str]) -> tuple[list[str], list[str]]:
     """(args, the --header and --proxy options): the child gets those in its environment,
     which only its user and root can read (/proc/PID/environ, for the child's whole life:
     popping it from os.environ does not erase it), not on its command line, which `ps` shows everyone for
-    as long as the crawl runs (issue 21)."""
+    as long as the crawl runs."""
     keep: list[str] = []
     hidden: list[str] = []
     it = iter(args)

@@ -2,7 +2,7 @@
 fetch, for `-o FILE` and the whole crawl's end report (cli/endreport.py).
 
 Both used to read every record from Redis after the last engine left, one after the
-other: a tenth of a two-process crawl's wall time (BENCHMARKS.md, issue 29). The parent
+other: a tenth of a two-process crawl's wall time (docs/benchmarks-history.md). The parent
 idles while the engines fetch, so it reads the record stream then (core/cluster/records.py
 Tail), writing FILE's lines to FILE.tmp and counting each record into the report's Totals;
 at the end only the last records are left. If the stream can't be read to its end (Redis

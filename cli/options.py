@@ -252,7 +252,7 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float | None = Non
 
 
 def add_session_options(p: argparse.ArgumentParser, *, join: bool = False) -> None:
-    """Issue 21: request headers, proxy, cookies (core/fetching/session.py). Their secrets are never
+    """Request headers, proxy, cookies (core/fetching/session.py). Their secrets are never
     stored (core/secrets.py): a resume or a join is given them again. `join` has these
     too, except --header-host: a setting of the crawl, which a join takes from Redis."""
     add = p.add_argument

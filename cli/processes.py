@@ -74,7 +74,7 @@ def supervise(args: argparse.Namespace, name: str, config: CrawlConfig, join: Ma
 
 
 def one_output(url: str, name: str, output: str, parts: Sequence[str]) -> None:
-    """`-o FILE` gives FILE (issue 27): while the crawl runs each engine streams its own
+    """`-o FILE` gives FILE: while the crawl runs each engine streams its own
     records to FILE.pN; at the end FILE is written from the crawl's record stream in Redis,
     where each URL has exactly one record (a URL re-fetched after its process died counts
     once), then the per-process files go. If Redis cannot be read, FILE is the parts one
@@ -154,7 +154,7 @@ class Forked:
 
 def nap(children: Sequence[Forked], seconds: float) -> None:
     """time.sleep(seconds), cut short when an engine exits: the parent used to notice the
-    crawl's end up to 0.1 s late (BENCHMARKS.md, issue 29)."""
+    crawl's end up to 0.1 s late (docs/benchmarks-history.md)."""
     fds = [c.fd for c in children if c.poll() is None and c.fd >= 0]
     if not fds:
         time.sleep(seconds)
@@ -209,7 +209,7 @@ def child(join: Main, url: str, name: str, concurrency: int, log: Path, output: 
 def exit_with_parent(parent: int, grace: float = ORPHAN_GRACE) -> None:
     """A thread of an engine child: once its parent is gone (SIGKILL included: PDEATHSIG
     has already asked the engine to stop), the engine gets `grace` seconds to finish, then
-    the process exits whatever it waits on (issue 27: an orphan engine lived on for 14
+    the process exits whatever it waits on (seen: an orphan engine lived on for 14
     minutes, its private Redis gone, retrying). Its JSON lines are flushed every 0.2 s."""
     import threading
 

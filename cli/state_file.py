@@ -151,7 +151,7 @@ def report(crawler: Crawler, store: SqliteStore) -> str:
 
 
 def _secrets(config: CrawlConfig, store: SqliteStore, overrides: dict[str, object], path: str) -> CrawlConfig:
-    """Issue 21: a resumed crawl's secrets come from this command line (the state holds
+    """A resumed crawl's secrets come from this command line (the state holds
     them redacted: refused with the list of what is missing); its cookie jar lives beside
     the state file, 0600, never in it, and on resume it replaces the --cookies file read
     the first time (it holds those cookies, as the servers left them)."""
@@ -173,7 +173,7 @@ def _add_output_sinks(crawler: Crawler, args: argparse.Namespace, config: CrawlC
             print(f"crawltop: {clean(config.output)}: {store.jsonl_caught_up} records copied from the state "
                   "(committed but not yet written out when the last run stopped)", file=sys.stderr)
     saved = store.settings.get("warc_options")
-    if not isinstance(saved, dict):  # a state file from before issue 28 kept only the path
+    if not isinstance(saved, dict):  # an older state file kept only the path, no warc_options
         saved = {"warc": store.settings["warc"]} if store.settings.get("warc") else None
     warc = archive.options_of(args, saved)
     if warc:

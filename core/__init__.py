@@ -1,7 +1,7 @@
 """crawltop's engine: the asyncio worker-pool crawler. Never imports textual or tui.
 
 The names below are loaded on first use (PEP 562): `crawltop --version`, `ls` and `ctl`
-import parts of core/ without paying for aiohttp and the crawler (issue 27: fast commands)."""
+import parts of core/ without paying for aiohttp and the crawler: those commands must start at once."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

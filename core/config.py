@@ -57,7 +57,7 @@ class CrawlConfig:
     delay_factor: float = 0.0
     host_max_failures: int = 5
     max_pages_per_host: int | None = None
-    # -- issue 21: what a real site needs (core/fetching/session.py; secrets: core/secrets.py) --
+    # -- what a real site needs (core/fetching/session.py; secrets: core/secrets.py) --
     # `Name: value` request headers; Authorization/Cookie/Proxy-Authorization go only to
     # the roots' hosts, or to `header_hosts` when given. Values are secrets: stored redacted.
     headers: tuple[str, ...] = ()
@@ -72,7 +72,7 @@ class CrawlConfig:
     cookies: str | None = None
     save_cookies: str | None = None
     cookie_jar: str | None = None
-    # -- issue 28: curated ignore sets (core/steering/ignore_sets.py) on at the start. The CLI
+    # -- curated ignore sets (core/steering/ignore_sets.py) on at the start. The CLI
     # turns `global` on unless --no-ignore-set global; none here, so an embedded Crawler (and
     # every engine test) sees exactly the ignores it is given.
     ignore_sets: tuple[str, ...] = ()

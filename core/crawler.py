@@ -284,9 +284,9 @@ class Crawler:
         timeout = aiohttp.ClientTimeout(
             total=self.config.timeout * 3, sock_connect=self.config.timeout, sock_read=self.config.timeout
         )
-        # issue 21: headers, proxy and cookie jar live in core/fetching/session.py; its
-        # connector and request class give every fetch its worker's phases (issue 27,
-        # core/fetching/steps.py); a request's gap counts from when its headers leave only
+        # Headers, proxy and cookie jar live in core/fetching/session.py; its
+        # connector and request class give every fetch its worker's phases
+        # (core/fetching/steps.py); a request's gap counts from when its headers leave only
         # when a delay is asked for (else from just before).
         self._http = CrawlSession(self.config, self.agent, self.roots)
         self._session = self._http.open(timeout)
@@ -298,7 +298,7 @@ class Crawler:
                                       session=self._session, stats=self.stats, timeout=self.config.timeout)
         # Sinks may be added after construction (the CLI adds a WARC sink for a state file).
         self._response_sinks = [s for s in self.sinks if isinstance(s, ResponseSink)]
-        for keeper in self._response_sinks:  # issue 21: --header values never reach an archive
+        for keeper in self._response_sinks:  # --header values are secrets: never in an archive
             if isinstance(keeper, Redacting):
                 keeper.redact_headers(self._http.header_names)
         if isinstance(self.frontier, Failing):  # a store whose writer thread can fail
@@ -601,7 +601,7 @@ class Crawler:
         finally:  # parsed (or not to be): its bytes no longer count (core/fetching/budget.py)
             self._bodies.give(resp.held)
         try:
-            if written:  # the URL counts as done only once its records are in the file (issue 28)
+            if written:  # the URL counts as done only once its records are in the file
                 await self._written(written, record)
         finally:
             for other in loaded:  # after their archive records (or a stop's flush), as a page's own

@@ -2,7 +2,7 @@
 
 The TUI, the headless report, `ctl status`, `crawltop report` and the exports all count
 a crawl's records with `outcome()` and `KIND_OUTCOME`, so the same crawl shows the same
-numbers everywhere (design.md "Outcomes: one vocabulary"):
+numbers everywhere (ARCHITECTURE.md, "Words"):
 
 * fetched     - an HTTP answer, counted by status class (a 404 is a status, not an error)
 * redirected  - a 3xx followed or merged (a merge is a redirect to a URL already seen)

@@ -1,6 +1,6 @@
 """The engine's event loop: the standard one, or uvloop when CRAWLTOP_LOOP=uvloop asks.
 
-uvloop was measured as the engine's default loop (issue 29) and did not pay: the same CPU
+uvloop was measured as the engine's default loop and did not pay: the same CPU
 per page on bench/compare.py (0.46 ms both, 4 interleaved rounds) and 0.4% fewer
 instructions (BENCHMARKS.md, "Speed on one core"). The engine's time is in its own Python
 and in lexbor, not in the loop. The switch stays, for measuring it again on another load.

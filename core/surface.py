@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .monitor.stats import HostView, Snapshot
 from .monitor.summary import Summary
 
-if TYPE_CHECKING:  # types only: `ctl` and `ls` import this without the frontier (issue 27)
+if TYPE_CHECKING:  # types only: `ctl` and `ls` import this without the frontier, to start at once
     from .monitor.queueview import QueueView
     from .steering.ignores import IgnoreResult, IgnoreSetView, IgnoreView
     from .steering.steer import SeedResult

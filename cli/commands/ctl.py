@@ -111,7 +111,7 @@ def stop_words(name: str, status: dict[str, Any]) -> str:
     return f"stopping {clean(name, 100)!r}: {busy:,} in flight and {queued:,} queued cancelled (not errors)"
 
 
-# -- steering (issue 11): ignores, seeds, hosts ---------------------------------------------
+# -- steering: ignores, seeds, hosts --------------------------------------------------------
 STEER_ACTIONS = ("ignore", "seed", "host")
 STEER_USAGE = {
     "ignore": "ignore add REGEX | ignore remove REGEX | ignore list | ignore sets | ignore set NAME on|off",
@@ -178,7 +178,7 @@ def run_steer(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- the host table (issue 19): the queues view for scripts -----------------------------------
+# -- the host table: the queues view for scripts ----------------------------------------------
 HOST_COLUMNS = ("HOST", "STATE", "QUEUED", "FLIGHT", "DONE", "ERRORS", "DELAY", "SOURCE", "AVG_MS", "OVER")
 
 
@@ -226,7 +226,7 @@ def run_hosts(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- a crawl shared through Redis (issue 10): the whole crawl, or one of its processes ------------
+# -- a crawl shared through Redis: the whole crawl, or one of its processes -----------------------
 def run_shared(args: argparse.Namespace) -> int:
     """`crawltop ctl NAME --redis URL ACTION [--process PROC]`: exit 0, or 1 with a reason."""
     import asyncio

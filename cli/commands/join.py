@@ -77,7 +77,7 @@ def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
 
 
 def _own_secrets(args: argparse.Namespace) -> dict[str, Any]:
-    """Issue 21: what a joining process brings itself: header values, proxy, cookies.
+    """What a joining process brings itself: header values, proxy, cookies.
     Everything else (--header-host, the header names, the proxy's host) is the crawl's."""
     given = session_options(args)
     out: dict[str, Any] = {k: given[k] for k in ("cookies", "save_cookies") if k in given}

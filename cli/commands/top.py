@@ -1,4 +1,4 @@
-"""`crawltop` alone, or `crawltop top`: every crawl on one screen (tui/top/, issue 30).
+"""`crawltop` alone, or `crawltop top`: every crawl on one screen (tui/top/).
 
 The dashboard and the monitor it opens take turns on the terminal: `enter` ends the
 dashboard's app with the crawl to open, this loop runs that crawl's monitor (the screen

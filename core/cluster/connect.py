@@ -51,7 +51,7 @@ def _packed_by_hiredis(cls: type[AbstractConnection]) -> type[AbstractConnection
     """cls, its commands packed by hiredis in C, as redis-py's sync client already does.
     Its asyncio client packs in Python, joining the buffer again for every argument: 100 µs
     for a DONE batch of 200 arguments against 13 (byte for byte the same), 3% of an
-    engine's CPU under `--processes` (BENCHMARKS.md, issue 29). What hiredis can't pack as
+    engine's CPU under `--processes` (docs/benchmarks-history.md). What hiredis can't pack as
     redis-py would (another encoding, a command name of two words, a type redis-py refuses
     with its own error) goes to redis-py."""
     if cls in _PACKED:

@@ -1,4 +1,4 @@
-"""The digest map of a crawl shared through Redis (issue 28): a payload archived by one
+"""The digest map of a crawl shared through Redis: a payload archived by one
 process is a `revisit` in every other. One hash, `digests` (core/cluster/keys.py); HSETNX
 decides atomically which copy is the first, however the processes race.
 

@@ -248,7 +248,7 @@ class RedisFrontier:
 
     def split_seen(self, urls: list[str]) -> tuple[list[str], list[str]]:
         """As MemoryFrontier's: a set test in a comprehension each, not a call of seen() per
-        link (4% of an engine's samples on Redis, BENCHMARKS.md, issue 29)."""
+        link (4% of an engine's samples on Redis, docs/benchmarks-history.md)."""
         known = self._known
         old = [u for u in urls if hash(u) in known]
         if not old:

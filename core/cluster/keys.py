@@ -53,7 +53,7 @@ from hashlib import blake2b
 from ..jsonfast import dumps_str, loads
 from ..queueing.item import Item
 
-MAGIC = "crawltop-cluster/2"  # per-host queues (issue 22)
+MAGIC = "crawltop-cluster/2"  # /2: per-host queues
 OLD_MAGICS = ("crawltop-cluster/1",)  # one FIFO and a gate: exported, never continued
 
 

@@ -11,7 +11,7 @@ socket timeout: with one, redis-py wraps every command's write in `asyncio.wait_
 which on Python 3.11 returns normally when a cancel arrives just as the write completes
 (CPython #86296, fixed in 3.12 by basing wait_for on asyncio.timeout). The task cancelled
 then goes on as if it never was: that is how an engine's heartbeat outlived its crawl
-after Ctrl-C on `--processes` and kept the process alive (issue 27). So the clients a Link
+after Ctrl-C on `--processes` and kept the process alive. So the clients a Link
 uses come from `connect.client(url, linked=True)`: no socket timeout, no wait_for.
 """
 from __future__ import annotations

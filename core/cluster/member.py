@@ -139,7 +139,7 @@ class Member:
             await self.engine.crawl()
         finally:
             await cancel_and_wait(beat)  # not a bare cancel(): on 3.11 one can be lost (link.py)
-            # Issue 27: a leave that cannot finish must not keep the process alive (seen: an
+            # A leave that cannot finish must not keep the process alive (seen: an
             # engine DONE for 14 minutes, retrying a Redis that was gone). Shortly before the
             # timeout the link stops waiting out outages, so no retry loop outlives it.
             loop = asyncio.get_running_loop()

@@ -1,1 +1,1 @@
-"""The dashboard's model (issue 30): every crawl's row, from the run directory and Redis."""
+"""The dashboard's model: every crawl's row, from the run directory and Redis."""

@@ -1,4 +1,4 @@
-"""The dashboard's model (issue 30): every crawl of this user on this machine, live or ended.
+"""The dashboard's model: every crawl of this user on this machine, live or ended.
 
 Live crawls are the run directory's sockets (core/sockets/rundir.py), each watched through a
 `Link` (core/sockets/watch.py) that asks for an O(1) summary per tick. Ended crawls are the

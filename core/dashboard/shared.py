@@ -1,4 +1,4 @@
-"""Crawls shared through Redis as the dashboard shows them (`crawltop --redis URL`, issue 30).
+"""Crawls shared through Redis as the dashboard shows them (`crawltop --redis URL`).
 
 One pipelined read per crawl and tick, of small hashes only: its meta (status, roots), its
 processes' heartbeat rows (pages, rate, workers, state), its counts and controls. The

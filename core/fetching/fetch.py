@@ -137,7 +137,7 @@ async def read_capped(resp: aiohttp.ClientResponse, cap: int, sha1: Any = None,
     awaited once, when LARGE bytes have been read (a body of unknown size waits there for
     the crawl's BodyBudget). From LARGE bytes on, chunks go into a BytesIO: its buffer grows
     in place and getvalue() hands it over uncopied, where joining a list of chunks held
-    the chunks and the body at once, twice the body (BENCHMARKS.md, issue 29)."""
+    the chunks and the body at once, twice the body (docs/benchmarks-history.md)."""
     chunks: list[bytes] = []
     into: io.BytesIO | None = None
     size = 0

@@ -116,7 +116,7 @@ def looks_like_sitemap(head: bytes) -> bool:
 
 
 def _xml(body: bytes, max_entries: int) -> Parsed:
-    # Imported here, on the first sitemap read: XML parsing is RSS (BENCHMARKS.md, issue 29)
+    # Imported here, on the first sitemap read: XML parsing is RSS (docs/benchmarks-history.md)
     # that a crawl whose hosts have no sitemap never needs.
     from xml.etree.ElementTree import ParseError
 
@@ -187,7 +187,7 @@ class Sitemaps:
     other (session, politeness, retries, robots, size cap, exactly one Record); only its body
     is read here instead of being parsed as HTML.
 
-    The guessed /sitemap.xml, a probe that leaves no trace (issue 21; lychee, Scrapy and
+    The guessed /sitemap.xml, a probe that leaves no trace (lychee, Scrapy and
     Heritrix don't invent records for URLs nobody named either): with no sitemap named (or
     `--no-robots`), once the origin has answered one request (`answered()`, after any HTTP
     response), the worker probes it: one GET, never retried, robots.txt obeyed, redirects
@@ -225,7 +225,7 @@ class Sitemaps:
         self._max_redirect = max_redirect
         self._max_depth = max_depth
         self._origins: set[str] = set()
-        self._session = session  # None: no probes (the guess is queued, as before issue 21)
+        self._session = session  # None: no probes (the guessed /sitemap.xml is queued like a named one)
         self._stats = stats
         self._timeout = aiohttp.ClientTimeout(total=timeout * 3, sock_connect=timeout, sock_read=timeout)
         self._guess: set[str] = set()  # origins whose /sitemap.xml waits for their first answer

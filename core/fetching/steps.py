@@ -2,7 +2,7 @@
 
 * politeness counts a gap from when a request really leaves (`sent`), not from when a
   worker asked for it: a busy loop or a new connection can stand between the two;
-* a worker's phase says what it waits for (issue 27): a free connection (`pool`), a new
+* a worker's phase says what it waits for: a free connection (`pool`), a new
   one (`connecting`: DNS, TCP, TLS), `sending`, the response's `headers`; on a keep-alive
   connection the fetch goes straight from sending to headers.
 

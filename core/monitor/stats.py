@@ -21,7 +21,7 @@ RING = 500
 TOP_HOSTS = 20
 ERROR_URLS_MAX = 10_000
 
-# A worker's phase (issue 27: each means what it says): waiting for a due URL, paused,
+# A worker's phase (each means what it says): waiting for a due URL, paused,
 # fetching robots.txt or probing a sitemap, then a fetch's steps (core/fetching/steps.py):
 # waiting for a free connection, connecting (DNS, TCP, TLS), sending, waiting for the
 # response's headers, reading the body; then parsing; backoff.
@@ -350,7 +350,7 @@ class Stats:
 
     def _rate_now(self, elapsed: float) -> float:
         """Pages/s over the last five seconds, the second under way included: true from the
-        first second (issue 27: not 0.0/s with 64 pages done), steady after."""
+        first second (not 0.0/s with 64 pages done), steady after."""
         full = list(self._hist_pages)[-4:]
         span = len(full) + max(0.0, elapsed - self._sec)
         if span < 0.2:  # too short a window to say anything

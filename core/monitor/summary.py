@@ -1,7 +1,7 @@
 """A crawl's summary: the few numbers the dashboard (`crawltop` alone) shows per crawl.
 
 A full snapshot is O(workers + hosts shown) and carries rings of events; a dashboard
-watching fifty crawls twice a second must not ask for fifty of those per frame (issue 30).
+watching fifty crawls twice a second must not ask for fifty of those per frame.
 A summary is O(1): counters, the outcome counts (core/outcomes.py, the words every surface
 uses), host counts by state (cached by the engine, O(hosts) at most once a second) and the
 last SPARK seconds of pages/s for the row's sparkline. The same fields are written to the

@@ -16,12 +16,12 @@ from ..secrets import scrub
 @dataclass(slots=True, kw_only=True)
 class Record:
     """The reference crawler's FetchStatistic, plus depth, tries, timing and truncation,
-    and where the URL came from (issue 12; the README's record table says what each means):
+    and where the URL came from (docs/records.md says what each means):
     `via` the page whose link first queued it or the URL that redirected to it (None for
     roots), `discovery` its hop path (core/output/provenance.py), `fetched_at` when its last
     request went out (UTC ISO 8601, ms), `digest` the payload's WARC-Payload-Digest,
     `error_kind` a code from core.errors.KINDS beside the human `error`; `kind` and the fields
-    after it: issue 26 (README "What is fetched")."""
+    after it: docs/records.md, "Whole pages"."""
 
     url: str
     status: int | None = None
@@ -42,7 +42,7 @@ class Record:
     fetched_at: str | None = None
     digest: str | None = None
     error_kind: str | None = None
-    # issue 26, whole pages (core/queueing/kinds.py, core/queueing/findings.py): what the URL
+    # Whole pages (core/queueing/kinds.py, core/queueing/findings.py): what the URL
     # was reached as, what an HTML page says of itself, and what a link check found.
     kind: str = ""  # page | requisite | external (set by the crawler when the Record is written)
     title: str | None = None
@@ -60,7 +60,7 @@ class Record:
         self.error_kind = error_kind(exc)
 
     def to_dict(self) -> dict[str, object]:
-        """Every field; the findings of issue 26 only when there are any (most records have
+        """Every field; the findings (SPARSE) only when there are any (most records have
         none, and a line per URL should not carry a row of nulls)."""
         d = dict(zip(FIELDS, _VALUES(self), strict=True))
         for name in SPARSE:
@@ -92,7 +92,7 @@ class ResponseSink(Sink, Protocol):
                  request_headers: list[tuple[str, str]], *, truncated: bool | None = None,
                  method: str = "GET", digest: str | None = None) -> Awaitable[None] | None:
         """Keep one response; what it returns, if anything, is awaited before the URL
-        counts as done (the WARC: written to the file, issue 28)."""
+        counts as done (the WARC: written to the file)."""
 
     def flush(self) -> None:
         """Block until every response handed over is kept (a stop's last moment)."""

@@ -142,7 +142,7 @@ class WarcSink:
         return self._file.path if self._file is not None else ""
 
     def redact_headers(self, names: set[str]) -> None:
-        """Called by the crawler with its --header names (issue 21): their values are secrets."""
+        """Called by the crawler with its --header names: their values are secrets."""
         self.redacted |= {n.lower() for n in names}
 
     # -- Sink ------------------------------------------------------------------------

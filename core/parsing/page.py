@@ -52,7 +52,7 @@ _SELECT = LexborCSSSelector()
 # Navigation and <base>, requisites (embeds and `style` attributes) and ids: one walk, the
 # list built from what is wanted. lexbor parses the query on every call and returns a node
 # once per selector of the list it matches (an <a id> twice), so the list is plain (a :not()
-# to keep each node once cost more than the walk: BENCHMARKS.md, issue 26) and every use of
+# to keep each node once cost more than the walk: docs/benchmarks-history.md) and every use of
 # a node is one that a repeat leaves as it was. What a node holds is read in Python.
 _NAV = "a, area, iframe, frame, base"
 _QUERIES = {0: _NAV, FRAGMENTS: f"{_NAV}, [id]", REQUISITES: f"{_NAV}, {_EMBEDS}, [style]",
@@ -238,7 +238,7 @@ def _walk(root: LexborNode, flags: int, raw: dict[str, bool], ids: set[str] | No
     base_href: str | None = None  # the first <base href>, wherever it is
     # One walk of the tree, in document order: each walk of a large page misses the CPU's
     # cache on every node, and the misses, more than the instructions, were the cost of
-    # reading more of a page (BENCHMARKS.md, issue 26).
+    # reading more of a page (docs/benchmarks-history.md).
     for node in _SELECT.find(_QUERIES[flags & (FRAGMENTS | REQUISITES)], root):
         tag = node.tag_id
         if tag == _A or tag == _AREA:

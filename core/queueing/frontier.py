@@ -208,7 +208,7 @@ class MemoryFrontier(DueWaiters):
 
     def split_seen(self, urls: list[str]) -> tuple[list[str], list[str]]:
         """Most links of a page were seen before: a set test in a comprehension each, where a
-        call per link through the crawler's admission cost ~0.4 µs (BENCHMARKS.md, issue 29)."""
+        call per link through the crawler's admission cost ~0.4 µs (docs/benchmarks-history.md)."""
         seen = self._seen
         old = [u for u in urls if u in seen]
         if not old:

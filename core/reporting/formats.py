@@ -42,8 +42,9 @@ def _plural(n: int, word: str) -> str:
 
 
 def _totals(r: Report) -> str:
-    """`N broken on M pages`, and the hosts that never answered: each broken thing once."""
-    line = f"{r.records:,} records, {r.broken_count:,} broken on {len(r.broken):,} pages"
+    """`N broken (L links on M pages)`, and the hosts that never answered: each broken thing once."""
+    line = (f"{r.records:,} records, {r.broken_urls:,} broken ({_plural(r.broken_count, 'link')} on "
+            f"{_plural(len(r.broken), 'page')})")
     if r.dead_hosts:
         line += (f", {_plural(len(r.dead_hosts), 'host')} never answered"
                  f" ({_plural(sum(d.urls for d in r.dead_hosts), 'URL')})")
@@ -180,7 +181,7 @@ def _md(text: object) -> str:
 
 def markdown(r: Report) -> str:
     out = [f"# crawltop report: {_md(r.source)}", "",
-           _totals(r).replace(f"{r.broken_count:,} broken", f"**{r.broken_count:,} broken**", 1) + ".", "",
+           _totals(r).replace(f"{r.broken_urls:,} broken", f"**{r.broken_urls:,} broken**", 1) + ".", "",
            "Outcomes: " + outcome_line(r.tally.counts, r.tally.classes), ""]
     retired = _retired(r)
     if retired:

@@ -123,7 +123,14 @@ class Report:
 
     @property
     def broken_count(self) -> int:
+        """Broken links: one a (page, target) pair listed."""
         return sum(len(v) for v in self.broken.values())
+
+    @property
+    def broken_urls(self) -> int:
+        """Broken things, each once: distinct targets (a missing id is its `url#id`), however
+        many pages refer to them; the fragments into a broken page are part of it."""
+        return len({b.url for links in self.broken.values() for b in links})
 
     @property
     def ok(self) -> bool:
@@ -134,6 +141,7 @@ class Report:
             "source": self.source,
             "records": self.records,
             "broken_count": self.broken_count,
+            "broken_urls": self.broken_urls,
             "broken": [
                 {"page": via, "links": [_broken_dict(b, self.fragment_links) for b in links]}
                 for via, links in self.broken.items()

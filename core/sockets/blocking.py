@@ -1,5 +1,5 @@
 """The blocking control-socket client of `ctl`, `ls` and scripts: a socket and the JSON
-framing, without asyncio or the engine, so those commands start at once (issue 27)."""
+framing, without asyncio or the engine, so those commands start at once."""
 from __future__ import annotations
 
 import socket

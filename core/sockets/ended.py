@@ -1,5 +1,5 @@
 """What a crawl leaves in the run directory when it ends: a small summary, so the dashboard
-(`crawltop` alone, issue 30) shows how it ended even if nobody was watching at the time.
+(`crawltop` alone) shows how it ended even if nobody was watching at the time.
 
 `<run dir>/.ended/<name>.json` (0600, written atomically): its name, pid, root, when it
 started and ended, how it ended (done, stopped and by what, crashed) and its summary

@@ -1,4 +1,4 @@
-"""One crawl as the dashboard watches it (issue 30): a connection to its socket that asks
+"""One crawl as the dashboard watches it: a connection to its socket that asks
 for summaries (O(1), core/monitor/summary.py), never snapshots, and carries the keys'
 commands.
 

@@ -72,7 +72,7 @@ def export_csv(state_path: str | Iterable[dict], out_path: str, tally: Tally | N
 
 
 def _cell(value: object) -> object:
-    """A CSV cell: nothing for null, JSON for the lists of issue 26 (referrers, findings)."""
+    """A CSV cell: nothing for null, JSON for the lists (referrers, findings)."""
     if value is None:
         return ""
     return json.dumps(value, ensure_ascii=False) if isinstance(value, list) else value

@@ -16,7 +16,7 @@ from ..config import CrawlConfig
 from ..errors import StateError
 from ..secrets import redact_config
 
-SCHEMA_VERSION = 2  # 2: urls.via and urls.discovery (issue 12)
+SCHEMA_VERSION = 2  # 2: urls.via and urls.discovery added
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # urls.state

@@ -179,7 +179,7 @@ async def test_clean_site_exits_0_and_state_files_work(serve, tmp_path) -> None:
     await crawl(site.url + "/", output=str(out))
     proc = run("report", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert "3 records, 0 broken on 0 pages" in proc.stdout
+    assert "3 records, 0 broken (0 links on 0 pages)" in proc.stdout
     x = run("report", str(out), "--format", "junit")
     assert x.returncode == 0 and ElementTree.fromstring(x.stdout).get("failures") == "0"
 

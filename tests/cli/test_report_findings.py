@@ -75,7 +75,8 @@ async def test_fragment_links_into_a_missing_page_are_its_finding(serve, tmp_pat
     assert {f: p.returncode for f, p in got.items()} == dict.fromkeys(got, 1)
     # text: 8 lines of the missing page (one per referring page) and the one missing id, no more
     text = got["text"].stdout
-    assert f"{len(referring) + 1} broken on {len(referring)} pages" in text.splitlines()[1]
+    # two broken things (the page, the missing id), whatever refers to them
+    assert f"2 broken ({len(referring) + 1} links on {len(referring)} pages)" in text.splitlines()[1]
     lines = section(text, "Broken links")
     assert sum(line.split()[-1] == gone for line in lines) == len(referring)
     assert lines.count(f"      and {total} links to fragments in it") == len(referring)
@@ -96,7 +97,7 @@ async def test_fragment_links_into_a_missing_page_are_its_finding(serve, tmp_pat
     assert [r["url"] for r in rows if r["tag"] == "#fragment"] == [u + "/fine#nope"]
 
     md = got["markdown"].stdout
-    assert f"**{len(referring) + 1} broken** on {len(referring)} pages" in md
+    assert f"**2 broken** ({len(referring) + 1} links on {len(referring)} pages)" in md
     assert md.count(f"| 404, and {total} links to fragments in it | a | {gone} |") == len(referring)
     assert "#index-" not in md
 
@@ -149,7 +150,7 @@ async def test_each_host_that_never_answered_is_listed_once(serve, tmp_path) -> 
     got = formats(out)
     assert {f: p.returncode for f, p in got.items()} == dict.fromkeys(got, 1)
     text = got["text"].stdout
-    assert "5 broken on 4 pages, 3 hosts never answered (12 URLs)" in text.splitlines()[1]
+    assert "3 broken (5 links on 4 pages), 3 hosts never answered (12 URLs)" in text.splitlines()[1]
     broken_urls = {line.split()[-1] for line in section(text, "Broken links") if line.startswith("    ")}
     assert broken_urls == {u for _, u in answered}
     dead = section(text, "Hosts that never answered")
@@ -220,6 +221,6 @@ async def test_no_outside_host_resolving_sets_them_all_aside(serve, tmp_path) ->
     assert '"error_kind":"dns"' in text and "host-retired" not in text
     proc = run("report", str(out))
     assert proc.returncode == 0, proc.stdout
-    assert "0 broken on 0 pages\n" in proc.stdout and "60 external links and requisites unchecked" in proc.stdout
+    assert "0 broken (0 links on 0 pages)\n" in proc.stdout and "60 external links and requisites unchecked" in proc.stdout
     data = json.loads(run("report", str(out), "--format", "json").stdout)
     assert (data["unresolved"], data["dead_hosts"], data["broken"], data["more_pages"]) == (60, [], [], {})

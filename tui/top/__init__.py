@@ -1,1 +1,1 @@
-"""The dashboard: every crawl on one screen (`crawltop` alone, issue 30)."""
+"""The dashboard: every crawl on one screen (`crawltop` alone)."""
