@@ -221,6 +221,7 @@ async def test_no_outside_host_resolving_sets_them_all_aside(serve, tmp_path) ->
     assert '"error_kind":"dns"' in text and "host-retired" not in text
     proc = run("report", str(out))
     assert proc.returncode == 0, proc.stdout
-    assert "0 broken (0 links on 0 pages)\n" in proc.stdout and "60 external links and requisites unchecked" in proc.stdout
+    assert "0 broken (0 links on 0 pages)\n" in proc.stdout
+    assert "60 external links and requisites unchecked" in proc.stdout
     data = json.loads(run("report", str(out), "--format", "json").stdout)
     assert (data["unresolved"], data["dead_hosts"], data["broken"], data["more_pages"]) == (60, [], [], {})
