@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from support.crawl import crawl
+from support.endreport import count, demo_site, report_fields
 from support.sites import counting_site, page, redirect
 
 CMD = [sys.executable, "-m", "crawltop.cli"]
@@ -31,39 +32,6 @@ SAME = ("records", "pages", "requisites", "external", "bytes", "outcomes", "redi
         "ignored", "truncated", "errors")
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def report_fields(out: str) -> dict[str, str]:
-    """The end report's fields by name: `records` -> `2,585`, `outcomes` -> its line,
-    `status 404` -> `21`, `error http-status` -> `2`; notes under the title are left out."""
-    fields: dict[str, str] = {}
-    section = ""
-    for line in out[out.index("crawltop report: "):].splitlines()[1:]:
-        if not line.startswith("  ") or line.startswith("  redis:"):
-            break
-        text = line.strip()
-        if line.startswith("    "):  # a row of the section above: status codes, errors, top error URLs
-            left, _, right = text.partition("  ")
-            if section == "status codes":
-                fields[f"status {left}"] = right.strip()
-            elif section == "errors":
-                fields[f"error {right.strip().split(':')[0]}"] = left
-            continue
-        head, colon, rest = text.partition(": ")
-        if text.endswith(":") or colon:
-            section = text.rstrip(":") if text.endswith(":") else head
-            fields[section] = rest
-        elif text.startswith(("crawl '", "this process")):
-            continue  # a note: which crawl, on Redis
-        else:
-            for pair in text.split("  "):
-                name, _, value = pair.strip().rpartition(" ")
-                fields[name] = value
-    return fields
-
-
-def count(fields: dict[str, str], name: str) -> int:
-    return int(fields[name].replace(",", ""))
 
 
 def seconds(fields: dict[str, str]) -> float:
@@ -80,13 +48,8 @@ def assert_same_crawl(got: dict[str, str], one: dict[str, str]) -> None:
 
 @pytest.fixture(scope="module")
 def demo() -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, "-m", "crawltop.demo.serve", "--fast"], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    assert url.startswith("http://"), url
-    yield url
-    proc.terminate()
-    proc.wait(10)
+    with demo_site() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Issue 27: `--processes` ends as one process does. `-o FILE` gives one FILE with every
+"""`--processes` ends as one process does. `-o FILE` gives one FILE with every
 record once; Ctrl-C on a crawl of many polite hosts ends within seconds with the report; an
 engine whose parent is SIGKILLed is gone within seconds (with the private redis-server).
 Its end report is one process's (cli/endreport.py), field by field, the URLs a stop left
@@ -13,11 +13,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
 from support.cluster import CLI, records_of, start, wait_for
+from support.endreport import count, demo_site, report_fields
 from support.sites import counting_site
 
 from crawltop.core.cluster.keys import Keys
@@ -53,39 +55,6 @@ SAME = ("records", "pages", "requisites", "external", "bytes", "outcomes", "redi
         "ignored", "truncated", "errors")
 
 
-def report_fields(out: str) -> dict[str, str]:
-    """The end report's fields by name: `records` -> `2,585`, `outcomes` -> its line,
-    `status 404` -> `21`, `error http-status` -> `2`; notes under the title are left out."""
-    fields: dict[str, str] = {}
-    section = ""
-    for line in out[out.index("crawltop report: "):].splitlines()[1:]:
-        if not line.startswith("  ") or line.startswith("  redis:"):
-            break
-        text = line.strip()
-        if line.startswith("    "):  # a row of the section above: status codes, errors, top error URLs
-            left, _, right = text.partition("  ")
-            if section == "status codes":
-                fields[f"status {left}"] = right.strip()
-            elif section == "errors":
-                fields[f"error {right.strip().split(':')[0]}"] = left
-            continue
-        head, colon, rest = text.partition(": ")
-        if text.endswith(":") or colon:
-            section = text.rstrip(":") if text.endswith(":") else head
-            fields[section] = rest
-        elif text.startswith(("crawl '", "this process")):
-            continue  # a note: which crawl, on Redis
-        else:
-            for pair in text.split("  "):
-                name, _, value = pair.strip().rpartition(" ")
-                fields[name] = value
-    return fields
-
-
-def count(fields: dict[str, str], name: str) -> int:
-    return int(fields[name].replace(",", ""))
-
-
 def cancelled(fields: dict[str, str]) -> int:
     found = re.search(r"cancelled ([\d,]+)", fields["outcomes"])
     assert found, fields
@@ -93,14 +62,9 @@ def cancelled(fields: dict[str, str]) -> int:
 
 
 @pytest.fixture(scope="module")
-def demo():
-    """The bundled demo site, fast: 2,585 records of every outcome, the same on every crawl."""
-    proc = subprocess.Popen([sys.executable, "-m", "crawltop.demo.serve", "--fast"], stdout=subprocess.PIPE, text=True)
-    url = proc.stdout.readline().strip()
-    assert url.startswith("http://"), url
-    yield url
-    proc.terminate()
-    proc.wait(10)
+def demo() -> Iterator[str]:
+    with demo_site() as url:
+        yield url
 
 
 @pytest.fixture
