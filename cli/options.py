@@ -359,6 +359,13 @@ def browser_options(args: argparse.Namespace) -> dict[str, Any]:
     saying what to install, exit 2."""
     if not getattr(args, "browser", False):
         return {}
+    # Refused rather than half done: the tab's own requests would go around the proxy, and two
+    # engines would each claim (and archive) what their tabs loaded.
+    if getattr(args, "proxy", None):
+        raise UsageError("--browser and --proxy don't mix yet: the browser's own requests would not go "
+                         "through the proxy")
+    if getattr(args, "redis", None) or getattr(args, "processes", None) or args.command == "join":
+        raise UsageError("--browser runs in one process: it does not mix with --redis, --processes or join yet")
     from ..core.fetching.browser import check
 
     path = getattr(args, "browser_path", None)

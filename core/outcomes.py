@@ -163,8 +163,9 @@ def outcome_line(counts: Mapping[str, int], classes: Mapping[str, int]) -> str:
     return "  ".join(parts)
 
 
-# The machine looks offline when most other hosts' names fail: at least OFFLINE_AFTER of them,
-# and OFFLINE_SHARE of the other hosts heard of (one that answers, a mirror or a proxy's own
-# name, must not hide twenty that cannot). The live notice and `report` share the rule.
-OFFLINE_AFTER = 5
-OFFLINE_SHARE = 0.8
+# The machine looks offline when nearly all other hosts' names fail: at least OFFLINE_AFTER of
+# them, and OFFLINE_SHARE of the other hosts heard of (one that answers, a mirror or a proxy's
+# own name, must not hide twenty that cannot; a small site with a few dead domains must still
+# fail its link check). The live notice and `report` share the rule.
+OFFLINE_AFTER = 10
+OFFLINE_SHARE = 0.9

@@ -465,9 +465,11 @@ class SqliteStore(DueWaiters):
                 if self._spilled and self.hosts.size < REFILL // 2 and self._refill_task is None:
                     self._start_refill(loop)
                 return item
-            # Nothing in memory is due: read further, other hosts may be; and read past the cap when
-            # this lane has nothing in memory at all (memory full of checks, the pages on disk).
-            if self._spilled and (self.hosts.size < MEM_QUEUE_MAX or self.hosts.next_wake(lane) is None):
+            # Nothing in memory is due: read further, other hosts may be; past the cap (up to twice
+            # it) when this lane has nothing due in memory at all (memory full of checks, the pages
+            # on disk), so a page worker never waits for the check workers to drain it.
+            if self._spilled and (self.hosts.size < MEM_QUEUE_MAX or (
+                    self.hosts.size < 2 * MEM_QUEUE_MAX and self.hosts.next_wake(lane) is None)):
                 # Nothing in memory is due: read further, other hosts may be.
                 if self._refill_task is None:
                     self._start_refill(loop)

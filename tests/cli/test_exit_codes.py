@@ -1,4 +1,4 @@
-"""Issue 27: exit codes a script can use (cli/exitcodes.py, the README's table, `crawl --help`).
+"""Exit codes a script can use (cli/exitcodes.py, the README's table, `crawl --help`).
 
 0 when the crawl ran (to its end, stopped, --max-time), whatever the pages said; 4 when no
 root could be fetched at all, with the reason in words on stderr; 2 for usage.
@@ -142,3 +142,13 @@ async def test_a_code_of_its_own_goes_before_141() -> None:
     _, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 4 and b"no root could be fetched" in err
 
+
+
+def test_browser_mode_refuses_what_it_cannot_do_yet_in_one_line() -> None:
+    """--browser with --proxy (the tab's own requests would go around it) or across processes
+    (each engine would claim what its tabs loaded): exit 2, one line, nothing started."""
+    for extra in (["--proxy", "http://127.0.0.1:1"], ["--processes", "2"], ["--redis", "redis://127.0.0.1:1"]):
+        proc = subprocess.run([sys.executable, "-m", "crawltop.cli", "crawl", "http://127.0.0.1:9/", "--browser",
+                               *extra], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (extra, proc.stderr)
+        assert "--browser" in proc.stderr, proc.stderr

@@ -190,11 +190,11 @@ async def test_each_host_that_never_answered_is_listed_once(serve, tmp_path) -> 
     assert [c.get("name") for c in root.findall(".//testcase") if ".invalid/" in c.get("name", "")] == [LONE]
 
 
-async def _outside(serve, tmp_path, answering: str | None) -> Path:
-    """A page linking to 19 hosts whose names do not resolve, 3 URLs each, and to one more
+async def _outside(serve, tmp_path, answering: str | None, dead: int = 19) -> Path:
+    """A page linking to `dead` hosts whose names do not resolve, 3 URLs each, and to one more
     outside host: answering as a link ("a"), as an image ("img"), or not resolving either (None)."""
     ext = await serve({"/ok": page(), "/ok.png": page()}, "127.0.0.2")
-    hosts = [f"http://-h{i}.invalid" for i in range(19 if answering else 20)]
+    hosts = [f"http://-h{i}.invalid" for i in range(dead if answering else dead + 1)]
     links = [f"{h}/u{k}" for h in hosts for k in range(3)]
     extra = {"a": f'<a href="{ext.url}/ok">ok</a>', "img": f'<img src="{ext.url}/ok.png">', None: ""}[answering]
     site = await serve({"/": page("/2", *links[::2], extra=extra), "/2": page(*links[1::2])})
@@ -213,6 +213,14 @@ async def test_19_of_20_outside_hosts_not_resolving_are_set_aside_as_offline(ser
         assert data["dead_hosts"] == [] and data["broken"] == [] and data["broken_count"] == 0
         proc = run("report", str(out))
         assert proc.returncode == 0 and "57 external links and requisites unchecked" in proc.stdout
+
+
+async def test_a_few_dead_domains_beside_a_live_one_are_link_rot_not_offline(serve, tmp_path) -> None:
+    """5 of 6 outside names failing is a small site's rot: listed, and the check fails."""
+    out = await _outside(serve, tmp_path, "a", dead=5)
+    data = json.loads(run("report", str(out), "--format", "json").stdout)
+    assert data["unresolved"] == 0 and len(data["dead_hosts"]) == 5
+    assert run("report", str(out)).returncode == 1
 
 
 async def test_no_outside_host_resolving_sets_them_all_aside(serve, tmp_path) -> None:
