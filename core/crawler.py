@@ -13,14 +13,13 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
 from .. import __version__
 from . import errors
 from .config import CrawlConfig
-from .fetching.browser import BrowserFailure, BrowserFetcher
 from .fetching.budget import BodyBudget
 from .fetching.fetch import REDIRECTS, Loaded, Response, backoff, decode, retry_after, retryable
 from .fetching.fetcher import Fetcher, HttpFetcher
@@ -55,6 +54,9 @@ from .queueing.scope import Scope
 from .steering.ignores import IgnoreResult, Ignores, IgnoreSetView, IgnoreView
 from .steering.steer import SeedResult, Steering
 from .surface import Parts
+
+if TYPE_CHECKING:  # imported by crawl() only with --browser: a plain crawl pays none of it
+    from .fetching.browser import BrowserFetcher
 
 VERSION = __version__
 NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
@@ -310,6 +312,7 @@ class Crawler:
         self._fetcher = HttpFetcher(self._session, self.config.max_bytes, self._bodies)
         try:
             if self.config.browser:  # a missing extra or Chromium: UsageError, before any URL
+                from .fetching.browser import BrowserFetcher
                 self._browser = BrowserFetcher(self._fetcher, _BrowserRules(self), path=self.config.browser_path,
                                                timeout=self.config.timeout, max_bytes=self.config.max_bytes,
                                                user_agent=self.agent)
@@ -516,8 +519,9 @@ class Crawler:
     def _dead_name(self, url: str, host: Host) -> errors.NameNotFound | None:
         """The URL's host name is known not to resolve (core/fetching/resolver.py): a fact about
         the host for the whole crawl, so its URLs fail at once, each with that reason. Only for
-        a host that never answered: one that did (the site's own, always) and fails now, an
-        expired cache or a resolver's bad minute, fails as any host does, by its strikes."""
+        a host that never answered; one that did (the site's own, always) is never retired for
+        it (an expired cache or a resolver's bad minute), but each of its URLs whose name does not
+        resolve still fails at once, without retry or strike (`_fetch_scheduled`)."""
         resolver = self._http.resolver
         if host.flags & ANSWERED or resolver is None or not resolver.dead:
             return None
@@ -558,13 +562,16 @@ class Crawler:
                 record.fail(errors.BlockedByRobots("disallowed by robots.txt"))
                 return record
         started = self.stats.clock()
-        resp = await self._fetch_scheduled(ws, item, record, host)
+        try:
+            resp = await self._fetch_scheduled(ws, item, record, host)
+        except BaseException:  # a cancel under a tab: what it claimed is seen, so recorded now
+            if self._browser is not None:
+                self._lost(item, self._browser.lost(item.url))
+            raise
         if resp is None:
             return record
         loaded: list[Record] = []
-        try:
-            if self._sitemaps is not None and kind == PAGE:  # the origin answered: its /sitemap.xml may be probed
-                await self._probe_after(host, item.url)
+        try:  # no await before `_loaded`: a cancel must not lose the URLs the tab claimed
             record.status = resp.status
             record.content_type = resp.content_type
             record.size = len(resp.body)
@@ -585,6 +592,8 @@ class Crawler:
                 if resp.dom is not None:  # its links are those of the HTML the scripts made
                     resp.body, resp.charset = resp.dom.encode("utf-8", "replace"), "utf-8"
                     resp.dom = None
+            if self._sitemaps is not None and kind == PAGE:  # the origin answered: its /sitemap.xml may be probed
+                await self._probe_after(host, item.url)
             if resp.status in REDIRECTS:
                 await self._redirect(item, resp, record)
             elif retryable(resp.status):
@@ -598,6 +607,10 @@ class Crawler:
             elif self.kinds.requisites and is_stylesheet(resp.mime, item.discovery) and resp.status < 300:
                 self.stats.set_phase(ws, "parsing")
                 self._parse(item, resp, record, css=True)
+        except BaseException:  # cancelled (or a surprise) after `_loaded`: its Records still go out
+            for other in loaded:
+                self._emit(other)
+            raise
         finally:  # parsed (or not to be): its bytes no longer count (core/fetching/budget.py)
             self._bodies.give(resp.held)
         try:
@@ -615,16 +628,14 @@ class Crawler:
         in-scope HTML answer for its links, as if aiohttp had fetched them."""
         out: list[Record] = []
         for ld in loads:
-            path = hop(page.discovery, ld.letter)
-            if ld.redirected:
-                path = hop(path, "R")
-            item = Item(ld.url, self.config.max_redirect, page.depth + 1, 0, ld.via, path)
+            item = self._load_item(page, ld)
+            path = item.discovery
             other = _record(item, tries=1)
             other.kind, other.fetched_at = REQUISITE, record.fetched_at
             out.append(other)
             r = ld.response
             if r is None:
-                other.fail(BrowserFailure(ld.error or "no answer"))
+                other.fail(self._browser_failure(ld.error or "no answer"))
                 continue
             other.status, other.content_type, other.size = r.status, r.content_type, len(r.body)
             other.truncated, other.digest = r.truncated, r.digest
@@ -643,6 +654,25 @@ class Crawler:
             elif self.kinds.requisites and is_stylesheet(r.mime, path) and r.status < 300:
                 self._parse(item, r, other, css=True)
         return out
+
+    @staticmethod
+    def _browser_failure(why: str) -> Exception:
+        from .fetching.browser import BrowserFailure  # loaded already: only a --browser crawl gets here
+        return BrowserFailure(why)
+
+    def _load_item(self, page: Item, ld: Loaded) -> Item:
+        path = hop(page.discovery, ld.letter)
+        return Item(ld.url, self.config.max_redirect, page.depth + 1, 0, ld.via,
+                    hop(path, "R") if ld.redirected else path)
+
+    def _lost(self, page: Item, loads: list[Loaded]) -> None:
+        """URLs a tab claimed for a page whose worker was cancelled: seen, so each gets its
+        Record here (cancelled, as a stop's queued URLs), else it would have none."""
+        for ld in loads:
+            record = _record(self._load_item(page, ld))
+            record.kind = REQUISITE
+            record.fail(errors.Cancelled("the page's worker stopped while the browser loaded this URL"))
+            self._emit(record)
 
     async def _written(self, futures: list[Awaitable[None]], record: Record) -> None:
         """Wait for the archive to hold this response. Cancelled meanwhile (a stop), the wait

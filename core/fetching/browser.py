@@ -16,7 +16,10 @@ external checks, robots.txt and sitemaps stay on aiohttp. A page's life:
    back in `Response.loaded` for its own Record and WARC records. A URL seen before is not
    requested again: served from what this browser already loaded when it can be, else an
    image, font or media file is aborted (links never depend on them) and anything else
-   goes out unrecorded (a page's scripts need it).
+   goes out unrecorded (a page's scripts need it). What goes out is sent by the route itself
+   (`route.fetch`, redirects off): Chromium routes no redirect's target, so each hop is
+   followed there and passes the rules too; a claimed URL's target is claimed as its redirect.
+   A load that failed, or no whole 2xx, is not served to other tabs: they ask again.
 4. A hard limit (3 x --timeout) bounds the tab: a hung or crashed tab gives the page's
    Record its reason (`Response.error`), never a stalled worker. A browser that dies is
    launched again once; after a second death every page fails with the reason.
@@ -37,6 +40,7 @@ import tempfile
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urljoin
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -48,7 +52,6 @@ from .fetcher import HttpFetcher
 
 if TYPE_CHECKING:  # playwright is the optional extra crawltop[browser]: imported when a crawl asks
     from playwright.async_api import BrowserContext, Page, Playwright, Request, Route
-    from playwright.async_api import Response as PwResponse
 
 DEFAULT_PATH = "/usr/lib/chromium/chromium"
 # Chromium reads one --disable-features, the last, and Playwright passes its own list first:
@@ -65,6 +68,7 @@ FLAGS = (
     "--no-default-browser-check", "--disable-features=" + ",".join(DISABLED_FEATURES),
     "--disable-client-side-phishing-detection", "--disable-dev-shm-usage",
 )
+MAX_HOPS = 10  # redirects a tab's request may follow (each one checked here)
 IDLE_MAX = 10.0  # seconds a tab may wait for its network to go idle after `load`
 SHARED_BYTES = 32 << 20  # answers kept to serve other tabs' requests for the same URL
 # What a page's links never depend on: when seen before, not requested again
@@ -152,6 +156,9 @@ class BrowserFetcher:
         # URLs this browser loaded (or is loading) for a page: other tabs are served from here
         self._shared: OrderedDict[str, asyncio.Future[_Kept | None]] = OrderedDict()
         self._shared_bytes = 0
+        # each page's claimed loads until fetch() returns them: a page whose worker is
+        # cancelled meanwhile leaves them here, for the crawl to record (`lost`)
+        self._unfinished: dict[str, list[Loaded]] = {}
 
     async def start(self) -> None:
         """Launch Chromium; a missing extra or browser is a UsageError (exit 2)."""
@@ -207,19 +214,28 @@ class BrowserFetcher:
         if not (resp.is_html and 200 <= resp.status < 300):
             return resp  # an ordinary Record of this answer: nothing for a tab to build
         phase("reading")
-        resp.loaded = []
+        resp.loaded = self._unfinished[url] = []
+        await self._tabs(url, resp)  # raising (a cancel), its loads stay for `lost`
+        del self._unfinished[url]
+        return resp
+
+    def lost(self, url: str) -> list[Loaded]:
+        """What a page's tab claimed when its fetch() did not return (cancelled): each URL is
+        seen and must still end in a Record, which the caller gives it."""
+        return self._unfinished.pop(url, [])
+
+    async def _tabs(self, url: str, resp: Response) -> None:
         for _ in range(2):  # once more on a relaunched browser if it died under this page
             if self._gone is not None:
                 resp.error = BrowserFailure(self._gone)
-                return resp
+                return
             generation = self._generation
             try:
                 await self._render(url, resp)
-                return resp
+                return
             except _Died:
                 await self._relaunch(generation)
         resp.error = BrowserFailure(self._gone or "the browser died twice under this page")
-        return resp
 
     async def _relaunch(self, generation: int) -> None:
         """Once per crawl: the first page to see a launch die starts the next one."""
@@ -260,6 +276,7 @@ class BrowserFetcher:
                 raise _Died from None
             resp.error = BrowserFailure(f"the browser could not render the page: {_first_line(exc)}")
         finally:
+            tab.closed = True  # no claim after this: the loads are about to be handed back
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(page.close(run_before_unload=False), 5)
             tab.settle("still loading when the page was read")
@@ -285,12 +302,18 @@ class BrowserFetcher:
         self._shared[url] = fut
         return fut
 
-    def kept(self, fut: asyncio.Future[_Kept | None], kept: _Kept | None) -> None:
+    def kept(self, url: str, fut: asyncio.Future[_Kept | None], kept: _Kept | None) -> None:
+        """The answer of a load other tabs may wait for. None (failed, or no complete 2xx)
+        wakes them to request it themselves and forgets the URL: one bad load must not
+        spoil the URL for every later tab."""
         if fut.done():
             return
         fut.set_result(kept)
-        if kept is not None:
-            self._shared_bytes += len(kept.body)
+        if kept is None:
+            if self._shared.get(url) is fut:
+                del self._shared[url]
+            return
+        self._shared_bytes += len(kept.body)
         while self._shared_bytes > SHARED_BYTES and self._shared:
             url, old = next(iter(self._shared.items()))
             if not old.done():
@@ -319,23 +342,18 @@ class _Tab:
     def __init__(self, browser: BrowserFetcher, url: str, resp: Response) -> None:
         self.browser, self.url, self.resp = browser, url, resp
         self.rules = browser.rules
-        self.claimed: dict[Request, tuple[Loaded, asyncio.Future[_Kept | None] | None]] = {}
-        self.reads: list[asyncio.Task[None]] = []
+        self.claimed: list[tuple[Loaded, asyncio.Future[_Kept | None] | None]] = []
         self.document_served = False
+        self.closed = False  # the page is being closed: nothing more is claimed
         self.loaded: list[Loaded] = resp.loaded if resp.loaded is not None else []
 
     async def run(self, page: Page) -> None:
         await page.route("**/*", self._route)
-        page.on("request", self._redirected)
-        page.on("response", self._response)
-        page.on("requestfailed", self._failed)
         ms = self.browser.limit * 1000
         await page.goto(self.url, wait_until="load", timeout=ms)
         with contextlib.suppress(Exception):  # a page that never goes quiet (polling) is read as it is
             await page.wait_for_load_state("networkidle", timeout=min(self.browser.timeout, IDLE_MAX) * 1000)
         self.resp.dom = await page.content()
-        if self.reads:
-            await asyncio.gather(*self.reads, return_exceptions=True)
 
     async def _route(self, route: Route, request: Request) -> None:
         try:
@@ -366,69 +384,77 @@ class _Tab:
             kept = await fut
             if kept is not None:
                 await route.fulfill(status=kept.status, headers=_served(kept.headers), body=kept.body)
-            else:
-                await route.abort("failed")
-            return
+                return
+            # that load failed: this one goes on as for any URL seen before
         kind = request.resource_type
-        if self.rules.claim(url):
+        if self.closed:
+            await route.abort("blockedbyclient")
+        elif self.rules.claim(url):
             loaded = Loaded(url, LETTERS.get(kind, "O"), self.url, False)
-            self.claimed[request] = (loaded, browser.share(url) if kind in SHAREABLE else None)
+            share = browser.share(url) if kind in SHAREABLE else None
+            self.claimed.append((loaded, share))
             self.loaded.append(loaded)
-            await route.continue_()
+            await self._forward(route, request, loaded, share)
         elif kind in SKIPPABLE:
             await route.abort("blockedbyclient")
         else:
-            await route.continue_()
+            await self._forward(route, request, None, None)
 
-    def _redirected(self, request: Request) -> None:
-        """A redirect the tab follows is no new route: its target is claimed here."""
-        before = request.redirected_from
-        if before is None or before not in self.claimed:
-            return
-        url = canonical(request.url)
-        if url is None or not self.rules.claim(url):
-            return
-        first = self.claimed[before][0]
-        loaded = Loaded(url, first.letter, first.url, True)
-        self.claimed[request] = (loaded, None)
-        self.loaded.append(loaded)
-
-    def _response(self, response: PwResponse) -> None:
-        entry = self.claimed.get(response.request)
-        if entry is not None:
-            self.reads.append(asyncio.ensure_future(self._read(response, *entry)))
-
-    async def _read(self, response: PwResponse, loaded: Loaded, fut: asyncio.Future[_Kept | None] | None) -> None:
-        try:
-            pairs = [(h["name"], h["value"]) for h in await response.headers_array()]
-            sent = [(h["name"], h["value"]) for h in await response.request.headers_array()]
-            body = b"" if 300 <= response.status < 400 else await response.body()
-        except Exception as exc:
-            loaded.error = f"the browser lost the answer: {_first_line(exc)}"
-            if fut is not None:
-                self.browser.kept(fut, None)
-            return
-        loaded.response = _response(response.status, response.status_text, pairs, sent, body,
-                                    self.browser.max_bytes)
-        if fut is not None:
-            self.browser.kept(fut, _Kept(response.status, pairs, loaded.response.body))
-
-    def _failed(self, request: Request) -> None:
-        entry = self.claimed.get(request)
-        if entry is not None and entry[0].response is None and entry[0].error is None:
-            entry[0].error = f"the browser's request failed: {request.failure or 'no reason given'}"
-            if entry[1] is not None:
-                self.browser.kept(entry[1], None)
+    async def _forward(self, route: Route, request: Request, loaded: Loaded | None,
+                       fut: asyncio.Future[_Kept | None] | None) -> None:
+        """Send the tab's request from here, redirects off, and hand the tab the last answer.
+        Chromium routes no redirect's target, so each hop is followed here: its target passes
+        the rules first (refused: the tab's request is aborted, the target never asked for)
+        and, when the first URL was claimed, is claimed too, as its redirect."""
+        browser, target = self.browser, request.url
+        sent = [(h["name"], h["value"]) for h in await request.headers_array()]
+        for _ in range(MAX_HOPS):
+            try:
+                answer = await route.fetch(url=target, max_redirects=0, timeout=browser.limit * 1000)
+                pairs = [(h["name"], h["value"]) for h in answer.headers_array]
+                body = b"" if 300 <= answer.status < 400 else await answer.body()
+            except Exception as exc:
+                if loaded is not None and loaded.error is None:
+                    loaded.error = f"the browser's request failed: {_first_line(exc)}"
+                if fut is not None:
+                    browser.kept(loaded.url if loaded else "", fut, None)
+                await route.abort("failed")
+                return
+            if self.closed:  # settled meanwhile: its Record already says why
+                await route.abort("blockedbyclient")
+                return
+            if loaded is not None:
+                r = loaded.response = _response(answer.status, answer.status_text, pairs, sent, body,
+                                                browser.max_bytes)
+                if fut is not None:  # only a whole 2xx is served again: an error or a cut body is asked anew
+                    whole = 200 <= r.status < 300 and not r.truncated
+                    browser.kept(loaded.url, fut, _Kept(r.status, pairs, r.body) if whole else None)
+            location = answer.headers.get("location") if 300 <= answer.status < 400 else None
+            if not location:
+                await route.fulfill(status=answer.status, headers=_served(pairs), body=body)
+                return
+            target = urljoin(target, location)
+            url = canonical(target)
+            if url is None or not await self.rules.allow(url) or self.closed:
+                await route.abort("blockedbyclient")
+                return
+            before, loaded, fut = loaded, None, None
+            if before is not None and self.rules.claim(url):
+                loaded = Loaded(url, before.letter, before.url, True)
+                self.claimed.append((loaded, None))
+                self.loaded.append(loaded)
+            elif request.resource_type in SKIPPABLE:
+                await route.abort("blockedbyclient")
+                return
+        await route.abort("failed")  # a redirect loop
 
     def settle(self, why: str) -> None:
-        """Every URL this tab claimed ends with an answer or a reason; reads still running stop."""
-        for task in self.reads:
-            task.cancel()
-        for loaded, fut in self.claimed.values():
+        """Every URL this tab claimed ends with an answer or a reason."""
+        for loaded, fut in self.claimed:
             if loaded.response is None and loaded.error is None:
                 loaded.error = why
             if fut is not None:
-                self.browser.kept(fut, None)
+                self.browser.kept(loaded.url, fut, None)
 
 
 def _served(headers: Any) -> dict[str, str]:

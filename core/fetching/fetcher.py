@@ -29,8 +29,6 @@ class Fetcher(Protocol):
         aiohttp raises (OSError, aiohttp.ClientError, TimeoutError): the caller retries."""
         ...
 
-    async def close(self) -> None: ...
-
 
 class HttpFetcher:
     """Today's fetch: one aiohttp GET through the crawl's session, body capped and counted
@@ -45,6 +43,3 @@ class HttpFetcher:
               phase: Callable[[str], None]) -> Coroutine[Any, Any, Response]:
         """fetch_once's coroutine itself, not one awaiting it: no frame of our own per page."""
         return fetch_once(self.session, url, self.max_bytes, reading, sent, phase, self.budget)
-
-    async def close(self) -> None:
-        """The session belongs to the crawl (core/fetching/session.py), which closes it."""

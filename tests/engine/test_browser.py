@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from support.crawl import ListSink, crawl
-from support.sites import html, page
+from support.sites import html, page, redirect
 from support.spasite import doc_paths, docs_site, spa_paths, spa_site
 from warcio.archiveiterator import ArchiveIterator
 
@@ -241,3 +241,74 @@ async def test_a_browser_that_dies_is_launched_again_once_then_pages_fail_with_t
         assert after and all("died twice" in (r.error or "") for r in after), after
         assert by[base + "/p/0"].status == 200
     assert chromium_left() == []
+
+
+async def test_a_stop_while_a_tab_loads_leaves_each_seen_url_one_record(serve):
+    """The tab claimed the image (seen, so never fetched again): stopped before the page's
+    Record, the image still gets its one Record, cancelled, as the page does."""
+    async def slow(request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(30)
+        return web.Response(body=b"x", content_type="image/png")
+
+    site = await serve({"/": page(extra='<img src="/slow.png">'), "/slow.png": slow})
+    sink = ListSink()
+    crawler = Crawler(CrawlConfig(roots=(site.url + "/",), browser=True, requisites=True, timeout=10.0), sinks=[sink])
+    task = asyncio.ensure_future(crawler.crawl())
+    for _ in range(600):
+        if "/slow.png" in site.hits:
+            break
+        await asyncio.sleep(0.05)
+    crawler.stop()
+    await asyncio.wait_for(task, 60)
+    urls = [r.url for r in sink.records]
+    assert sorted(urls) == [site.url + "/", site.url + "/slow.png"], urls  # exactly one each
+    assert all(crawler.frontier.seen(u) for u in urls)
+    assert all(r.error_kind == "cancelled" for r in sink.records), sink.records
+    assert chromium_left() == []
+
+
+async def test_a_failed_load_is_not_served_to_later_tabs(serve):
+    """The script's first answer is a 503: the next page asks for it again, gets it, and
+    finds the links it builds."""
+    calls = [0]
+
+    async def script(request: web.Request) -> web.StreamResponse:
+        calls[0] += 1
+        if calls[0] == 1:
+            return web.Response(status=503, text="busy")
+        return web.Response(text='document.body.insertAdjacentHTML("beforeend", \'<a href="/built">b</a>\')',
+                            content_type="application/javascript")
+
+    tag = '<script src="/app.js" defer></script>'
+    site = await serve({"/": page("/a", extra=tag), "/a": page(extra=tag), "/app.js": script, "/built": page()})
+    _, sink = await crawl(site.url + "/", browser=True, requisites=True, concurrency=1, timeout=5.0)
+    by = sink.by_url()
+    assert by[site.url + "/app.js"].status == 503  # its one Record: the answer its claim got
+    assert by[site.url + "/built"].status == 200, sink.records  # found by the second tab's script
+    assert calls[0] >= 2
+
+
+async def test_redirects_a_tab_follows_pass_the_crawls_rules(serve):
+    """Chromium routes no redirect's target: each hop is followed by the crawl, so one into
+    --exclude or robots.txt's Disallow is never requested; an allowed one is the first's
+    redirect, recorded once."""
+    robots = web.Response(text="User-agent: *\nDisallow: /secret/\n", content_type="text/plain")
+    img = web.Response(body=b"\x89PNG", content_type="image/png")
+    site = await serve({
+        "/robots.txt": lambda r: _now(robots),
+        "/": page(extra='<img src="/r1.png"><img src="/r2.png"><img src="/r3.png">'),
+        "/r1.png": redirect("/private/x.png"), "/r2.png": redirect("/secret/y.png"), "/r3.png": redirect("/ok.png"),
+        "/private/x.png": lambda r: _now(img), "/secret/y.png": lambda r: _now(img), "/ok.png": lambda r: _now(img),
+    })
+    base = site.url
+    _, sink = await crawl(base + "/", browser=True, requisites=True, exclude=("/private/",), timeout=5.0)
+    by = sink.by_url()
+    assert "/private/x.png" not in site.hits and "/secret/y.png" not in site.hits, site.hits
+    for p in ("/private/x.png", "/secret/y.png"):
+        assert p not in by or by[base + p].status is None, by[base + p]
+    for p in ("/r1.png", "/r2.png", "/r3.png"):
+        assert by[base + p].status == 302 and site.hits[p] == 1, by[base + p]
+    ok = by[base + "/ok.png"]
+    assert ok.status == 200 and ok.discovery.endswith("R") and ok.via == base + "/r3.png", ok
+    assert site.hits["/ok.png"] == 1
+    assert len(sink.records) == len(by)
