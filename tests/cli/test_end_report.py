@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from support.crawl import crawl
-from support.endreport import count, demo_site, report_fields
+from support.endreport import committed, count, demo_site, report_fields
 from support.sites import counting_site, page, redirect
 
 CMD = [sys.executable, "-m", "crawltop.cli"]
@@ -63,15 +62,6 @@ def one(demo: str) -> dict[str, str]:
     return fields
 
 
-def committed(db: Path) -> int:
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            return conn.execute("SELECT count(*) FROM records").fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
 
 
 def stopped_midway(demo: str, db: Path, sig: signal.Signals) -> str:

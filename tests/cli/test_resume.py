@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.endreport import committed
 from warcio.archiveiterator import ArchiveIterator
 
 from crawltop.core.config import CrawlConfig
@@ -58,16 +59,6 @@ def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CMD, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
-def committed(db: Path) -> int:
-    """Records committed so far, read from another process as any WAL reader would."""
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            return conn.execute("SELECT count(*) FROM records").fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
 
 
 def setting(db: Path, key: str) -> object:

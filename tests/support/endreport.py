@@ -3,9 +3,11 @@ compared on, for the tests of one process, `resume` and `--processes`."""
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 
 def report_fields(out: str) -> dict[str, str]:
@@ -54,3 +56,15 @@ def demo_site() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def committed(db: Path) -> int:
+    """Records committed so far in a state file, read from another process as any WAL reader would."""
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            return conn.execute("SELECT count(*) FROM records").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
