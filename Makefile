@@ -32,8 +32,12 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/crawltop demo
 
+# The suite on TEST_WORKERS pytest-xdist workers. Most tests wait on sockets, child processes
+# and timers, so more workers than cores pay: 4 on a 2-core machine. loadgroup: the tests that
+# drive Chromium share one worker (tests/conftest.py). `make test TEST_WORKERS=0`: one process.
+TEST_WORKERS ?= 4
 test: $(STAMP) $(ARCHIVE_STAMP)
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 screenshots: $(STAMP)
 	$(VENV)/bin/python scripts/screenshots.py
@@ -53,7 +57,9 @@ lint: $(STAMP) pkgtree
 typecheck: $(STAMP) pkgtree
 	cd $(PKGTREE) && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml -p crawltop
 
-# docs/reference/*.md and README's option table, from the parser (tests/cli/test_reference.py checks them)
+# The commands' pages in docs/reference/ and README's option table, from the parser, and
+# docs/reference/keys.md, from the action tables of tui/actions.py and tui/top/app.py
+# (tests/cli/test_reference.py checks them all)
 reference: $(STAMP)
 	$(VENV)/bin/python -m crawltop.cli.reference
 

@@ -83,9 +83,9 @@ async def measure(kind: str, batch: list[str], tmp: Path, frames: int, app_frame
           f"_admit with the counters {per_url(t_admit, n)}/URL ({t_admit / t_plain:.2f}x)")
 
     snap = time_frames(crawler.stats.snapshot, frames)
-    view = time_frames(crawler.queue_view, frames)
-    both = time_frames(lambda: (crawler.stats.snapshot(), crawler.queue_view()), frames)
-    v = crawler.queue_view()
+    view = time_frames(crawler.steering.queue_view, frames)
+    both = time_frames(lambda: (crawler.stats.snapshot(), crawler.steering.queue_view()), frames)
+    v = crawler.steering.queue_view()
     print(f"[{kind}] per frame (median of {frames}): stats.snapshot {snap * 1e3:.3f} ms, "
           f"queue_view {view * 1e3:.3f} ms, both {both * 1e3:.3f} ms; "
           f"{len(v.prefixes)} prefixes, traps: {', '.join(t.line() for t in v.traps) or 'none'}")
@@ -108,7 +108,7 @@ async def measure(kind: str, batch: list[str], tmp: Path, frames: int, app_frame
 
     t = time.perf_counter()
     for u in batch[: n // 10]:
-        crawler.queue_stats.taken(u)
+        crawler.steering.queue_stats.taken(u)
     t_taken = time.perf_counter() - t
     print(f"[{kind}] queue_stats.taken {per_url(t_taken, n // 10)}/URL")
     for f in (plain, frontier):

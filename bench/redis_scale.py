@@ -192,7 +192,8 @@ def hosts_memory(urls: int, hosts: int) -> dict:
     from crawltop.core.cluster.keys import Keys, decode_item, split_member
     from crawltop.core.config import CrawlConfig
     from crawltop.core.queueing.frontier import Item
-    from crawltop.core.queueing.hosts import Politeness
+    from crawltop.core.queueing.hosts import PAGES
+    from crawltop.core.queueing.politeness import Politeness
 
     def url_of(i: int) -> tuple[str, str]:
         h = i % hosts
@@ -225,7 +226,7 @@ def hosts_memory(urls: int, hosts: int) -> dict:
         loop = asyncio.get_running_loop()
         popped, t0 = 0, time.perf_counter()
         while popped < hosts:
-            out = await f.link.call(lambda: f._pop(f.std_keys(), f.std_args(64, f.lease_ms)))
+            out = await f.link.call(lambda: f._pop(f.std_keys(), f.std_args(64, f.lease_ms, PAGES)))
             if not out[0]:
                 break
             for member, delay in zip(out[0], out[1], strict=False):

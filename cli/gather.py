@@ -2,9 +2,10 @@
 fetch, for `-o FILE` and the whole crawl's end report (cli/endreport.py).
 
 Both used to read every record from Redis after the last engine left, one after the
-other: a tenth of a two-process crawl's wall time (docs/benchmarks-history.md). The parent
-idles while the engines fetch, so it reads the record stream then (core/cluster/records.py
-Tail), writing FILE's lines to FILE.tmp and counting each record into the report's Totals;
+other: a tenth of a two-process crawl's wall time (docs/benchmarks/redis.md, "`--processes 2`:
+the parent reads the records while the engines fetch"). The parent idles while the engines
+fetch, so it reads the record stream then (core/cluster/records.py Tail), writing FILE's lines
+to FILE.tmp and counting each record into the report's Totals;
 at the end only the last records are left. If the stream can't be read to its end (Redis
 gone, a record that is not one), FILE and the report are made the old way at the end, which
 says why; if FILE.tmp can't be written, FILE is. FILE.tmp never outlives the parent's

@@ -79,7 +79,7 @@ def console() -> NoReturn:
 
 def _exit(code: int) -> NoReturn:
     """Exit without Python's teardown of every module's objects, one by one: after a crawl
-    that took 30 ms, and 80–130 ms in a `--processes` parent (docs/benchmarks-history.md).
+    that took 30 ms, and 80–130 ms in a `--processes` parent (docs/benchmarks/redis.md, "Syscalls off the hot path").
     Nothing is lost by it: crawl() closes its sinks in a `finally`, the writer threads are
     daemons (cut off by either exit), and what atexit holds still runs. A live non-daemon
     thread, or a standard stream that can't be flushed (a closed pipe), takes the usual way

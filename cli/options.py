@@ -235,6 +235,18 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float | None = Non
              "pip install 'crawltop[browser]' and a Chromium (default: off)")
     add("--browser-path", default=None, metavar="PATH",
         help="the Chromium --browser launches (default: /usr/lib/chromium/chromium, else Playwright's own)")
+    add("--page-timeout", type=positive(float), default=d.page_timeout, metavar="SECONDS",
+        help=f"with --browser: the hard limit of a page in its tab, loading, network idle, scrolling and "
+             f"reading its links included; a page past it is recorded 'browser: page timed out' "
+             f"(default {d.page_timeout:g})")
+    add("--browser-quiet", type=positive(float), default=d.browser_quiet, metavar="SECONDS",
+        help=f"with --browser: a page is idle once no more than one of its requests has been in flight this "
+             f"long; it is read then, or at --page-timeout (default {d.browser_quiet:g})")
+    add("--browser-restart", type=whole(0), default=d.browser_restart, metavar="PAGES",
+        help=f"with --browser: restart the browser after this many pages, 0 never (default {d.browser_restart})")
+    add("--browser-memory", type=size, default=d.browser_memory, metavar="SIZE",
+        help="with --browser: restart the browser once its processes' memory (PSS) passes this, e.g. 512M "
+             f"(default {human_size(d.browser_memory)})")
     add("--user-agent", type=header_value, default=None, metavar="UA",
         help="User-Agent header (default crawltop/VERSION)")
     add("--output", "-o", default=None, metavar="FILE.jsonl",
@@ -370,7 +382,10 @@ def browser_options(args: argparse.Namespace) -> dict[str, Any]:
 
     path = getattr(args, "browser_path", None)
     check(path)
-    return {"browser": True, "browser_path": os.path.abspath(path) if path else None}
+    return {"browser": True, "browser_path": os.path.abspath(path) if path else None,
+            **{name: getattr(args, name)
+               for name in ("page_timeout", "browser_quiet", "browser_restart", "browser_memory")
+               if hasattr(args, name)}}
 
 
 def ignore_sets(args: argparse.Namespace) -> tuple[str, ...]:

@@ -154,7 +154,7 @@ class Forked:
 
 def nap(children: Sequence[Forked], seconds: float) -> None:
     """time.sleep(seconds), cut short when an engine exits: the parent used to notice the
-    crawl's end up to 0.1 s late (docs/benchmarks-history.md)."""
+    crawl's end up to 0.1 s late (docs/benchmarks/redis.md, "Syscalls off the hot path")."""
     fds = [c.fd for c in children if c.poll() is None and c.fd >= 0]
     if not fds:
         time.sleep(seconds)

@@ -81,3 +81,10 @@ class CrawlConfig:
     # the Chromium to launch (None: Debian's /usr/lib/chromium/chromium, else Playwright's own).
     browser: bool = False
     browser_path: str | None = None
+    # A page's one hard limit in its tab (seconds); the network's quiet time that makes a page
+    # idle (about 2 s; tests shorten it); a restart after this many pages (0: never) and when
+    # the browser's processes' PSS passes browser_memory bytes (0: never).
+    page_timeout: float = 30.0
+    browser_quiet: float = 2.0
+    browser_restart: int = 100
+    browser_memory: int = 1 << 30

@@ -23,8 +23,9 @@ of `error_kind` codes records carry.
 * RemoteError - a crawl in another process answered with an error, or not at all
 * CrawlLost - a crawl in another process went away without ending its crawl
 
-Private control-flow exceptions stay beside their one user and never escape it:
-core/crawler.py `_Retry` (a try to repeat) and core/cluster/frontier.py `_Again`.
+Control-flow exceptions stay beside their users and never escape the engine:
+core/fetching/attempt.py `Retry` (a try to repeat, caught by the worker pool),
+core/processing.py `KeptOnCancel` and core/cluster/frontier.py `_Again`.
 Network failures keep aiohttp's / asyncio's class names in a record's `error`; beside it
 every failed record has a stable `error_kind` from KINDS (see the comment there).
 """

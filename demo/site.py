@@ -20,6 +20,8 @@ from urllib.parse import parse_qsl, urldefrag, urljoin, urlsplit, urlunsplit
 
 from aiohttp import web
 
+from . import app
+
 SECTIONS = ("news", "world", "science", "tech", "arts", "sports", "travel", "food", "health", "business")
 ARTICLES = 190  # per section
 PER_PAGE = 19
@@ -335,6 +337,11 @@ _SETTINGS = web.AppKey("demo_settings", _Settings)
 async def _handle(request: web.Request) -> web.StreamResponse:
     cfg = request.app[_SETTINGS]
     path = request.path
+    if path.startswith("/app/"):  # the section JavaScript builds: linked from nowhere in the model
+        status, ctype, body = app.reply(path)
+        if not cfg.fast:
+            await asyncio.sleep(latency(path))
+        return web.Response(status=status, body=body, headers={"Content-Type": ctype})
     r = route(path, request.query, f"{request.scheme}://{request.host}", cfg.ext)
     if not cfg.fast:
         await asyncio.sleep(latency(path) + (SLOW_SECONDS if path in SLOW else 0.0))

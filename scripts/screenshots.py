@@ -88,7 +88,7 @@ async def shoot_queue(url: str, out: Path) -> list[Path]:
     app = CrawlApp(crawler)
     saved: list[Path] = []
     async with app.run_test(size=(100, 30)) as pilot:
-        await _until(pilot, lambda: any("calendar" in t.prefix for t in crawler.queue_view().traps), 120,
+        await _until(pilot, lambda: any("calendar" in t.prefix for t in crawler.steering.queue_view().traps), 120,
                      "the calendar trap")
         await _until(pilot, lambda: app.trap_warning.display, 10, "the trap warning")
         await pilot.pause(0.5)

@@ -1,6 +1,6 @@
 """crawltop's live monitor: a Textual app that runs the crawl on its own loop and steers it.
 
-The app *pulls*: a timer (4 Hz by default, the low end of the 4-10 Hz the issue allows:
+The app *pulls*: a timer (4 Hz by default, the low end of a live view's 4-10 Hz:
 each frame costs CPU the crawl could use) that is re-armed only after the previous
 refresh finished reads one `Stats.snapshot()` and hands it to every panel inside
 `batch_update()`. The engine never posts anything to the UI, and the panels diff their
@@ -9,6 +9,9 @@ rows, so the cost per frame is O(workers + rows shown), not O(pages crawled).
 Entry points for the CLI: `run_tui(crawler, exit_on_finish=...)` (blocking) and
 `await run_tui_async(crawler, exit_on_finish=...)` (when the caller already runs a loop,
 e.g. with the demo site on it).
+
+The keys: tui/actions.py (each row with when it can run; check_action looks it up); the
+steering keys' methods: tui/steering.py, a base class of CrawlApp.
 """
 from __future__ import annotations
 
@@ -24,13 +27,11 @@ from textual.timer import Timer
 
 from ..core import runloop
 from ..core.errors import describe
-from ..core.monitor.queueview import QueueView
 from ..core.monitor.sanitize import clean
 from ..core.monitor.stats import Snapshot
-from ..core.steering.ignores import IgnoreSetView, IgnoreView
-from ..core.surface import Ignoring, Monitor, Steer
+from ..core.surface import Monitor
 from . import fmt
-from .actions import bindings, help_lines
+from .actions import ENABLED, bindings, help_lines
 from .pace import Pace, machine_idle
 from .palette import CrawlCommands
 from .panels.breakdown import BreakdownPanel
@@ -50,8 +51,8 @@ from .screens.dialogs import (
     HelpScreen,
     MergeListScreen,
 )
-from .screens.queues import QueuesScreen
-from .screens.steer import IgnoresScreen, QueueScreen, TextPrompt, trap_parts
+from .screens.steer import IgnoresScreen, QueueScreen, trap_parts
+from .steering import SteerActions
 from .terminal import driver_class
 from .widgets.line import Line
 
@@ -68,7 +69,7 @@ class HangupPolicy(Protocol):
     async def carry_on(self, crawler: Monitor, task: asyncio.Task[Any]) -> None: ...  # the crawl, detached
 
 
-class CrawlApp(App[int]):
+class CrawlApp(SteerActions):
     """htop for a crawl: watch it and steer it from the keyboard."""
 
     TITLE = "crawltop"
@@ -295,62 +296,53 @@ class CrawlApp(App[int]):
 
     # -- actions -------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        live = self.live
-        if action == "pause":
-            return live and not self.crawler.paused
-        if action == "resume":
-            return live and self.crawler.paused
-        screen = self._user_screen()
-        main = screen is self.screen_stack[0]
-        if action in ("more", "set_concurrency"):
-            return live and main
-        if action == "fewer":
-            if not (live and main):
-                return False
-            return None if self.crawler.concurrency <= 1 else True
-        if action == "cancel_worker":
-            # only while the workers panel has the keyboard: the selection is visible there
-            return live and main and self.screen_stack[0].focused is self.workers_table
-        if action == "errors":
-            return not isinstance(screen, ErrorListScreen)
-        if action == "merges":
-            return not isinstance(screen, MergeListScreen)
-        if action in ("ignore", "add_seed"):
-            return live and not isinstance(screen, TextPrompt)
-        if action in ("toggle_host", "host_delay"):
-            return live and main and self.screen_stack[0].focused is self.breakdown.hosts
-        if action == "queue":
-            return not isinstance(screen, QueueScreen)
-        if action == "queues":
-            return not isinstance(screen, QueuesScreen)
-        if action == "ignores":
-            return not isinstance(screen, IgnoresScreen)
-        if action == "summary":
-            return self._finished and not isinstance(screen, SummaryScreen)
-        if action == "detach":
-            return self.can_detach and (not self._finished or self.from_list)
-        if action == "to_list":
-            return self.from_list
-        if action == "process":
-            panel = self.processes_panel
-            return live and main and panel is not None and self.screen_stack[0].focused is panel.table
-        return True
+        """Each row's own predicate (tui/actions.py `enabled`); an action outside the table runs."""
+        enabled = ENABLED.get(action)
+        return True if enabled is None else enabled(self)
+
+    # -- what the predicates read (tui/actions.py `Now`) ---------------------------------
+    @property
+    def paused(self) -> bool:
+        return self.crawler.paused
+
+    @property
+    def concurrency(self) -> int:
+        return self.crawler.concurrency
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    @property
+    def looking_at(self) -> object:
+        """The screen the person is looking at, under the command palette if it is open."""
+        for screen in reversed(self.screen_stack):
+            if not isinstance(screen, CommandPalette):
+                return screen
+        return self.screen
+
+    @property
+    def on_main(self) -> bool:
+        return self.looking_at is self.screen_stack[0]
+
+    @property
+    def focus(self) -> str | None:
+        """The main screen's panel with the keyboard, by name: its keys act on its selected row."""
+        focused = self.screen_stack[0].focused
+        if focused is None:
+            return None
+        if focused is self.workers_table:
+            return "workers"
+        if focused is self.breakdown.hosts:
+            return "hosts"
+        panel = self.processes_panel
+        return "processes" if panel is not None and focused is panel.table else None
+
 
     @property
     def cluster(self) -> bool:
         """A crawl shared through Redis: the processes panel and its keys."""
         return self.crawler.parts.cluster is not None
-
-    def action_process(self, op: str) -> None:
-        panel = self.processes_panel
-        proc = panel.table.selected_key() if panel is not None else None
-        cluster = self.crawler.parts.cluster
-        if proc is None or cluster is None:
-            self.notify("No process selected", severity="warning", timeout=2)
-            return
-        send = {"pause": cluster.pause_process, "resume": cluster.resume_process, "stop": cluster.stop_process}
-        send[op](proc)
-        self.notify(f"{op.capitalize()} sent to {proc}", timeout=3, markup=False)
 
     @property
     def can_detach(self) -> bool:
@@ -367,13 +359,6 @@ class CrawlApp(App[int]):
         """esc on a monitor opened from the dashboard: back to the list, the crawl goes on."""
         if self.from_list:
             self.action_detach()
-
-    def _user_screen(self):
-        """The screen the person is looking at, under the command palette if it is open."""
-        for screen in reversed(self.screen_stack):
-            if not isinstance(screen, CommandPalette):
-                return screen
-        return self.screen
 
     def action_pause(self) -> None:
         self.crawler.pause()
@@ -433,164 +418,12 @@ class CrawlApp(App[int]):
         if self._finished and not isinstance(self.screen, SummaryScreen):
             self.push_screen(self._summary_screen(self.last_snapshot or self.refresh_now()))
 
-    # -- steering (tui/screens/steer.py screens; core/steering/steer.py methods) -------------------
-    def _cannot_steer(self) -> None:
-        self.notify("This crawl cannot be steered from here (no engine in this process)",
-                    severity="warning", timeout=3)
-
-    def _steer(self) -> Steer | None:
-        """The crawl's steering part, or None (and the person is told)."""
-        steer = self.crawler.parts.steer
-        if steer is None:
-            self._cannot_steer()
-        return steer
-
-    def _ignoring(self) -> Ignoring | None:
-        ignoring = self.crawler.parts.ignoring
-        if ignoring is None:
-            self._cannot_steer()
-        return ignoring
-
-    def crawler_ignores(self) -> tuple[IgnoreView, ...]:
-        steer = self.crawler.parts.steer
-        return tuple(steer.ignores()) if steer is not None else ()
-
-    def crawler_ignore_sets(self) -> tuple[IgnoreSetView, ...]:
-        steer = self.crawler.parts.steer
-        return tuple(steer.ignore_sets()) if steer is not None else ()
-
-    def action_ignore_set(self, value: str = "") -> None:
-        """The ignores screen's `s`: a curated set's name; on if it is off, off if it is on."""
-        steer = self.crawler.parts.steer
-        if steer is None:
-            self.notify("Ignore sets are an engine's: not available here", severity="warning", timeout=3)
-            return
-        names = [s.name for s in steer.ignore_sets()]
-
-        async def apply(name: str) -> str | None:
-            on = name.strip() not in {s.name for s in steer.ignore_sets() if s.on}
-            result = await steer.set_ignore_set(name.strip(), on)
-            if not result.ok:
-                return result.error
-            self.notify(f"Ignore set {name.strip()} on: {fmt.count(result.dropped)} queued URLs dropped" if on
-                        else f"Ignore set {name.strip()} off", timeout=4, markup=False)
-            self.refresh_now()
-            if isinstance(self.screen, IgnoresScreen):
-                self.screen.show()
-            return None
-
-        self.push_screen(TextPrompt(f"Turn an ignore set on or off ({', '.join(names)}):", value=value,
-                                    placeholder="blogs", apply=apply, id="ignore-set-prompt"))
-
-    def crawler_queue_view(self) -> QueueView | None:
-        steer = self.crawler.parts.steer
-        return steer.queue_view() if steer is not None else None
-
     def _show_traps(self) -> None:
         view = self.crawler_queue_view()
         parts = trap_parts(view.traps) if view is not None and self.live else []
         self.trap_warning.display = bool(parts)
         if parts:
             self.trap_warning.show(*parts)
-
-    def action_ignore(self, value: str = "") -> None:
-        ignoring = self._ignoring()
-        if ignoring is None:
-            return
-
-        async def apply(pattern: str) -> str | None:
-            result = await ignoring.add_ignore(pattern)
-            if not result.ok:
-                return result.error
-            self.notify(f"Ignoring {pattern}: {fmt.count(result.dropped)} queued URLs dropped",
-                        timeout=4, markup=False)
-            self.refresh_now()
-            return None
-
-        self.push_screen(TextPrompt("Ignore URLs matching (RE2 regex, searched in the full URL):", value=value,
-                                    placeholder=r"^https?://example\.com/calendar/", apply=apply,
-                                    id="ignore-prompt"))
-
-    def remove_ignore(self, pattern: str) -> None:
-        ignoring = self._ignoring()
-        if ignoring is not None and ignoring.remove_ignore(pattern):
-            self.notify(f"Ignore removed: {pattern}; later links are admitted again", timeout=3, markup=False)
-
-    def action_ignores(self) -> None:
-        if not isinstance(self.screen, IgnoresScreen):
-            self.push_screen(IgnoresScreen(id="ignores"))
-
-    def action_queue(self) -> None:
-        if not isinstance(self.screen, QueueScreen):
-            self.push_screen(QueueScreen(self.errors_panel.home))
-
-    def action_queues(self) -> None:
-        if not isinstance(self.screen, QueuesScreen):
-            self.push_screen(QueuesScreen())
-
-    def action_add_seed(self) -> None:
-        steer = self._steer()
-        if steer is None:
-            return
-
-        def apply(url: str) -> str | None:
-            result = steer.add_seed(url)
-            if not result.ok:
-                return result.error
-            self.notify(f"Added {result.url}", timeout=3, markup=False)
-            self.refresh_now()
-            return None
-
-        self.push_screen(TextPrompt("Add a URL to the crawl (its host joins the scope):",
-                                    placeholder="https://example.com/", apply=apply, id="seed-prompt"))
-
-    def _selected_host(self) -> str | None:
-        host = self.breakdown.hosts.selected_key()
-        if host is None:
-            self.notify("No host selected", severity="warning", timeout=2)
-        return host
-
-    def action_toggle_host(self) -> None:
-        host = self._selected_host()
-        if host is not None:
-            self.toggle_host(host)
-
-    def toggle_host(self, host: str) -> None:
-        """Pause or resume one host (the hosts panel's and the queues view's `h`)."""
-        steer = self._steer()
-        if steer is None:
-            return
-        if host in steer.paused_hosts():
-            n = steer.resume_host(host)
-            self.notify(f"Host {host} resumed; {n} URLs back on the queue", timeout=3, markup=False)
-        else:
-            steer.pause_host(host)
-            self.notify(f"Host {host} paused: its URLs wait, others go on", timeout=3, markup=False)
-        self.refresh_now()
-
-    def action_host_delay(self) -> None:
-        host = self._selected_host()
-        if host is not None:
-            current = next((h.delay for h in (self.last_snapshot.hosts if self.last_snapshot else ())
-                            if h.host == host), 0.0)
-            self.ask_host_delay(host, current)
-
-    def ask_host_delay(self, host: str, current: float) -> None:
-        """The delay prompt for one host (the hosts panel's and the queues view's `t`)."""
-        steer = self._steer()
-        if steer is None:
-            return
-
-        def apply(text: str) -> str | None:
-            try:
-                steer.set_host_delay(host, float(text))
-            except ValueError as exc:
-                return str(exc) if "delay" in str(exc) else f"not a number of seconds: {text}"
-            self.refresh_now()
-            return None
-
-        self.push_screen(TextPrompt(f"Delay between fetches from {host}, in seconds:", value=f"{current:g}",
-                                    apply=apply, id="delay-prompt"))
 
     def help_keys(self) -> list[tuple[str, str]]:
         return help_lines(self)

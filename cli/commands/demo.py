@@ -29,8 +29,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     shared.check_mix(args)
     server, url = _start_demo(args.fast)
+    # With --browser the demo's section that JavaScript builds is a second root: no page of the
+    # main site links it, so a plain demo crawl stays as it was.
+    roots = [url, url + "app/"] if getattr(args, "browser", False) else [url]
     try:
-        return crawl(args, [url])
+        return crawl(args, roots)
     finally:
         server.terminate()
         server.wait()

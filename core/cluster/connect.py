@@ -51,7 +51,8 @@ def _packed_by_hiredis(cls: type[AbstractConnection]) -> type[AbstractConnection
     """cls, its commands packed by hiredis in C, as redis-py's sync client already does.
     Its asyncio client packs in Python, joining the buffer again for every argument: 100 µs
     for a DONE batch of 200 arguments against 13 (byte for byte the same), 3% of an
-    engine's CPU under `--processes` (docs/benchmarks-history.md). What hiredis can't pack as
+    engine's CPU under `--processes` (docs/benchmarks/redis.md, "Syscalls off the hot path").
+    What hiredis can't pack as
     redis-py would (another encoding, a command name of two words, a type redis-py refuses
     with its own error) goes to redis-py."""
     if cls in _PACKED:
@@ -93,6 +94,20 @@ async def check(r: aioredis.Redis, url: str) -> None:
         raise UsageError(f"Redis at {url}: {exc}") from None
     except OUTAGE as exc:
         raise UsageError(f"cannot reach Redis at {url}: {exc}") from None
+    await _not_a_cluster(r, url)
+
+
+async def _not_a_cluster(r: aioredis.Redis, url: str) -> None:
+    """A crawl's keys share one hash tag, so on a Redis Cluster every command about it is
+    answered MOVED by all masters but one: refuse at once, saying so, rather than misread
+    the redirection as another program's data."""
+    try:
+        info = await r.info("cluster")
+    except ResponseError:  # a server that hides INFO (renamed commands, ACLs): it says no more
+        return
+    if str(info.get("cluster_enabled", "0")) == "1":
+        raise UsageError(f"Redis at {url} is a node of a Redis Cluster; a crawl runs on one Redis server "
+                         f"(or Valkey) today: point --redis at a standalone server")
 
 
 async def _meta(r: aioredis.Redis, keys: Keys, *, old_ok: bool = False) -> dict[str, str] | None:

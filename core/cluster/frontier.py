@@ -164,12 +164,14 @@ class RedisFrontier:
         return [k.meta, k.count, k.ready, k.later, k.leases, k.owner, k.held(self.proc), k.seen, k.rec, k.hosts,
                 k.idle, k.checks, k.idle_checks, *extra]
 
-    def std_args(self, *extra: Any) -> list[Any]:
-        """The ARGV every host script starts with: who we are and the crawl's rules."""
+    def std_args(self, *extra: Any, now_ms: int | None = None) -> list[Any]:
+        """The ARGV every host script starts with: who we are, the crawl's rules, and the
+        time: the server's (None), or `now_ms` for the tests that hold the scripts'
+        formulas against core/queueing/politeness.py with a clock of their own."""
         p = self.hosts.policy
         return [self.keys.prefix, self.proc, round(p.delay * 1000), p.per_host or 0, round(p.max_crawl_delay * 1000),
                 p.delay_factor, p.max_failures, p.budget or 0, round(p.backoff * 1000), round(p.max_backoff * 1000),
-                self.max_pages, int(p.one_until_answered), *extra]
+                self.max_pages, int(p.one_until_answered), "" if now_ms is None else now_ms, *extra]
 
     # -- the Frontier interface ----------------------------------------------------
     def add(self, item: Item) -> bool:
@@ -248,7 +250,8 @@ class RedisFrontier:
 
     def split_seen(self, urls: list[str]) -> tuple[list[str], list[str]]:
         """As MemoryFrontier's: a set test in a comprehension each, not a call of seen() per
-        link (4% of an engine's samples on Redis, docs/benchmarks-history.md)."""
+        link (4% of an engine's samples on Redis, docs/benchmarks/redis.md, "Syscalls off the
+        hot path")."""
         known = self._known
         old = [u for u in urls if hash(u) in known]
         if not old:

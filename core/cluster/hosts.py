@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from ..parsing.urls import netloc_of
+from ..queueing.hostkeys import key_function
 from ..queueing.hosts import (
     ANSWERED,
     CHECK,
@@ -21,9 +22,8 @@ from ..queueing.hosts import (
     STATES,
     STEP_PENDING,
     HostRow,
-    Politeness,
-    key_function,
 )
+from ..queueing.politeness import Politeness, plain_source, with_live
 from .scripts import HOST_FIELDS
 
 if TYPE_CHECKING:
@@ -173,8 +173,8 @@ class RedisHosts:
     def failed(self, h: ClusterHost, why: str, started: float, now: float, retry_after: float | None = None,
                block: bool = True, strike: bool = True) -> bool:
         """Counted in Redis, which backs the host off (block) and retires it after
-        scripts.py strike_limit() strikes in a row, for every process; so never True here: a retired
-        host's URLs come out of POP flagged."""
+        politeness.py strike_limit() strikes in a row (scripts.py's, in Lua), for every process; so
+        never True here: a retired host's URLs come out of POP flagged."""
         self._event("f", h, started, -1 if retry_after is None else round(retry_after * 1000),
                     int(block) + 2 * int(strike), why[:16])
         h.strikes += int(strike)
@@ -225,8 +225,7 @@ class RedisHosts:
     def set_live_delay(self, key: str, seconds: float | None) -> ClusterHost:
         h = self.host(key)
         h.live_delay = seconds
-        if seconds is not None and seconds >= h.delay:
-            h.delay, h.source = seconds, "live"
+        h.delay, h.source = with_live(h.delay, h.source, seconds)  # as HOSTCTL's recompute will say
         self._frontier.host_ctl("delay", key, "" if seconds is None else str(round(seconds * 1000)))
         return h
 
@@ -248,7 +247,7 @@ class RedisHosts:
             h.queued = int(flat[i + 1])
             h.in_flight = _int(f["f"])
             h.delay = _int(f["d"]) / 1000 if f["d"] else default
-            h.source = f["src"] if f["d"] else ("delay" if default else "")
+            h.source = f["src"] if f["d"] else plain_source(default)
             h.failures, h.strikes, h.why, h.over = _int(f["x"]), _int(f["k"]), f["w"], _int(f["o"])
             h.next_at = now + (_int(f["n"]) - redis_now) / 1000 if f["n"] else 0.0
             h.backoff_until = now + (_int(f["u"]) - redis_now) / 1000 if f["u"] else 0.0

@@ -82,7 +82,7 @@ class Member:
 
     @property
     def ignore_rules(self) -> Ignores:
-        return self.engine.ignore_rules
+        return self.engine.steering.ignore_rules
 
     def pause(self) -> None:
         self.engine.pause()
@@ -100,37 +100,37 @@ class Member:
         self.engine.stop()
 
     def ignores(self) -> tuple[IgnoreView, ...]:
-        return self.engine.ignores()
+        return self.engine.steering.ignores()
 
     def add_seed(self, url: str) -> SeedResult:
-        return self.engine.add_seed(url)
+        return self.engine.steering.add_seed(url)
 
     async def set_ignore_set(self, name: str, on: bool) -> IgnoreResult:
         """This process's engine only: each process of a shared crawl starts with the crawl's
         sets (its settings in Redis); a live toggle is per process (docs/scaling.md)."""
-        return await self.engine.set_ignore_set(name, on)
+        return await self.engine.steering.set_ignore_set(name, on)
 
     def ignore_sets(self) -> tuple[IgnoreSetView, ...]:
-        return self.engine.ignore_sets()
+        return self.engine.steering.ignore_sets()
 
     def pause_host(self, host: str) -> bool:
-        return self.engine.pause_host(host)
+        return self.engine.steering.pause_host(host)
 
     def resume_host(self, host: str) -> int:
-        return self.engine.resume_host(host)
+        return self.engine.steering.resume_host(host)
 
     def paused_hosts(self) -> dict[str, int]:
-        return self.engine.paused_hosts()
+        return self.engine.steering.paused_hosts()
 
     def set_host_delay(self, host: str, seconds: float) -> None:
-        self.engine.set_host_delay(host, seconds)
+        self.engine.steering.set_host_delay(host, seconds)
 
     def host_table(self, sort: str = "queued", state: str | None = None,
                    limit: int | None = None) -> list[HostView]:
-        return self.engine.host_table(sort, state, limit)
+        return self.engine.steering.host_table(sort, state, limit)
 
     def queue_view(self, n: int = 10) -> QueueView:
-        return self.engine.queue_view(n)
+        return self.engine.steering.queue_view(n)
 
     # -- the crawl ------------------------------------------------------------------------
     async def crawl(self) -> None:
@@ -226,7 +226,7 @@ class Member:
     async def add_ignore(self, pattern: str) -> IgnoreResult:
         """Here at once; in every other process at its next beat (each takes the matches
         it finds on the shared queue: REMOVE gives each item to one process only)."""
-        result = await self.engine.add_ignore(pattern)
+        result = await self.engine.steering.add_ignore(pattern)
         if result.ok:  # in Redis first: a beat in between must not see it as removed
             f = self.frontier
             await f.link.call(lambda: f.redis.hset(f.keys.ignores, pattern, f.proc))
@@ -234,7 +234,7 @@ class Member:
         return result
 
     def remove_ignore(self, pattern: str) -> bool:
-        ok = self.engine.remove_ignore(pattern)
+        ok = self.engine.steering.remove_ignore(pattern)
         if ok:  # kept in _ignores until a beat sees it gone from Redis, or it comes back
             f = self.frontier
             f.link.background(f.link.call(lambda: f.redis.hdel(f.keys.ignores, pattern)))
@@ -245,10 +245,10 @@ class Member:
         added, removed = shared - self._ignores, self._ignores - shared
         self._ignores = shared
         for pattern in sorted(added):
-            if pattern not in self.engine.ignore_rules:
-                await self.engine.add_ignore(pattern)
+            if pattern not in self.engine.steering.ignore_rules:
+                await self.engine.steering.add_ignore(pattern)
         for pattern in removed:
-            self.engine.remove_ignore(pattern)
+            self.engine.steering.remove_ignore(pattern)
 
     def _apply(self, control: dict[str, str]) -> None:
         """Act on what changed since the last beat."""

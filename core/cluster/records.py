@@ -61,7 +61,8 @@ class Tail:
     once the crawl ends: `--processes`' parent writes `-o FILE` and the whole crawl's report
     from them (cli/processes.py). Read while the engines fetch, they leave only the last
     ones for the end: two reads of every record after the crawl were a tenth of a
-    two-process crawl's wall time (docs/benchmarks-history.md).
+    two-process crawl's wall time (docs/benchmarks/redis.md, "`--processes 2`: the parent reads
+    the records while the engines fetch").
 
     `read` takes what is new, at most `pages` pages of PAGE; an error in reading a page
     (Redis) leaves the place as it was: those records are read next time, never twice. Each

@@ -5,7 +5,7 @@ and how"); the calling convention of the host scripts is at `_HOSTS` below.
 """
 from __future__ import annotations
 
-from ..queueing.hosts import NEVER_ANSWERED_STRIKES
+from ..queueing.politeness import NEVER_ANSWERED_STRIKES
 
 # Fields of h:HOST that BEAT reads back for the queues view, in this order.
 HOST_FIELDS = ("n", "d", "src", "f", "x", "u", "w", "o", "p", "r", "ok", "er", "ms", "le", "k", "an", "l")
@@ -21,15 +21,22 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 #   KEYS  meta count ready later leases owner held:PROC seen rec hosts idle checks
 #         idle:checks [script's own from KEYS[14]...]
 #   ARGV  prefix proc delay_ms per_host max_crawl_delay_ms delay_factor max_failures
-#         budget backoff_ms max_backoff_ms max_pages one_until_answered (1|0)
-#         [script's own from ARGV[13]...]
+#         budget backoff_ms max_backoff_ms max_pages one_until_answered (1|0) now_ms
+#         [script's own from ARGV[14]...]
 # A host's own keys (hq:HOST, h:HOST) are built from the prefix inside the script: the
-# crawl's hash tag keeps them on the same shard. Time is the server's (TIME): machines
-# with skewed clocks agree on lease deadlines and host delays.
+# crawl's hash tag keeps them on the same shard. Time is the server's (TIME, when now_ms
+# is ''; every crawl's call): machines with skewed clocks agree on lease deadlines and
+# host delays. A number instead is the time for that call: the tests of the formulas
+# (tests/cluster/test_cluster_policy.py) pass their own, exact to the millisecond.
 # Two lanes (core/queueing/hosts.py PAGES, CHECKS): each host is in one (h:HOST's `l`, set
 # when its first URL is queued, moved by an `l` event), each lane has its own due order
 # and its own idle processes, so a POP for one lane never scans the other's hosts.
-_HOSTS = _NOW + """
+_HOSTS = """
+local now = tonumber(ARGV[13])
+if not now then  -- '': the server's clock
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local META, COUNT, READY, LATER, LEASES, OWNER, HELD, SEEN, REC, HOSTS, IDLE =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local READIES, IDLES = {[0] = READY, [1] = KEYS[12]}, {[0] = IDLE, [1] = KEYS[13]}
@@ -39,6 +46,8 @@ local DELAY, CAP, MAXCD, FACTOR = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber
 local MAXFAIL, BUDGET, BACKOFF, MAXBACKOFF = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local MAXPAGES = tonumber(ARGV[11])
 local ONE = ARGV[12] == '1'  -- one request at a time to a host until it answers (Politeness.one_until_answered)
+-- The policy's formulas (core/queueing/politeness.py) in Lua: cap_of, strike_limit,
+-- recompute (delay_of), gap (gap_after), and in DONE's `f` the back-off (backoff_until).
 local function hk(h) return P .. 'h:' .. h end
 local function qk(h) return P .. 'hq:' .. h end
 local function num(v) return tonumber(v) or 0 end
@@ -190,7 +199,7 @@ local function relane(h, lane)
 end
 """
 
-# ARGV[13..]: n lease_ms lane (fp host lane item)...
+# ARGV[14..]: n lease_ms lane (fp host lane item)...
 # Reap expired leases (a dead process's URLs go back first in their hosts' queues, one
 # try spent, and their hosts' in-flight counts come down), bring due retries back, then
 # take up to n URLs from the lane's due hosts, oldest-due first, taking turns: a host with a delay
@@ -199,9 +208,9 @@ end
 # their HostRetired records; each is leased, so each is recorded exactly once.
 # Returns {members, delays, status, new, queued, seen, wake_ms (-1: nothing could come due)}.
 POP = _HOSTS + """
-local n, lease, lane = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
+local n, lease, lane = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])
 local Q, IDLEQ = READIES[lane], IDLES[lane]  -- this lane's: the other's hosts are never looked at
-local new = add_links(16, #ARGV)
+local new = add_links(17, #ARGV)
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 100)) do
   local h, raw = split(m)
   local it = cjson.decode(raw)
@@ -296,7 +305,7 @@ if redis.call('HGET', META, 'status') == 'running' then
   end
 end
 if #out == 0 then
-  redis.call('HSET', IDLEQ, PROC, since .. ',' .. now .. ',' .. tonumber(ARGV[13]))
+  redis.call('HSET', IDLEQ, PROC, since .. ',' .. now .. ',' .. tonumber(ARGV[14]))
 else
   redis.call('HDEL', IDLEQ, PROC)
 end
@@ -305,12 +314,12 @@ local first = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
 if #first > 0 then wake = math.max(0, tonumber(first[2]) - now) end
 local later = redis.call('ZRANGE', LATER, 0, 0, 'WITHSCORES')
 if #later > 0 and (wake < 0 or tonumber(later[2]) - now < wake) then wake = math.max(0, tonumber(later[2]) - now) end
-if room < tonumber(ARGV[13]) and #out == 0 then wake = math.max(wake, 20) end  -- yielded: look again soon
+if room < tonumber(ARGV[14]) and #out == 0 then wake = math.max(wake, 20) end  -- yielded: look again soon
 local status = finish_if_done()
 return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN), wake}
 """
 
-# ARGV[13..]: e, then e host events of 6 args (kind host a b c why), then per finished URL:
+# ARGV[14..]: e, then e host events of 6 args (kind host a b c why), then per finished URL:
 #   member url record back after_ms err n (fp host lane item)*n
 # Host events (what the fetches said, buffered by core/cluster/hosts.py):
 #   g  a request went out a ms ago: the host's gap counts from it
@@ -327,8 +336,8 @@ return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), redi
 # after_ms); else the record is written, only by the lease holder. A batch sent again
 # after a lost reply finds its leases gone: its URLs count as `rejected`.
 DONE = _HOSTS + """
-local e = tonumber(ARGV[13])
-local i = 14
+local e = tonumber(ARGV[14])
+local i = 15
 for _ = 1, e do
   local kind, h, a, b, c, why = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]),
     ARGV[i + 4], ARGV[i + 5]
@@ -416,21 +425,21 @@ bell(status)
 return {accepted, status, rejected, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN)}
 """
 
-# ARGV[13..]: (fp host lane item)...   (links found outside a page: roots, seeds, sitemaps)
+# ARGV[14..]: (fp host lane item)...   (links found outside a page: roots, seeds, sitemaps)
 ADD = _HOSTS + """
-local new = add_links(13, #ARGV)
+local new = add_links(14, #ARGV)
 bell('running')
 return {new, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN)}
 """
 
-# ARGV[13..]: lease_ms (host item)...
+# ARGV[14..]: lease_ms (host item)...
 # Live ignores: take these items off their hosts' queues and lease them to the caller,
 # who records each (error_kind "ignored") and finishes it with DONE. An item another
 # process popped meanwhile is not ours: LREM finds nothing and it is skipped.
 REMOVE = _HOSTS + """
-local lease = tonumber(ARGV[13])
+local lease = tonumber(ARGV[14])
 local out = {}
-for j = 14, #ARGV, 2 do
+for j = 15, #ARGV, 2 do
   local h, raw = ARGV[j], ARGV[j + 1]
   if redis.call('LREM', qk(h), 1, raw) == 1 then
     local m = h .. ' ' .. raw
@@ -446,17 +455,17 @@ end
 return out
 """
 
-# ARGV[13..]: op host [seconds_ms]   op: pause, resume, delay ('' ms: no live delay)
+# ARGV[14..]: op host [seconds_ms]   op: pause, resume, delay ('' ms: no live delay)
 # Steering one host for the whole crawl. Returns the URLs queued for it.
 HOSTCTL = _HOSTS + """
-local op, h = ARGV[13], ARGV[14]
+local op, h = ARGV[14], ARGV[15]
 redis.call('SADD', HOSTS, h)
 if op == 'pause' then
   redis.call('HSET', hk(h), 'p', 1)
 elseif op == 'resume' then
   redis.call('HDEL', hk(h), 'p')
 elseif op == 'delay' then
-  if ARGV[15] == '' then redis.call('HDEL', hk(h), 'lv') else redis.call('HSET', hk(h), 'lv', ARGV[15]) end
+  if ARGV[16] == '' then redis.call('HDEL', hk(h), 'lv') else redis.call('HSET', hk(h), 'lv', ARGV[16]) end
   recompute(h)
 end
 schedule(h)
@@ -465,20 +474,20 @@ return redis.call('LLEN', qk(h))
 """
 
 # KEYS[14..]: procs beats snap ctl ctlproc ignores
-# ARGV[13..]: info snapshot snap_ttl_ms lease_ms cursor rows member...
+# ARGV[14..]: info snapshot snap_ttl_ms lease_ms cursor rows member...
 # Renew exactly the leases this process knows it holds (XX: a reaped one is not revived;
 # one a lost reply leased to us unknowingly runs out and is reaped), say who we are, and
 # read back control and totals, the next URLs of the first hosts due, and a page of host
 # rows for the queues view (SSCAN from `cursor`: every host comes round in turn), all in
 # one round trip.
 BEAT = _HOSTS + """
-local deadline = now + tonumber(ARGV[16])
-for j = 19, #ARGV do
+local deadline = now + tonumber(ARGV[17])
+for j = 20, #ARGV do
   redis.call('ZADD', LEASES, 'XX', deadline, ARGV[j])
 end
-redis.call('HSET', KEYS[14], PROC, ARGV[13])
+redis.call('HSET', KEYS[14], PROC, ARGV[14])
 redis.call('HSET', KEYS[15], PROC, now)
-if ARGV[14] ~= '' then redis.call('SET', KEYS[16], ARGV[14], 'PX', tonumber(ARGV[15])) end
+if ARGV[15] ~= '' then redis.call('SET', KEYS[16], ARGV[15], 'PX', tonumber(ARGV[16])) end
 local head = {}
 for lane = 0, 1 do  -- the pages first, then the checks
   for _, h in ipairs(redis.call('ZRANGE', READIES[lane], 0, 9 - #head)) do
@@ -488,7 +497,7 @@ for lane = 0, 1 do  -- the pages first, then the checks
   if #head >= 10 then break end
 end
 local rows = {}
-local scan = redis.call('SSCAN', HOSTS, ARGV[17], 'COUNT', tonumber(ARGV[18]))
+local scan = redis.call('SSCAN', HOSTS, ARGV[18], 'COUNT', tonumber(ARGV[19]))
 for _, h in ipairs(scan[2]) do
   local row = redis.call('HMGET', hk(h), """ + ", ".join(f"'{f}'" for f in HOST_FIELDS) + """)
   rows[#rows + 1] = h
@@ -525,7 +534,7 @@ end
 """
 
 # KEYS[14..]: procs beats snap ctlproc left
-# ARGV[13..]: live_ms claim final_snapshot final_ttl_ms
+# ARGV[14..]: live_ms claim final_snapshot final_ttl_ms
 # A process leaving: whatever it still holds goes back first in its hosts' queues (their
 # in-flight counts come down), its rows go, its final snapshot stays a while for the
 # monitors (what it did still counts in their totals); then LIVE's answer (the last one
@@ -540,12 +549,12 @@ end
 redis.call('DEL', HELD, KEYS[17])
 redis.call('HDEL', IDLES[0], PROC)
 redis.call('HDEL', IDLES[1], PROC)
-redis.call('SET', KEYS[16], ARGV[15], 'PX', tonumber(ARGV[16]))
+redis.call('SET', KEYS[16], ARGV[16], 'PX', tonumber(ARGV[17]))
 redis.call('SADD', KEYS[18], PROC)
-redis.call('PEXPIRE', KEYS[18], tonumber(ARGV[16]))
+redis.call('PEXPIRE', KEYS[18], tonumber(ARGV[17]))
 redis.call('HDEL', KEYS[14], PROC)
 redis.call('HDEL', KEYS[15], PROC)
-return live_or_claim(KEYS[15], META, PROC, tonumber(ARGV[13]), ARGV[14])
+return live_or_claim(KEYS[15], META, PROC, tonumber(ARGV[14]), ARGV[15])
 """
 
 LIVE = _NOW + _LIVE + """

@@ -4,7 +4,8 @@ Why: a worker reads its whole body before the parse, and the parse of a large pa
 the event loop for half a second. Meanwhile every other worker that fetched a large page
 goes on filling its chunk list: at the end of a crawl of Debian's rust-doc, six bodies
 of 1-10 MB (31 MB) sat in memory at once next to the slim copy of the one being parsed,
-a third of the crawl's peak RSS (docs/benchmarks-history.md). A body of LARGE bytes or more
+a third of the crawl's peak RSS (docs/benchmarks/memory.md, "Peak memory on large pages",
+faf4580). A body of LARGE bytes or more
 first takes its size from this budget and gives it back once it is parsed; a worker that
 must wait leaves its bytes in the socket (aiohttp stops reading a connection whose
 buffer is full), so waiting costs no memory. Bodies under LARGE never wait.

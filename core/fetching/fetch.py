@@ -46,6 +46,8 @@ class Response:
     dom: str | None = None
     loaded: list[Loaded] | None = None
     error: Exception | None = None  # the browser could not finish the page (a hung tab): why
+    moved: str | None = None  # where a script sent the page (location = ...): its redirect
+    browser: dict[str, int] | None = None  # the tab's requests, failed requests and bytes
 
     @property
     def is_html(self) -> bool:
@@ -137,7 +139,8 @@ async def read_capped(resp: aiohttp.ClientResponse, cap: int, sha1: Any = None,
     awaited once, when LARGE bytes have been read (a body of unknown size waits there for
     the crawl's BodyBudget). From LARGE bytes on, chunks go into a BytesIO: its buffer grows
     in place and getvalue() hands it over uncopied, where joining a list of chunks held
-    the chunks and the body at once, twice the body (docs/benchmarks-history.md)."""
+    the chunks and the body at once, twice the body (docs/benchmarks/memory.md, "Peak memory on
+    large pages, continued")."""
     chunks: list[bytes] = []
     into: io.BytesIO | None = None
     size = 0

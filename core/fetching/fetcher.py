@@ -1,10 +1,11 @@
 """How a page is fetched, behind one small interface (httpx's transports are the model).
 
-`Crawler` (core/crawler.py) is the worker pool: it schedules, retries, checks scope and
-robots, writes one Record per URL and the WARC. It asks a `Fetcher` for one attempt and
-gets a `Response` (core/fetching/fetch.py): the page's own answer, and, from a browser,
-`dom` (the HTML once scripts ran, for links) and `loaded` (every other URL the page loaded,
-each with its answer). Two implementations:
+`Crawler` (core/crawler.py) is the worker pool. Its attempt (core/fetching/attempt.py:
+robots, the host's accounting, retries) asks a `Fetcher` for one request and gets a
+`Response` (core/fetching/fetch.py): the page's own answer, and, from a browser, `dom` (the
+HTML once scripts ran, for links) and `loaded` (every other URL the page loaded, each with its
+answer). core/processing.py makes of it Records, WARC records and links, the same way
+whichever fetcher ran. Two implementations:
 
 - `HttpFetcher`: one aiohttp GET (`fetch_once`), the path of every URL by default;
 - `BrowserFetcher` (core/fetching/browser.py, `--browser`): the page in a Chromium tab.

@@ -116,8 +116,8 @@ def looks_like_sitemap(head: bytes) -> bool:
 
 
 def _xml(body: bytes, max_entries: int) -> Parsed:
-    # Imported here, on the first sitemap read: XML parsing is RSS (docs/benchmarks-history.md)
-    # that a crawl whose hosts have no sitemap never needs.
+    # Imported here, on the first sitemap read: XML parsing is RSS that a crawl whose hosts have
+    # no sitemap never needs (docs/benchmarks/memory.md, "Peak memory on large pages, continued").
     from xml.etree.ElementTree import ParseError
 
     from defusedxml import DefusedXmlException  # type: ignore[import-untyped]  # types-defusedxml is not a dependency

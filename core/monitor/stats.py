@@ -24,9 +24,25 @@ ERROR_URLS_MAX = 10_000
 # A worker's phase (each means what it says): waiting for a due URL, paused,
 # fetching robots.txt or probing a sitemap, then a fetch's steps (core/fetching/steps.py):
 # waiting for a free connection, connecting (DNS, TCP, TLS), sending, waiting for the
-# response's headers, reading the body; then parsing; backoff.
+# response's headers, reading the body; then parsing; backoff. With --browser a page then
+# goes through its tab's (core/fetching/browser.py): navigating, loading (its requisites and
+# scripts until `load`), network idle, scrolling, reading links.
+BROWSER_PHASES = ("navigating", "loading", "network idle", "scrolling", "reading links")
 PHASES = ("waiting", "paused", "robots", "sitemap", "pool", "connecting", "sending", "headers", "reading",
-          "parsing", "backoff")
+          "parsing", "backoff", *BROWSER_PHASES)
+
+
+class BrowserGauge(Protocol):
+    """The browser's numbers, read at each snapshot (core/fetching/browser.py BrowserFetcher)."""
+
+    memory: int  # bytes: its processes' PSS when last read
+    memory_limit: int  # --browser-memory (0: none)
+    restarts: int  # restarts asked for (--browser-restart, --browser-memory)
+    relaunches: int  # new browsers after one died
+
+    def tab(self, url: str) -> tuple[int, int] | None:
+        """The open tab of this page: (its requests in flight, bytes served to it so far)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -65,6 +81,18 @@ class WorkerView:
     tries: int
     retiring: bool
     check: bool = False  # a check worker: external links and other hosts' requisites
+    # --browser: the page's tab, while it has one: requests in flight, bytes so far (None: no tab)
+    tab_requests: int | None = None
+    tab_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BrowserView:
+    """--browser's numbers for the status line and `ctl status`."""
+
+    memory: int  # bytes: Chromium's processes' PSS when last read (read about once a second)
+    memory_limit: int  # --browser-memory: past it the browser is restarted (0: never)
+    restarts: int  # new browsers: restarts asked for, and relaunches after one died
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +231,7 @@ class Snapshot:
     # and `concurrency` count the page workers only.
     checks_busy: int = 0
     checks: int = 0
+    browser: BrowserView | None = None  # --browser only
 
     @property
     def failed(self) -> int:
@@ -252,6 +281,7 @@ class Stats:
     host_counts: Callable[[], dict[str, int]] = dict
     next_due: Callable[[], float | None] = lambda: None
     over_budget: Callable[[], int] = lambda: 0
+    browser: BrowserGauge | None = None  # --browser: set by the crawl once its browser started
     recent_errors: deque[ErrorEvent] = field(default_factory=lambda: deque(maxlen=RING))
     recent_merges: deque[MergeEvent] = field(default_factory=lambda: deque(maxlen=RING))
     recent_redirects: deque[MergeEvent] = field(default_factory=lambda: deque(maxlen=RING))
@@ -380,8 +410,10 @@ class Stats:
         now = self.clock()
         elapsed = self._elapsed()
         # every page worker, and the check workers that are at work (idle ones are only counted)
+        gauge = self.browser
         workers = tuple(
             WorkerView(w.id, w.phase, w.url, w.host, max(0.0, now - w.since), w.tries, w.retiring, w.check)
+            if gauge is None or w.phase not in BROWSER_PHASES else _tab_view(w, now, gauge)
             for w in self.workers.values() if not w.check or w.phase not in ("waiting", "paused")
         )
         checks_busy = sum(w.check for w in workers)
@@ -436,6 +468,8 @@ class Stats:
             fetched_classes=dict(self.tally.classes),
             checks_busy=checks_busy,
             checks=self.target_checks,
+            browser=None if gauge is None else BrowserView(gauge.memory, gauge.memory_limit,
+                                                           gauge.restarts + gauge.relaunches),
         )
 
 
@@ -443,3 +477,10 @@ def _busiest(kv: tuple[str, HostStats]) -> tuple[bool, int, bool, int]:
     """The side panel's order: paused, busy, with work queued, most done."""
     s = kv[1]
     return (s.paused, s.in_flight, bool(getattr(s, "queued", 0)), s.done)
+
+
+def _tab_view(w: WorkerState, now: float, gauge: BrowserGauge) -> WorkerView:
+    """A page worker in a browser phase, with its tab's requests in flight and bytes."""
+    tab = gauge.tab(w.url) if w.url else None
+    return WorkerView(w.id, w.phase, w.url, w.host, max(0.0, now - w.since), w.tries, w.retiring, w.check,
+                      tab[0] if tab else None, tab[1] if tab else 0)

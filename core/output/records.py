@@ -53,6 +53,8 @@ class Record:
     referrers_more: int = 0  # and how many more pages referred to it
     broken_links: list[list[str]] | None = None  # a page's links to URLs already recorded broken: [url, tag]
     missing_fragments: list[list[str]] | None = None  # [page, target, fragment] found when this was written
+    # --browser: what the page's tab did (core/fetching/pagedone.py): {"requests", "failed", "bytes"}
+    browser: dict[str, int] | None = None
 
     def fail(self, exc: BaseException, message: str | None = None) -> None:
         """Set the human error and its stable kind together."""
@@ -75,7 +77,7 @@ class Record:
 FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Record))
 _VALUES = attrgetter(*FIELDS)  # every field's value in one call in C
 SPARSE = ("title", "canonical", "robots", "nofollow_links", "referrers", "referrers_more", "broken_links",
-          "missing_fragments")
+          "missing_fragments", "browser")
 
 
 class Sink(Protocol):

@@ -1,6 +1,7 @@
 """Where a large page may be cut, so that it is slimmed and parsed one part at a time.
 
-Parsed whole, a large page cost the crawl its peaks of RSS (docs/benchmarks-history.md):
+Parsed whole, a large page cost the crawl its peaks of RSS (docs/benchmarks/memory.md, "Peak
+memory on large pages", faf4580):
 - links cost Lexbor about 1.2 KB each: rustdoc's `struct.Wrapping.html` keeps 23,784 `<a>`s
   after the slim (core/parsing/defuse.py), a 28 MB tree, and `trait.Shl.html` (28,670
   tags, not slimmed) 7,944, a 9 MB tree;
@@ -120,7 +121,8 @@ _FLAGS = re.S | re.I
 @functools.cache
 def _patterns(kind: type) -> tuple[re.Pattern[Any], re.Pattern[Any], re.Pattern[Any]]:
     """(foreign, token, run) for str or bytes, compiled on a crawl's first large page: all
-    four at import were 20–35 ms of every command's start (docs/benchmarks-history.md)."""
+    four at import were 20–35 ms of every command's start (docs/benchmarks/redis.md, "A crawl's
+    start", in "`--processes 2`: the parent reads the records while the engines fetch")."""
     if kind is bytes:
         return _WHOLE, re.compile(_TOKEN.encode(), _FLAGS), re.compile(_RUN.encode(), _FLAGS)
     return (re.compile(_WHOLE.pattern.decode(), re.I | re.A), re.compile(_TOKEN, _FLAGS | re.A),

@@ -40,7 +40,7 @@ def tag_heavy(body: bytes) -> bool:
     """Worth slimming: longer than 3 * TAG_HEAVY bytes and holding more than TAG_HEAVY `<`.
     A tag takes at least 3 bytes (`<b>`), so a shorter body can't hold that many tags (its
     tree stays under ~10 MB) and is not counted: counting every `<` of every page cost 5%
-    of a crawl's instructions (docs/benchmarks-history.md)."""
+    of a crawl's instructions (docs/benchmarks/speed.md, "Where the cycles went")."""
     return len(body) > 3 * TAG_HEAVY and body.count(b"<") > TAG_HEAVY
 
 
@@ -83,8 +83,8 @@ def slim(body: bytes) -> bytes | None:
 def slim_pieces(body: bytes) -> list[bytes] | None:
     """slim(body) before its pieces are joined: a caller that holds the only reference to
     body can drop it before the join, so body, pieces and joined copy are never all in
-    memory at once (docs/benchmarks-history.md). No lower-case copy of body either: a regex
-    finds the tags that keep a body whole."""
+    memory at once (docs/benchmarks/memory.md, "Peak memory on large pages", faf4580). No
+    lower-case copy of body either: a regex finds the tags that keep a body whole."""
     if _WHOLE.search(body) is not None:
         return None
     return _defuse(memoryview(body))

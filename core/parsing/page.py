@@ -22,7 +22,7 @@ from .css import css_refs, srcset_urls
 from .cuts import CutPage
 from .defuse import MAX_TAGS, cap_tags, slim
 from .memcap import CEILING
-from .urls import _DEFAULT_PORT, _SCHEME, Joiner, _raw_host, href_target
+from .urls import _DEFAULT_PORT, _SCHEME, Joiner, _raw_host, href_target, is_route
 
 # Requisite hop letters: what referred to the URL (the report's words: core/queueing/kinds.py).
 IMG, SRCSET, LINK, SCRIPT, MEDIA, OBJECT, CSS = "I", "Y", "K", "J", "V", "O", "U"
@@ -52,8 +52,8 @@ _SELECT = LexborCSSSelector()
 # Navigation and <base>, requisites (embeds and `style` attributes) and ids: one walk, the
 # list built from what is wanted. lexbor parses the query on every call and returns a node
 # once per selector of the list it matches (an <a id> twice), so the list is plain (a :not()
-# to keep each node once cost more than the walk: docs/benchmarks-history.md) and every use of
-# a node is one that a repeat leaves as it was. What a node holds is read in Python.
+# to keep each node once cost more than the walk: docs/benchmarks/speed.md, "Where the cycles
+# went") and every use of a node is one that a repeat leaves as it was. What a node holds is read in Python.
 _NAV = "a, area, iframe, frame, base"
 _QUERIES = {0: _NAV, FRAGMENTS: f"{_NAV}, [id]", REQUISITES: f"{_NAV}, {_EMBEDS}, [style]",
             FRAGMENTS | REQUISITES: f"{_NAV}, {_EMBEDS}, [style], [id]"}
@@ -171,14 +171,14 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
         href = href.strip()
         if not href:
             continue
-        if href[0] == "#":  # the base itself (canonical already): nothing to join
+        if href[0] == "#" and not is_route(href[1:]):  # the base itself (canonical already): nothing to join
             if frags and len(fragments) < MAX_FRAGMENTS:
                 _fragment(base, href[1:], fragments)
             continue
         # href_target (core/parsing/urls.py), inlined: this loop runs once per link. (A cache
         # of joins on (directory, href) was tried: on a real crawl it missed more than it hit,
         # and cost 20 MB and 5% CPU. BENCHMARKS.md, "Speed on one core".)
-        if "#" in href:  # the fragment never reaches the URL: join (and cache) without it
+        if "#" in href and not is_route(href.partition("#")[2]):  # the fragment never reaches the URL
             head_ = href[: href.index("#")]
             if not head_[-1].isspace():  # "a #b": canonical() would strip that space
                 href_ = head_
@@ -198,7 +198,9 @@ def read_page(ex: Joiner, html: str | bytes | CutPage, page_url: str, host_ok: C
         if url is not None:
             (add_frame if framed else add_link)(url)
             if frags and "#" in href and len(fragments) < MAX_FRAGMENTS:
-                _fragment(url, href.partition("#")[2], fragments)
+                fragment = href.partition("#")[2]
+                if not is_route(fragment):  # a client-side route is a page, no place in one
+                    _fragment(url, fragment, fragments)
     if req:
         _requisites(ex, base, refs, embeds, styled)
     return refs
@@ -238,7 +240,7 @@ def _walk(root: LexborNode, flags: int, raw: dict[str, bool], ids: set[str] | No
     base_href: str | None = None  # the first <base href>, wherever it is
     # One walk of the tree, in document order: each walk of a large page misses the CPU's
     # cache on every node, and the misses, more than the instructions, were the cost of
-    # reading more of a page (docs/benchmarks-history.md).
+    # reading more of a page (docs/benchmarks/speed.md, "Where the cycles went").
     for node in _SELECT.find(_QUERIES[flags & (FRAGMENTS | REQUISITES)], root):
         tag = node.tag_id
         if tag == _A or tag == _AREA:

@@ -48,8 +48,27 @@ def _remove_dots(path: str) -> str:
     return "/".join(out) or "/"
 
 
+# Client-side routes (`#/path`, `#!path`): in a browser crawl (core/fetching/browser.py) a
+# single-page app's hash router makes each a page of its own, so they are kept in the URL;
+# any other fragment (`#section`) names a place in one page and is dropped, as always.
+# One switch for the process: a --browser crawl runs alone in its process.
+_routes = False
+
+
+def keep_routes(on: bool) -> None:
+    """Keep `#/` and `#!` fragments in canonical URLs (a browser crawl), or drop them."""
+    global _routes
+    _routes = on
+
+
+def is_route(fragment: str) -> bool:
+    """Does this fragment (without its `#`) name a client-side route a browser crawl keeps?"""
+    return _routes and fragment.startswith(("/", "!"))
+
+
 def canonical(url: str) -> str | None:
-    """Lower-case scheme and host, drop default port, fragment and credentials.
+    """Lower-case scheme and host, drop default port, fragment and credentials (a
+    client-side route's fragment is kept in a browser crawl: `keep_routes`).
 
     Returns None for anything that is not an http(s) URL with a host.
     """
@@ -73,7 +92,8 @@ def canonical(url: str) -> str | None:
     path = parts.path or "/"
     if "/." in path:
         path = _remove_dots(path)
-    return urlunsplit((scheme, netloc, _normalise(path), _normalise(parts.query), ""))
+    fragment = _normalise(parts.fragment) if _routes and parts.fragment.startswith(("/", "!")) else ""
+    return urlunsplit((scheme, netloc, _normalise(path), _normalise(parts.query), fragment))
 
 
 def netloc_of(url: str) -> str:
@@ -136,9 +156,10 @@ class Joiner:
 def href_target(ex: Joiner, base: str, href: str, host_ok: Callable[[str], bool] | None) -> str | None:
     """The canonical http(s) URL a stripped, non-empty href points to, fragment dropped;
     None for other schemes, or an absolute href whose host fails `host_ok` (never joined)."""
-    if href[0] == "#":
+    if href[0] == "#" and not is_route(href[1:]):
         return None
-    if "#" in href:  # the fragment never reaches the URL: join (and cache) without it
+    if "#" in href and not is_route(href.partition("#")[2]):  # the fragment never reaches the URL
+        # join (and cache) without it
         head = href[: href.index("#")]
         if not head[-1].isspace():  # "a #b": canonical() would strip that space
             href = head

@@ -78,8 +78,13 @@ class DueWaiters:
     whenever a host enters a ready heap, and one timer a lane stands for its earliest wake."""
 
     hosts: Hosts
+    clock: Callable[[], float]
 
     def _waiters_init(self) -> None:
+        # The time every decision here reads: time.monotonic, the default loop's clock, on which
+        # the timers are set. The fake-clock tests (tests/engine/test_schedule.py) set their own
+        # and take only what is due by it, or what a new URL wakes: they never wait on a timer.
+        self.clock = time.monotonic
         self._lanes = (_Lane(), _Lane())
         self.hosts.notify = self._notify
 
@@ -87,11 +92,10 @@ class DueWaiters:
         w = self._lanes[lane]
         if not w.getters:
             return
-        loop = asyncio.get_running_loop()
-        if at <= loop.time():
+        if at <= self.clock():
             self._wake_one(w)
         elif at < w.timer_at:
-            self._arm(loop, w, at)
+            self._arm(asyncio.get_running_loop(), w, at)
 
     def _arm(self, loop: asyncio.AbstractEventLoop, w: _Lane, at: float) -> None:
         if w.timer is not None:
@@ -119,10 +123,10 @@ class DueWaiters:
             await self._wait_due(asyncio.get_running_loop(), lane)
 
     def _take(self, lane: int = PAGES) -> Item | None:
-        """The first due URL, by time.monotonic (the default loop's clock, as in next_wake_in;
-        uvloop's is in whole ms, at most ~1 ms behind it): asyncio.get_running_loop() is a
-        getpid() syscall on 3.11, 0.7% of a small page's CPU when every pop asked for it."""
-        now = time.monotonic()
+        """The first due URL, by `clock` (time.monotonic: the default loop's clock, as in
+        next_wake_in; uvloop's is in whole ms, at most ~1 ms behind it): asyncio.get_running_loop()
+        is a getpid() syscall on 3.11, 0.7% of a small page's CPU when every pop asked for it."""
+        now = self.clock()
         got = self.hosts.take(now, lane)
         if got is None:
             return None
@@ -159,7 +163,7 @@ class DueWaiters:
         wakes = [w for w in (self.hosts.next_wake(PAGES), self.hosts.next_wake(CHECKS)) if w is not None]
         if not wakes:
             return None
-        return max(0.0, min(wakes) - time.monotonic())  # the loop's clock, readable off the loop too
+        return max(0.0, min(wakes) - self.clock())  # the loop's clock, readable off the loop too
 
 
 class MemoryFrontier(DueWaiters):
@@ -188,7 +192,7 @@ class MemoryFrontier(DueWaiters):
 
     def requeue(self, item: Item, after: float = 0.0) -> None:
         if after > 0:
-            self.hosts.defer(item, time.monotonic() + after)
+            self.hosts.defer(item, self.clock() + after)
         else:
             self.hosts.put(self.hosts.of(item.url), item, front=True)
         self._more()
@@ -208,7 +212,8 @@ class MemoryFrontier(DueWaiters):
 
     def split_seen(self, urls: list[str]) -> tuple[list[str], list[str]]:
         """Most links of a page were seen before: a set test in a comprehension each, where a
-        call per link through the crawler's admission cost ~0.4 µs (docs/benchmarks-history.md)."""
+        call per link through the crawler's admission cost ~0.4 µs (docs/benchmarks/speed.md,
+        "Where the cycles went")."""
         seen = self._seen
         old = [u for u in urls if u in seen]
         if not old:

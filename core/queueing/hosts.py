@@ -1,22 +1,20 @@
 """Scheduling by host: one queue per host and a ready order of hosts by next-allowed time.
 
 Why (a polite crawl's speed is the sum over hosts) and how hosts take turns: `Hosts`;
-what decides a host's delay, back-off and retirement: `Politeness`.
+what decides a host's delay, back-off and retirement: core/queueing/politeness.py, whose
+pure functions `Hosts` applies to its hosts with the time it is given (`now`, `started`).
 """
 from __future__ import annotations
 
 import heapq
-import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from ..parsing.urls import netloc_of
+from . import politeness as rules
+from .hostkeys import key_function
 from .item import Item
-from .scope import registered_domain
-
-QueueBy = Literal["host", "domain"]
+from .politeness import Politeness
 
 # Host.flags
 PAUSED = 1
@@ -31,53 +29,9 @@ UNSORTED = 128  # made from a key alone (a resume): its lane is read off its fir
 # The two lanes of work. A site's own pages must never wait behind link rot, so hosts out of
 # scope (external links, off-site requisites) are taken by workers of their own.
 PAGES, CHECKS = 0, 1
-# A host that has never answered (refused, reset, silent, closed at once, not resolvable) is
-# retired after this many failures in a row at most, and tried one connection at a time.
-NEVER_ANSWERED_STRIKES = 2
 
-# Why a host backs off (Host.why), as the view shows it.
 # States of a host, in the order the header counts them.
 STATES = ("ready", "fetching", "waiting", "backoff", "paused", "budget", "retired", "done")
-JITTER = 0.1  # blocks computed together don't all end together
-
-
-@dataclass(frozen=True, slots=True)
-class Politeness:
-    """The per-host rules of a crawl (core/config.py carries the user's values).
-
-    A host's delay is the largest of --delay, robots.txt Crawl-delay (capped by
-    --max-crawl-delay), the adaptive delay (--delay-factor x its last response time) and a
-    delay set live; its back-off (429/503 with Retry-After, else exponential; connection
-    errors and timeouts exponential) blocks it on top. After --host-max-failures failures in
-    a row it is retired: every URL still queued for it comes out at once, for its Record.
-    """
-
-    delay: float = 0.0
-    per_host: int | None = None
-    max_crawl_delay: float = 30.0
-    delay_factor: float = 0.0
-    max_failures: int = 5
-    budget: int | None = None  # --max-pages-per-host: URLs admitted per host
-    queue_by: QueueBy = "host"
-    robots: bool = False  # fetch robots.txt as each host's first request
-    backoff: float = 0.5  # first back-off step, seconds; doubles per failure
-    max_backoff: float = 60.0  # longest back-off or Retry-After we accept
-    # One request at a time to a host until it first answers (a crawl sets it: a dead host then
-    # costs a connection or three, not -c of them); off for a store used as a plain queue.
-    one_until_answered: bool = False
-
-
-@lru_cache(maxsize=65536)
-def domain_key(netloc: str) -> str:
-    """The registered domain of a host[:port] (an IP or a bare name stays itself)."""
-    if netloc.startswith("["):
-        return netloc[: netloc.index("]") + 1]
-    return registered_domain(netloc.rsplit(":", 1)[0] if ":" in netloc else netloc)
-
-
-def key_function(queue_by: QueueBy) -> Callable[[str], str]:
-    """URL -> its politeness key: host:port, or the registered domain."""
-    return netloc_of if queue_by == "host" else (lambda url: domain_key(netloc_of(url)))
 
 
 class Extra:
@@ -182,7 +136,7 @@ class Host(HostRow):
 
     @property
     def source(self) -> str:
-        return self.x.source if self.x is not None else ("delay" if self.delay else "")
+        return self.x.source if self.x is not None else rules.plain_source(self.delay)
 
     crawl_delay = property(lambda self: self._e.crawl_delay)
     live_delay = property(lambda self: self._e.live_delay)
@@ -228,6 +182,7 @@ class Hosts:
         self.notify: Callable[[float, int], None] = lambda at, lane: None  # a host entered a lane's heap
         self.changed: Callable[[Host], None] = lambda h: None  # a state worth keeping changed (SQLite)
         self.classify: Callable[[str], bool] = lambda url: False  # URL -> its host is a check host
+        self.jitter: Callable[[], float] = rules.random_jitter  # a back-off's factor (1 in the fake-clock tests)
 
     def sort_into_lanes(self, classify: Callable[[str], bool]) -> None:
         """Set the rule that puts a host in the check lane (True) or the pages lane, and
@@ -387,13 +342,11 @@ class Hosts:
             return None
         if h.flags & RETIRED:
             return 0.0
-        cap = self.policy.per_host
         x = h.x
-        if (x is not None and x.strikes) or not (h.flags & ANSWERED or not self.policy.one_until_answered):
-            cap = 1  # a host that never answered, or stopped, gets one request at a time until it does
+        cap = rules.cap_of(self.policy, x.strikes if x is not None else 0, bool(h.flags & ANSWERED))
         if cap is not None and h.in_flight >= cap:
             return None
-        return h.next_at if x is None or h.next_at > x.backoff_until else x.backoff_until
+        return h.next_at if x is None else rules.due_at(h.next_at, x.backoff_until)
 
     def _schedule(self, h: Host) -> None:
         """Put the host in the ready heap at its due time, unless it is there earlier
@@ -412,8 +365,9 @@ class Hosts:
     # -- a fetch's life -----------------------------------------------------------------
     def started(self, h: Host, now: float) -> None:
         """A request to the host goes out now: the gap counts from here."""
-        if h.delay and now + h.delay > h.next_at:  # (no delay: nothing to move)
-            h.next_at = now + h.delay
+        at = rules.gap_after(now, h.delay, h.next_at)
+        if at != h.next_at:  # (no delay: nothing to move)
+            h.next_at = at
             if h.heap_at >= 0:
                 self._schedule(h)
 
@@ -455,10 +409,10 @@ class Hosts:
         was in flight when it began says nothing about the host since."""
         self.answered(h)
         if self.policy.delay_factor > 0:
-            h.extra().adaptive = self.policy.delay_factor * latency
+            h.extra().adaptive = rules.adaptive_delay(self.policy, latency)
             self.recompute(h)
         x = h.x
-        if x is not None and (x.failures or x.strikes) and started >= x.block_at:
+        if x is not None and (x.failures or x.strikes) and rules.is_news(started, x.block_at):
             x.failures = x.strikes = 0
             x.why = ""
 
@@ -472,29 +426,19 @@ class Hosts:
         the host: a backlog of failures must not inflate the delay or retire it."""
         x = h.extra()
         x.last_error = why
-        if started < x.block_at:
+        if not rules.is_news(started, x.block_at):
             return False
         if strike:
             x.strikes += 1
         if block:
             x.failures += 1
-            p = self.policy
-            if retry_after is not None:
-                wait = min(retry_after, p.max_backoff)
-            else:
-                wait = min(p.max_backoff, p.backoff * 2 ** (x.failures - 1))
-            wait *= random.uniform(1.0, 1.0 + JITTER)
-            x.backoff_until = max(x.backoff_until, now + wait)
+            x.backoff_until = rules.backoff_until(self.policy, x.failures, now, x.backoff_until, retry_after,
+                                                  self.jitter())
             x.block_at = now
             x.why = why
             self._schedule(h)
         self.changed(h)
-        return x.strikes >= self.strike_limit(h)
-
-    def strike_limit(self, h: Host) -> int:
-        """Failures in a row that retire it: fewer for a host that never answered at all."""
-        most = self.policy.max_failures
-        return most if h.flags & ANSWERED else min(most, NEVER_ANSWERED_STRIKES)
+        return rules.retires(self.policy, x.strikes, bool(h.flags & ANSWERED))
 
     def retire(self, h: Host, why: str) -> int:
         """No more requests to it; its queued URLs come due at once for their Records."""
@@ -538,22 +482,13 @@ class Hosts:
         return h
 
     def recompute(self, h: Host) -> None:
-        """The delay is the largest of its sources; the source is kept to be shown."""
-        p = self.policy
+        """The delay is the largest of its sources (politeness.py delay_of); the source is
+        kept to be shown. A host without its own numbers has the crawl's delay."""
         x = h.x
-        delay = p.delay
+        delay = self.policy.delay
         if x is not None:
-            crawl = min(x.crawl_delay, p.max_crawl_delay)
-            source = "delay" if p.delay else ""
-            for value, name in ((crawl, "robots (capped)" if x.crawl_delay > p.max_crawl_delay else "robots"),
-                                (x.adaptive, "adaptive"), (x.live_delay or 0.0, "live")):
-                if value > delay:
-                    delay, source = value, name
-            if x.live_delay is not None and x.live_delay >= delay:
-                source = "live"
-            x.source = source
-        if h.next_at and delay != h.delay:
-            h.next_at += delay - h.delay  # a changed delay counts from the last start
+            delay, x.source = rules.delay_of(self.policy, x.crawl_delay, x.adaptive, x.live_delay)
+        h.next_at = rules.moved_by_delay(h.next_at, h.delay, delay)
         h.delay = delay
         self._schedule(h)
 

@@ -23,7 +23,8 @@ from ..errors import PatternError
 @cache
 def _re2() -> Any:
     """google-re2 (untyped), imported once a pattern is given: 1.5 MB of RSS a crawl
-    without patterns never needs (docs/benchmarks-history.md)."""
+    without patterns never needs (docs/benchmarks/memory.md, "Peak memory on large pages,
+    continued")."""
     import re2  # type: ignore[import-untyped]  # google-re2 has no type hints
 
     return re2

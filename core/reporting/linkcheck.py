@@ -29,7 +29,7 @@ SLOWEST = 10
 NOT_BROKEN_KINDS = frozenset({"cancelled", "ignored"})
 KEEP_PAGES = 10  # pages listed per broken URL; the rest are counted (`more_pages`)
 FRAGMENT = "#fragment"
-# Failures that say the host itself was not reached (no HTTP status): core/crawler.py's
+# Failures that say the host itself was not reached (no HTTP status): core/fetching/attempt.py's
 # HOST_KINDS, a timeout, and a host retired after such failures. A host whose every URL
 # failed so is a `DeadHost`; one that answered any URL keeps its per-URL findings.
 UNREACHED = frozenset(("dns", "connect", "tls", "timeout", "host-retired"))

@@ -57,7 +57,7 @@ MAX_REQUEST = 64 * 1024
 
 
 class Command(NamedTuple):
-    target: str  # attribute path on the Crawler: "pause", "stats.top_error_urls"
+    target: str  # attribute path on the engine: "pause", "stats.top_error_urls", "parts.steer.add_seed"
     args: tuple[tuple[str, type], ...] = ()
     steers: bool = True  # changes the crawl (a read-only query says False)
     optional: tuple[str, ...] = ()  # args that may be left out (or null): the method's default then
@@ -73,28 +73,30 @@ COMMANDS: dict[str, Command] = {
     "set_concurrency": Command("set_concurrency", (("n", int),)),
     "cancel_worker": Command("cancel_worker", (("worker_id", int),)),
     "top_error_urls": Command("stats.top_error_urls", (("n", int),), steers=False),
-    # Steering (core/steering/steer.py). add_ignore is a coroutine: the server awaits it. Results
-    # that are dataclasses (IgnoreResult, SeedResult, IgnoreView) travel as objects.
-    "ignore_add": Command("add_ignore", (("pattern", str),)),
-    "ignore_remove": Command("remove_ignore", (("pattern", str),)),
-    "ignores": Command("ignores", steers=False),
-    "ignore_set": Command("set_ignore_set", (("name", str), ("on", bool))),  # a coroutine, as add_ignore
-    "ignore_sets": Command("ignore_sets", steers=False),
-    "seed_add": Command("add_seed", (("url", str),)),
-    "host_pause": Command("pause_host", (("host", str),)),
-    "host_resume": Command("resume_host", (("host", str),)),
-    "host_delay": Command("set_host_delay", (("host", str), ("seconds", float))),
+    # Steering: the parts the engine declares (core/surface.py Parts; a Crawler's are its
+    # core/steering/steer.py). add_ignore is a coroutine: the server awaits it. Results that
+    # are dataclasses (IgnoreResult, SeedResult, IgnoreView) travel as objects.
+    "ignore_add": Command("parts.ignoring.add_ignore", (("pattern", str),)),
+    "ignore_remove": Command("parts.ignoring.remove_ignore", (("pattern", str),)),
+    "ignores": Command("parts.steer.ignores", steers=False),
+    "ignore_set": Command("parts.steer.set_ignore_set", (("name", str), ("on", bool))),  # a coroutine
+    "ignore_sets": Command("parts.steer.ignore_sets", steers=False),
+    "seed_add": Command("parts.steer.add_seed", (("url", str),)),
+    "host_pause": Command("parts.steer.pause_host", (("host", str),)),
+    "host_resume": Command("parts.steer.resume_host", (("host", str),)),
+    "host_delay": Command("parts.steer.set_host_delay", (("host", str), ("seconds", float))),
     # The queues view and `ctl hosts`: HostView rows, sorted and filtered by the engine.
-    "hosts": Command("host_table", (("sort", str), ("state", str), ("limit", int)), steers=False,
+    "hosts": Command("parts.host_table.host_table", (("sort", str), ("state", str), ("limit", int)), steers=False,
                      optional=("sort", "state", "limit")),
 }
 
 # errors: the failed URLs (core/outcomes.py); skipped and cancelled are counted apart, and
 # outcomes holds all five (fetched, redirected, failed, skipped, cancelled). requisites and
-# externals are counted beside pages (core/queueing/kinds.py).
+# externals are counted beside pages (core/queueing/kinds.py). browser: with --browser,
+# Chromium's memory (bytes), its --browser-memory and its restarts; else null.
 HEADLINE = ("state", "paused", "pages", "requisites", "externals", "records", "queued", "seen", "errors", "skipped",
             "cancelled", "outcomes", "fetched_classes", "rate_now", "rate_avg",
-            "concurrency", "busy", "elapsed", "sitemap_probes", "sitemap_found")
+            "concurrency", "busy", "elapsed", "sitemap_probes", "sitemap_found", "browser")
 
 
 # -- framing -------------------------------------------------------------------------

@@ -250,6 +250,8 @@ class ControlServer:
         target: Any = self.crawler
         for part in COMMANDS[op].target.split("."):
             target = getattr(target, part)
+            if target is None:  # a part this crawl declares it has not (core/surface.py Parts)
+                raise ProtocolError(f"{op}: not available in this crawl")
         result = target(**args)
         if op == "stop" and self.stopped_by is None:
             self.stopped_by = who

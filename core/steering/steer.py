@@ -1,7 +1,8 @@
 """Steering a running crawl: live ignores, seeds, per-host pause and delay, and the queue view.
 
-The `Crawler` holds a `Steering` and delegates its methods of the same names to it, so the TUI,
-`ctl` and tests call one surface (core/surface.py `Steer`), kept out of core/crawler.py.
+The `Crawler` holds a `Steering` (`crawler.steering`) and declares it as its steering part
+(core/surface.py `Parts.steer`), so the TUI, `ctl` and tests call one surface (`Steer`), kept out
+of core/crawler.py.
 """
 from __future__ import annotations
 

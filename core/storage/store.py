@@ -431,7 +431,7 @@ class SqliteStore(DueWaiters):
         self._state(item, QUEUED)
         self._skip_done[item.url] = self._skip_done.get(item.url, 0) + 1
         if after > 0:
-            self.hosts.defer(item, time.monotonic() + after)
+            self.hosts.defer(item, self.clock() + after)
             self._unfinished += 1
             if self._joined is not None:
                 self._joined.clear()

@@ -6,10 +6,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from support.wait import wait_for
 
 from crawltop.demo.site import EXPECTED
 
@@ -67,7 +67,7 @@ def test_a_bare_host_suggests_the_url(root: str, meant: str) -> None:
 
 
 def test_non_crawling_commands_import_no_engine() -> None:
-    """--version, ls, ctl and the parser import neither aiohttp nor the crawler (issue 27: they
+    """--version, ls, ctl and the parser import neither aiohttp nor the crawler (so they
     start at once; bench/startup.py measures it)."""
     code = ("import sys; from crawltop.cli.main import build_parser; build_parser(); "
             "import crawltop.cli.commands.ctl, crawltop.cli.commands.ls, crawltop.cli.commands.top; "
@@ -78,7 +78,7 @@ def test_non_crawling_commands_import_no_engine() -> None:
 
 
 def test_crawltop_alone_is_the_dashboard_and_needs_a_terminal() -> None:
-    """Issue 30: `crawltop` with no command opens the dashboard; from a script (no terminal)
+    """`crawltop` with no command opens the dashboard; from a script (no terminal)
     it says so in one line, exit 2, rather than draw a screen into a pipe."""
     proc = run()
     assert proc.returncode == 2
@@ -106,9 +106,7 @@ def test_ctrl_c_stops_cleanly_with_report_and_records(tmp_path: Path) -> None:
     out = tmp_path / "slow.jsonl"
     proc = subprocess.Popen([*CLI, "demo", "--headless", "-o", str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=ENV)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 2000):
-        time.sleep(0.1)
+    wait_for(lambda: out.exists() and out.stat().st_size >= 2000, interval=0.1, what="2,000 bytes of records")
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 0, stderr

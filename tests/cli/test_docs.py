@@ -108,4 +108,4 @@ def test_every_docs_page_is_in_the_site_nav_and_every_nav_entry_exists() -> None
 def test_the_slugs_are_github_s() -> None:
     assert slug("Link rot: pages first, checks apart") == "link-rot-pages-first-checks-apart"
     assert slug("Host queues: the hosts panel, `H`, the header") == "host-queues-the-hosts-panel-h-the-header"
-    assert slug("Archives (issue 28): `--warc` before and after") == "archives-issue-28---warc-before-and-after"
+    assert slug("Archives (WARC 1.1): `--warc` before and after") == "archives-warc-11---warc-before-and-after"

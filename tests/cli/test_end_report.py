@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from aiohttp import web
 from support.crawl import crawl
 from support.endreport import committed, count, demo_site, report_fields
 from support.sites import counting_site, page, redirect
+from support.wait import wait_for
 
 CMD = [sys.executable, "-m", "crawltop.cli"]
 OPTS = ["--headless", "--quiet", "-c", "8", "--max-tries", "2"]
@@ -68,10 +68,11 @@ def stopped_midway(demo: str, db: Path, sig: signal.Signals) -> str:
     """`crawl --state` sent `sig` once some records are committed; what it printed."""
     proc = subprocess.Popen([*CMD, "crawl", demo, "--state", str(db), *OPTS], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while committed(db) < 300:
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.01)
+    def three_hundred() -> bool:
+        assert proc.poll() is None, proc.communicate()
+        return committed(db) >= 300
+
+    wait_for(three_hundred, 60, interval=0.01)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == (0 if sig == signal.SIGINT else -signal.SIGKILL), err[-2000:]
@@ -140,7 +141,7 @@ def test_a_stop_in_memory_reports_the_queue_cancelled(rundir: Path) -> None:
     with counting_site(3000, 0.02) as site:  # 30 s at -c 2: stopped well before its end
         proc = subprocess.Popen([*CMD, "crawl", site.url, *OPTS, "-c", "2", "--no-sitemaps"],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
+        wait_for(lambda: sum(site.stats()["hits"].values()) >= 20, what="twenty pages served")  # crawling
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err[-2000:]

@@ -13,7 +13,7 @@ import time
 
 from aiohttp import web
 from support.ctl import cli
-from support.sites import page
+from support.sites import page, slow
 
 from crawltop.cli.exitcodes import EXIT_CODES
 
@@ -74,10 +74,7 @@ def test_help_shows_the_exit_codes() -> None:
 
 
 def _leaf(delay: float):
-    async def handler(request: web.Request) -> web.StreamResponse:
-        await asyncio.sleep(delay)
-        return web.Response(text="<p>leaf</p>", content_type="text/html")
-    return handler
+    return slow(delay)
 
 
 async def test_max_time_with_state_keeps_the_queue_to_resume(serve, tmp_path) -> None:

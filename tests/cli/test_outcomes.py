@@ -1,4 +1,4 @@
-"""Issue 27: one vocabulary of outcomes (core/outcomes.py), the same numbers on every surface.
+"""One vocabulary of outcomes (core/outcomes.py), the same numbers on every surface.
 
 A real site with a fixed mix (200s, 404s, a redirect, a robots-blocked URL, a refused host,
 a URL taken off the queue by an ignore) is crawled headless by the real CLI, watched by
@@ -170,7 +170,7 @@ async def test_tui_shows_the_same_numbers(serve) -> None:
         crawler.pause()
         gate.set()
         await until(pilot, lambda: crawler.frontier.size >= len(MIX), 30)
-        assert (await crawler.add_ignore("/skip$")).ok
+        assert (await crawler.steering.add_ignore("/skip$")).ok
         crawler.resume()
         await until(pilot, lambda: crawler.stats.records >= sum(LIVE.values()), 30)
         await pilot.pause(0.3)

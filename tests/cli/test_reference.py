@@ -37,3 +37,35 @@ def test_a_changed_help_line_makes_the_readme_stale() -> None:
     table = reference.options_table(reference.commands()["crawl"])
     assert reference.with_table(readme, table) == readme
     assert reference.with_table(readme, table.replace("--max-tries", "--most-tries")) != readme
+
+
+def test_the_key_reference_has_every_key_of_both_tables_and_when_it_runs() -> None:
+    """docs/reference/keys.md comes from tui/actions.py: every row's key and words, and for the
+    monitor and the dashboard alike the words of the predicate that decides when it runs (they
+    sit beside its code)."""
+    from crawltop.tui.actions import ACTIONS, top_actions
+
+    text = (reference.ROOT / "docs" / "reference" / "keys.md").read_text()
+    monitor, dashboard = text.split("## The dashboard")
+    for row in ACTIONS:
+        line = next(ln for ln in monitor.splitlines() if ln.startswith(f"| `{row.shown_key}`")
+                    and row.description[1:] in ln)
+        assert row.enabled.words in line or row.enabled.words == "always", row.id
+    for row in top_actions():
+        line = next(ln for ln in dashboard.splitlines() if ln.startswith(f"| `{row.shown_key}`")
+                    and row.description[1:] in ln)
+        assert row.enabled.words in line or row.enabled.words == "always", row.id
+    assert "| while the selected crawl runs; not while typing the filter |" in dashboard  # the dashboard's own words
+
+
+def test_a_changed_key_or_predicate_makes_the_key_reference_stale() -> None:
+    from dataclasses import replace
+
+    from crawltop.tui.actions import ACTIONS, Enabled
+
+    page = (reference.ROOT / "docs" / "reference" / "keys.md").read_text()
+    assert reference.keys_page() == page
+    moved = (replace(ACTIONS[0], key="z"), *ACTIONS[1:])
+    assert reference.keys_page(moved) != page
+    reworded = (replace(ACTIONS[0], enabled=Enabled("never", lambda now: False)), *ACTIONS[1:])
+    assert "| never |" in reference.keys_page(reworded)

@@ -1,4 +1,4 @@
-"""`crawltop report` (issue 12) on the demo site's records, in every format, and on bad input.
+"""`crawltop report` (the link report from the records) on the demo site's records, in every format, and on bad input.
 
 The demo crawl runs once, through the real CLI (sitemaps on by default); what must be
 broken, and which pages may refer to each broken URL, comes from the demo's model."""
@@ -75,7 +75,7 @@ def test_text_report_matches_the_model_and_exits_1(demo) -> None:
     proc = run("report", str(path))
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
-    # a pipe: URLs whole, never cut (issue 27); a terminal gets WIDTH columns, URLs cut in the middle
+    # a pipe: URLs whole, never cut (a script reads them); a terminal gets WIDTH columns, URLs cut in the middle
     assert "…" not in proc.stdout
     on_terminal = text(analyse(load(str(path))), WIDTH).splitlines()
     assert all(len(line) <= WIDTH for line in on_terminal)

@@ -4,7 +4,6 @@ with its referring pages. The records come from real crawls of local sites (the 
 start with "-": they fail in the resolver of this machine, no query leaves it)."""
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
@@ -16,7 +15,7 @@ from xml.etree import ElementTree
 
 from aiohttp import web
 from support.crawl import crawl
-from support.sites import Handler, page
+from support.sites import Handler, held, page
 from support.wholesite import refused_url
 
 from crawltop.core.reporting.linkcheck import KEEP_PAGES, analyse, load
@@ -118,10 +117,8 @@ async def test_fragment_links_into_a_missing_page_are_its_finding(serve, tmp_pat
 # -- hosts that never answered --------------------------------------------------------------
 
 async def test_each_host_that_never_answered_is_listed_once(serve, tmp_path) -> None:
-    async def slow(request: web.Request) -> web.StreamResponse:
-        await asyncio.sleep(3)
-        return web.Response(text="late")
-    ext = await serve({"/ok": page(), "/slow": slow}, "127.0.0.2")  # answers, but /missing and /slow fail
+    # /slow never answers: the crawl's timeout (1 s) ends it
+    ext = await serve({"/ok": page(), "/slow": held()}, "127.0.0.2")  # answers, but /missing and /slow fail
     refused = refused_url("127.0.0.3")
     n = 12  # referring pages: more than KEEP_PAGES
     dns_a = [f"http://-gone-a.invalid/x{k}" for k in range(4)]

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 from support.endreport import committed
+from support.wait import wait_for as poll
+from support.wait import wait_until
 from warcio.archiveiterator import ArchiveIterator
 
 from crawltop.core.config import CrawlConfig
@@ -72,14 +74,17 @@ def setting(db: Path, key: str) -> object:
 
 def wait_for(proc: subprocess.Popen[bytes], cond, timeout: float = 30) -> bool:
     """Poll until cond() or the process ends; True if cond() held while it ran."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    held: list[bool] = []
+
+    def settled() -> bool:
         if proc.poll() is not None:
-            return False
-        if cond():
             return True
-        time.sleep(0.01)
-    raise AssertionError("timed out")
+        if cond():
+            held.append(True)
+        return bool(held)
+
+    poll(settled, timeout, interval=0.01)
+    return bool(held)
 
 
 def exported(db: Path, tmp: Path) -> list[dict]:
@@ -147,7 +152,7 @@ def test_sigkill_at_random_points_then_resume_until_done(site_url, tmp_path):
 
 
 def test_sigkill_with_warc_every_fetched_url_is_in_the_archive(site_url, tmp_path):
-    """Issue 28: a URL is done only once its records are written to the file. Killed with
+    """Crash safety of archives: a URL is done only once its records are written to the file. Killed with
     SIGKILL three times, resumed to the end: every URL with a status has its response or
     revisit in the WARCs, and every file (a killed run's cut back to its last record) is
     whole for `warcio check`."""
@@ -223,7 +228,7 @@ def test_sigint_clean_stop_resume_warc_jsonl_and_export(site_url, tmp_path):
     assert Counter(lines) == urls
 
     # WARC: one response or revisit (and one request) per fetched URL, read back with warcio;
-    # the resume wrote the series' next file, never into the first run's (issue 28).
+    # the resume wrote the series' next file, never into the first run's (a closed WARC stays as it was).
     fetched = {r["url"] for r in records if r["status"] is not None}
     responses: Counter[str] = Counter()
     requests: Counter[str] = Counter()
@@ -293,11 +298,9 @@ async def test_paused_state_and_concurrency_survive_quit(tmp_path):
                                                                   requisites=True, external=True))
         crawler = Crawler(config, frontier=store, sinks=[store.sink])
         task = asyncio.ensure_future(crawler.crawl())
-        while crawler.stats.records < 100:
-            await asyncio.sleep(0.01)
+        await wait_until(lambda: crawler.stats.records >= 100)
         crawler.set_concurrency(3)
         crawler.pause()
-        await asyncio.sleep(0.05)
         crawler.stop()
         await asyncio.wait_for(task, 10)
         store.save_session(status="stopped", paused=crawler.paused, concurrency=crawler.concurrency)
@@ -310,7 +313,7 @@ async def test_paused_state_and_concurrency_survive_quit(tmp_path):
         crawler = Crawler(config, frontier=store, sinks=[store.sink])
         assert crawler.paused
         task = asyncio.ensure_future(crawler.crawl())
-        await asyncio.sleep(0.2)
+        await wait_until(lambda: [w.phase for w in crawler.stats.snapshot().workers] == ["paused"] * 3)
         assert crawler.stats.records == 0  # still paused: nothing fetched
         crawler.resume()
         await asyncio.wait_for(task, 30)
@@ -321,7 +324,7 @@ async def test_paused_state_and_concurrency_survive_quit(tmp_path):
 
 
 def test_dedup_from_an_earlier_crawls_state_file(site_url, tmp_path):
-    """Issue 28: `--dedup-from OLD.db` deduplicates against an earlier crawl: an unchanged
+    """`--dedup-from OLD.db` deduplicates against an earlier crawl: an unchanged
     page is a revisit pointing at the URL and date of its copy in that crawl."""
     old, warc = tmp_path / "old.db", tmp_path / "new.warc.gz"
     res = run("crawl", site_url, "--state", str(old), "--max-pages", "80", "--headless", "-c", "1")

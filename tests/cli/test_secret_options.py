@@ -1,4 +1,4 @@
-"""Secret options in any spelling (review of issue 30): an abbreviation (`--prox URL`)
+"""Secret options in any spelling (a review's finds): an abbreviation (`--prox URL`)
 or `--opt=value` never slips past the checks that keep --header and --proxy off the
 dashboard's screen and a detached crawl's command line; the CLI refuses abbreviations."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Secrets never leak (issue 21): real crawltop processes with --header, --proxy (a real
+"""Secrets never leak: real crawltop processes with --header, --proxy (a real
 forward proxy with a password) and --cookies against a real site that demands them;
 then the records, the WARC, the state file and Redis are searched for every secret.
 A resume and a join without the secrets are refused with what is missing; with them,
@@ -20,6 +20,8 @@ import redis
 from aiohttp import web
 from support.cluster import recorded_by
 from support.proxy import Proxy
+from support.sites import slow
+from support.wait import wait_until
 
 from crawltop.core.cluster.keys import Keys
 
@@ -43,12 +45,16 @@ def site_routes(delay: float, server_cookie: bool = True) -> dict:
             ok = ok and request.cookies.get("srv") == SERVER_COOKIE  # set by the root, in the jar
         if not ok:
             return web.Response(status=401, text="log in first")
-        await asyncio.sleep(delay)
+        return await late(request)
+
+    async def answer(request: web.Request) -> web.Response:
         links = "".join(f'<a href="/p/{i}">{i}</a>' for i in range(PAGES)) if request.path == "/" else ""
         resp = web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
         if request.path == "/":
             resp.set_cookie("srv", SERVER_COOKIE, path="/")
         return resp
+
+    late = slow(delay, answer)
     return {"/": handler, "/robots.txt": handler, **{f"/p/{i}": handler for i in range(PAGES)}}
 
 
@@ -78,10 +84,8 @@ def assert_no_secret(data: bytes, where: str) -> None:
 
 
 async def wait_lines(path: Path, n: int, timeout: float = 90) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not path.exists() or len(path.read_text().splitlines()) < n:
-        assert asyncio.get_running_loop().time() < deadline, f"{path}: fewer than {n} lines in {timeout} s"
-        await asyncio.sleep(0.05)
+    await wait_until(lambda: path.exists() and len(path.read_text().splitlines()) >= n, timeout,
+                     interval=0.05, what=f"{path}: {n} lines")
 
 
 async def test_state_warc_records_hold_no_secret_and_resume_needs_them(serve, tmp_path) -> None:
@@ -143,10 +147,11 @@ async def test_redis_holds_no_secret_and_join_brings_its_own(serve, tmp_path, re
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     r = redis.Redis.from_url(redis_url)
     try:
-        deadline = asyncio.get_running_loop().time() + 90
-        while int(r.hget(Keys("sec").count, "records") or 0) < 2:
-            assert asyncio.get_running_loop().time() < deadline and proc.returncode is None
-            await asyncio.sleep(0.1)
+        def two_records() -> bool:
+            assert proc.returncode is None
+            return int(r.hget(Keys("sec").count, "records") or 0) >= 2
+
+        await wait_until(two_records, 90, interval=0.1, what="the first process's two records")
         code, _, err = await cli("join", "sec", "--redis", redis_url, "--headless", env=env)
         assert code == 2 and "--header 'Authorization: ...'" in err and "Traceback" not in err, err
         code, _, err = await cli("join", "sec", "--redis", redis_url, "--headless", "-c", "2", *secret_args, env=env)
@@ -197,9 +202,7 @@ async def test_a_detached_crawl_keeps_its_secrets_off_the_process_list_and_logs(
         await wait_lines(out, 3)  # the child got the header: the guarded pages answer 200
     finally:
         await cli("ctl", "sec", "stop", env=env)
-        deadline = asyncio.get_running_loop().time() + 60
-        while Path(f"/proc/{pid}").exists() and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.1)
+        await wait_until(lambda: not Path(f"/proc/{pid}").exists(), 60, interval=0.1, what="the crawl's end")
     fetched = [r for r in map(json.loads, out.read_text().splitlines()) if r["error_kind"] != "cancelled"]
     assert len(fetched) >= 3 and {r["status"] for r in fetched} == {200}
     logs = list((tmp_path / "xdg").rglob("*.log"))
@@ -220,10 +223,11 @@ async def test_the_cookie_jar_of_a_state_crawl_survives_kill_9(serve, tmp_path) 
         "-o", str(out), "--cookies", cookie_file(tmp_path), *auth, env=env, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
     try:
-        deadline = asyncio.get_running_loop().time() + 60
-        while not (jar.exists() and SERVER_COOKIE in jar.read_text()):
-            assert asyncio.get_running_loop().time() < deadline and proc.returncode is None, "no jar saved"
-            await asyncio.sleep(0.1)
+        def saved() -> bool:
+            assert proc.returncode is None, "the crawl ended before its jar was saved"
+            return jar.exists() and SERVER_COOKIE in jar.read_text()
+
+        await wait_until(saved, 60, interval=0.1, what="the jar saved with the server's cookie")
     finally:
         proc.kill()
         await proc.wait()

@@ -32,10 +32,10 @@ async def main():
     task = asyncio.create_task(crawler.crawl())
     while crawler.frontier.size < 100:
         await asyncio.sleep(0.02)
-    result = await crawler.add_ignore(pattern)
+    result = await crawler.steering.add_ignore(pattern)
     await store.aflush()
     print("ignored", result.dropped, flush=True)
-    await asyncio.sleep(3600)
+    await asyncio.Event().wait()  # until killed
 asyncio.run(main())
 """
 

@@ -1,4 +1,4 @@
-"""Issue 27: a task talking to Redis ends when it is cancelled, whenever the cancel lands.
+"""A task talking to Redis ends when it is cancelled, whenever the cancel lands.
 
 The `--processes` Ctrl-C hang: an engine cancelled its heartbeat once while the beat's
 EVALSHA was being written; redis-py (with a socket timeout) writes through
@@ -96,7 +96,7 @@ async def test_cancel_and_wait_ends_a_task_that_loses_a_cancel():
         nonlocal swallowed
         while True:
             try:
-                await asyncio.sleep(10)
+                await asyncio.Event().wait()  # forever, unless cancelled
             except asyncio.CancelledError:
                 if swallowed:
                     raise

@@ -6,15 +6,15 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 import redis
-from support.cluster import CLI, recorded_by, records_of, run, start, wait_for
+from support.cluster import CLI, recorded_by, records_of, run, start
 from support.ctl import serve_site
 from support.sites import counting_site
+from support.wait import wait_for
 
 from crawltop.core.cluster.keys import Keys
 
@@ -44,13 +44,18 @@ def test_three_processes_one_killed_nothing_lost_nothing_twice(redis_url, rundir
         others = [start("join", "k", *common, env=env) for _ in range(2)]
         wait_for(lambda: r.hlen(k.procs) == 3 and records_of(r, "k") >= pages // 4, what="three processes at work")
         vid = next(p.decode() for p in r.hkeys(k.procs) if p.decode().split(":")[-2] == str(victim.pid))
-        for _ in range(100):  # frozen: what it holds can't change between our reading and the kill
+        held: set[str] = set()
+
+        def frozen_holding() -> bool:
+            """Frozen: what it holds can't change between our reading and the kill. Caught
+            between two pops (nothing held), it runs on and is tried again."""
             victim.send_signal(signal.SIGSTOP)
-            held = {json.loads(raw.split(b" ", 1)[1])[0] for raw in r.smembers(k.held(vid))}
-            if held:
-                break
-            victim.send_signal(signal.SIGCONT)  # between two pops: try again a moment later
-            time.sleep(0.02)
+            held.update(json.loads(raw.split(b" ", 1)[1])[0] for raw in r.smembers(k.held(vid)))
+            if not held:
+                victim.send_signal(signal.SIGCONT)
+            return bool(held)
+
+        wait_for(frozen_holding, what="the victim holding leases")
         at_kill = records_of(r, "k")
         victim.send_signal(signal.SIGKILL)  # no goodbye: its leases must run out and come back
         victim.wait()
@@ -94,6 +99,7 @@ def test_export_trim_bounds_redis(slow_site, redis_url, rundir, tmp_path):
     assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 40
 
 
+@pytest.mark.redis
 def test_processes_with_a_private_redis(slow_site, rundir, tmp_path):
     done = subprocess.run([*CLI, "crawl", slow_site, "--processes", "2", "--headless", "-c", "4", "--name", "pp",
                            "--no-sitemaps"],
@@ -143,9 +149,7 @@ def test_redis_refusing_mid_crawl_is_one_line_not_a_hang(slow_site, redis_url, r
     """A password set while the crawl runs: the process stops with one line, exit 2."""
     proc = start("crawl", slow_site, "--redis", redis_url, "--name", "pw", "--headless", "-c", "2", "--no-sitemaps")
     r = redis.Redis.from_url(redis_url)
-    deadline = time.monotonic() + 30
-    while int(r.hget(Keys("pw").count, "records") or 0) < 5 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: int(r.hget(Keys("pw").count, "records") or 0) >= 5, what="five records")
     r.config_set("requirepass", "sesame")
     r.client_kill_filter(_type="normal", skipme=True)
     out, err = proc.communicate(timeout=60)
@@ -154,26 +158,27 @@ def test_redis_refusing_mid_crawl_is_one_line_not_a_hang(slow_site, redis_url, r
     assert [line for line in err.splitlines() if line.startswith("crawltop: error: Redis refused")], err
 
 
+@pytest.mark.redis
 def test_a_killed_processes_parent_leaves_nothing_behind(slow_site, rundir):
     """SIGKILL to `crawl --processes 2`: its engines and its redis-server go too."""
     parent = start("crawl", slow_site, "--processes", "2", "--headless", "-c", "2", "--name", "orph")
-    deadline = time.monotonic() + 30
     children: list[int] = []
-    while len(children) < 3 and time.monotonic() < deadline:  # two engines and redis-server
+
+    def three_children() -> bool:  # two engines and redis-server
         out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(parent.pid)], capture_output=True, text=True)
-        children = [int(p) for p in out.stdout.split()]
-        time.sleep(0.1)
-    assert len(children) == 3
-    time.sleep(1.0)
+        children[:] = [int(p) for p in out.stdout.split()]
+        return len(children) == 3
+
+    wait_for(three_children, what=lambda: f"the parent's three children: {children}")
+    # killed at once: an engine forked a moment ago arms PDEATHSIG and then checks its parent
     parent.kill()
     parent.wait()
-    deadline = time.monotonic() + 20
-    alive = children
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in children if Path(f"/proc/{p}").exists() and
-                 "Z" not in Path(f"/proc/{p}/stat").read_text().split(")")[-1].split()[0]]
-        time.sleep(0.1)
-    assert alive == []
+
+    def alive() -> list[int]:
+        return [p for p in children if Path(f"/proc/{p}").exists() and
+                "Z" not in Path(f"/proc/{p}/stat").read_text().split(")")[-1].split()[0]]
+
+    wait_for(lambda: alive() == [], timeout=20, what=lambda: f"children still alive: {alive()}")
 
 
 def test_ctl_steers_the_whole_crawl_or_one_process(site, redis_url, rundir):
@@ -184,21 +189,17 @@ def test_ctl_steers_the_whole_crawl_or_one_process(site, redis_url, rundir):
 
     a = start("crawl", site, "--redis", redis_url, "--name", "c", "--headless", "-c", "2", "--no-sitemaps")
     r = redis.Redis.from_url(redis_url)
-    deadline = time.monotonic() + 30
-    while r.hlen(Keys("c").procs) < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: r.hlen(Keys("c").procs) >= 1, what="the first process")
     b = start("join", "c", "--redis", redis_url, "--headless", "-c", "2")
-    while r.hlen(Keys("c").procs) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: r.hlen(Keys("c").procs) >= 2, what="the second process")
     ctl("pause")
-    while {p["state"] for p in ctl("status")["processes"]} != {"PAUSED"} and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_for(lambda: {p["state"] for p in ctl("status")["processes"]} == {"PAUSED"}, what="both paused")
     status = ctl("status")
     assert [p["state"] for p in status["processes"]] == ["PAUSED", "PAUSED"]
     one = status["processes"][0]["proc"]
     ctl("resume", "--process", one)
-    while {p["proc"]: p["state"] for p in ctl("status")["processes"]}[one] != "RUNNING" and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_for(lambda: {p["proc"]: p["state"] for p in ctl("status")["processes"]}[one] == "RUNNING",
+             what="the resumed process running")
     states = {p["proc"]: p["state"] for p in ctl("status")["processes"]}
     assert states[one] == "RUNNING" and [s for p, s in states.items() if p != one] == ["PAUSED"]
     bad = run("ctl", "c", "--redis", redis_url, "pause", "--process", "nobody:1:0")

@@ -10,7 +10,8 @@ import pytest
 import redis.asyncio as aioredis
 from support.cluster import engines, slow_tree, tree
 from support.crawl import crawl
-from support.sites import page
+from support.sites import page, slow
+from support.wait import wait_until, wait_value
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.cluster import connect as cluster
@@ -145,15 +146,10 @@ async def test_an_ignore_holds_for_the_whole_crawl(serve, redis_url):
     members = await engines(redis_url, "ign", CrawlConfig(roots=(site.url,), concurrency=2), 2)
     r = cluster.client(redis_url)
     run = asyncio.gather(*(m.crawl() for m in members))
-    while int(await r.hget(Keys("ign").count, "records") or 0) < 10:
-        await asyncio.sleep(0.02)
+    await wait_value(lambda: r.hget(Keys("ign").count, "records"), lambda n: int(n or 0) >= 10, interval=0.02)
     result = await members[0].add_ignore(r"/p1[0-9][0-9]$")
     assert result.ok
-    for _ in range(100):
-        if r"/p1[0-9][0-9]$" in members[1].ignore_rules:
-            break
-        await asyncio.sleep(0.05)
-    assert r"/p1[0-9][0-9]$" in members[1].ignore_rules
+    await wait_until(lambda: r"/p1[0-9][0-9]$" in members[1].ignore_rules, what="the other engine's ignore")
     await run
     shared = await records(redis_url, "ign")
     urls = [x["url"] for x in shared]
@@ -175,10 +171,11 @@ async def test_per_host_cap_and_delay_hold_across_processes(serve, redis_url):
     starts: list[float] = []
 
     def timed(handler):
+        late = slow(0.02, handler)
+
         async def run(request):
             starts.append(time.monotonic())
-            await asyncio.sleep(0.02)
-            return await handler(request)
+            return await late(request)
         return run
 
     site = await serve({p: timed(h) for p, h in tree(40).items()})
@@ -187,10 +184,11 @@ async def test_per_host_cap_and_delay_hold_across_processes(serve, redis_url):
     await asyncio.gather(*(m.crawl() for m in members))
     assert all(m.stats.pages > 0 for m in members)  # both took part
     assert site.max_in_flight <= 2
-    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
-    # each start can be late by the loop's lag (a loaded machine): a tolerance on each gap,
-    # and the same on the whole span, where one delay per process would show as half of it
-    assert len(starts) == 44 and min(gaps) >= 0.05 - 0.025, sorted(gaps)[:5]
+    gaps = sorted(b - a for a, b in zip(starts, starts[1:], strict=False))
+    # A start is stamped when its handler runs, late by the loop's lag, and one late start
+    # makes the next gap short (a loaded machine has seen 5 ms): so the claim is on the median
+    # gap and the whole span, where one delay per process would show as half the delay
+    assert len(starts) == 44 and gaps[len(gaps) // 2] >= 0.05 - 0.01, gaps[:5]
     assert starts[-1] - starts[0] >= 43 * 0.05 - 0.025, starts[-1] - starts[0]
 
 
@@ -216,18 +214,17 @@ async def test_finish_waits_for_a_burst_of_late_links(serve, redis_url):
 
     from support.sites import html
 
-    def slow(seconds: float, *links: str):
-        async def handler(request):
-            await asyncio.sleep(seconds)
+    def late(seconds: float, *links: str):
+        async def links_page(request):
             return html(*links)
-        return handler
+        return slow(seconds, links_page)
 
     fast, burst = 20, 60
     routes = {"/": page(*(f"/f/{i}" for i in range(fast)), "/slow/a", "/slow/b")}
     routes.update({f"/f/{i}": page("/") for i in range(fast)})
-    routes["/slow/a"] = slow(2.5, *(f"/a/{i}" for i in range(burst)))
-    routes["/slow/b"] = slow(4.5, *(f"/b/{i}" for i in range(burst)), "/slow/a")
-    routes.update({f"/{x}/{i}": slow(0.02, "/", f"/{x}/{(i + 1) % burst}") for x in "ab" for i in range(burst)})
+    routes["/slow/a"] = late(2.5, *(f"/a/{i}" for i in range(burst)))
+    routes["/slow/b"] = late(4.5, *(f"/b/{i}" for i in range(burst)), "/slow/a")
+    routes.update({f"/{x}/{i}": late(0.02, "/", f"/{x}/{(i + 1) % burst}") for x in "ab" for i in range(burst)})
     total = 1 + fast + 2 + 2 * burst
     site = await serve(routes)
     config = CrawlConfig(roots=(site.url,), concurrency=2, robots=False, sitemaps=False)

@@ -1,4 +1,4 @@
-"""Scheduling by host across processes (issue 22): real crawltop engines (`crawl --redis`
+"""Scheduling by host across processes (one politeness for the whole crawl): real crawltop engines (`crawl --redis`
 and `join`, each its own OS process) on one redis-server, against aiohttp servers on
 loopback addresses 127.0.0.2 ... in this test's loop, every request timestamped at the
 server. The per-host gap over both engines, a 429 seen by one that stops both,
@@ -18,6 +18,7 @@ import pytest
 import redis.asyncio as aioredis
 from aiohttp import web
 from support.sites import page
+from support.wait import wait_until, wait_value
 
 from crawltop.core.cluster.keys import MAGIC, Keys
 from crawltop.core.sockets.client import Client
@@ -25,9 +26,10 @@ from crawltop.core.sockets.protocol import SnapshotDecoder
 
 pytestmark = pytest.mark.timeout(120)
 
-# The servers share this test's loop, which does nothing else meanwhile: a request can be
-# stamped a few ms late and shorten the next gap by as much.
-SLACK = 0.02
+# The servers share this test's loop and the engines run in processes of their own: on a
+# loaded machine a request can be sent or stamped late by hundreds of ms and shorten the gap
+# after it by as much, so no test here asks for one gap measured at a server. The scripts'
+# arithmetic, exact to the ms: tests/cluster/test_cluster_policy.py.
 
 
 def tree(n: int) -> dict:
@@ -48,18 +50,36 @@ async def engine(*args: str, env: dict | None = None) -> asyncio.subprocess.Proc
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, **(env or {})})
 
 
-async def two_engines(url: str, name: str, roots: list[str], *opts: str, c: int = 5,
-                      env: dict | None = None) -> tuple[asyncio.subprocess.Process, asyncio.subprocess.Process]:
-    """`crawl --redis` (creates NAME) and, once it exists, `join`."""
+def held(routes: dict, until: asyncio.Event) -> dict:
+    """The routes, each answering only once `until` is set."""
+    def hold(handler):
+        async def run(request: web.Request) -> web.StreamResponse:
+            await until.wait()
+            return await handler(request)
+        return run
+    return {path: hold(handler) for path, handler in routes.items()}
+
+
+async def two_engines(url: str, name: str, roots: list[str], *opts: str, c: int = 5, env: dict | None = None,
+                      both: asyncio.Event | None = None) -> tuple[asyncio.subprocess.Process, ...]:
+    """`crawl --redis` (creates NAME) and, once it exists, `join`. `both` is set once both
+    engines are in the crawl: sites `held` until then give the second, slower to start on a
+    loaded machine, its share of the work."""
     common = ["--redis", url, "--headless", "-c", str(c)]
     first = await engine("crawl", *roots, "--name", name, "--no-sitemaps", *opts, *common, env=env)
     r = aioredis.Redis.from_url(url)
-    deadline = time.monotonic() + 20
-    while not await r.exists(Keys(name).meta):
-        assert time.monotonic() < deadline and first.returncode is None, "the crawl never reached Redis"
-        await asyncio.sleep(0.02)
+
+    async def created() -> bool:
+        assert first.returncode is None, "the first engine ended before the crawl reached Redis"
+        return bool(await r.exists(Keys(name).meta))
+
+    await wait_value(created, bool, interval=0.02)
+    second = await engine("join", name, *common, env=env)
+    if both is not None:
+        await wait_value(lambda: r.hlen(Keys(name).procs), lambda n: n >= 2, timeout=30, interval=0.02)
+        both.set()
     await r.aclose()
-    return first, await engine("join", name, *common, env=env)
+    return first, second
 
 
 async def finish(*procs: asyncio.subprocess.Process, timeout: float = 90) -> None:
@@ -75,17 +95,18 @@ async def recorded(url: str, name: str) -> list[tuple[str, dict]]:
     return [(f[b"proc"].decode(), json.loads(f[b"data"])) for _id, f in entries]
 
 
-# A timing test with the servers in this test's own process: when the machine is loaded, the
-# process can be kept off the CPU long enough to stamp a request late (seen once in CI: a gap
-# of 0.20 s between two stamps 0.30 s apart at the crawler). A real violation fails the rerun too.
-@pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
 async def test_two_engines_twenty_hosts_each_host_gapped_across_both(serve, redis_url):
-    """20 hosts, 6 pages each, --delay 0.3, two engines of 5 workers: at every server no
-    two requests closer than the delay, whichever engine sent them; both engines fetch;
-    every page once; the hosts run in parallel (one at a time would take 20 x 5 x 0.3 s)."""
-    sites = [await serve(tree(6), f"127.0.0.{i}") for i in range(2, 22)]
+    """20 hosts, 6 pages each, --delay 0.3, two engines of 5 workers: both engines fetch,
+    every page once, each host at one delay for both engines and the hosts in parallel.
+    Real time, with bounds load cannot break: each host's requests span 1 s at least
+    (5 gaps of 0.3 s: 1.5 s; a first request stamped 0.5 s late would be needed to fail it,
+    while engines keeping a delay each would show about half of it), and the whole crawl
+    under 20 s (one host at a time: 30 s; side by side: about 1.5 s and start-up)."""
+    both = asyncio.Event()
+    sites = [await serve(held(tree(6), both), f"127.0.0.{i}") for i in range(2, 22)]
     started = time.monotonic()
-    a, b = await two_engines(redis_url, "g20", [s.url + "/" for s in sites], "--delay", "0.3", "--no-robots")
+    a, b = await two_engines(redis_url, "g20", [s.url + "/" for s in sites], "--delay", "0.3", "--no-robots",
+                             both=both)
     await finish(a, b)
     took = time.monotonic() - started
     recs = await recorded(redis_url, "g20")
@@ -95,13 +116,15 @@ async def test_two_engines_twenty_hosts_each_host_gapped_across_both(serve, redi
     assert len(by) == 2, by  # both engines took part
     for s in sites:
         assert sorted(s.hits.values()) == [1] * 6, s.hits
-        assert min(gaps(s.times)) >= 0.3 - SLACK, (s.url, sorted(gaps(s.times))[:3])
-    assert took < 20, took  # 5 gaps of 0.3 s per host, hosts side by side, plus start-up
+        assert sum(gaps(s.times)) >= 1.0, (s.url, gaps(s.times))
+    assert took < 20, took
 
 
 async def test_a_429_seen_by_one_engine_stops_the_host_for_both(serve, redis_url):
-    """Host 127.0.0.2 answers its 4th request 429 with Retry-After: 3. Whichever engine
-    saw it, neither sends that host anything for 3 s, while both go on with the others."""
+    """Host 127.0.0.2 answers its 3rd request 429 with Retry-After: 1. Whichever engine
+    saw it, neither sends that host anything for 1 s, while both go on with the others.
+    Real time, a lower bound only: load can make a request later, never earlier. The
+    back-off's arithmetic: test_cluster_policy.py."""
     first: list[float] = []
     count = [0]
 
@@ -109,21 +132,22 @@ async def test_a_429_seen_by_one_engine_stops_the_host_for_both(serve, redis_url
         count[0] += 1
         if count[0] == 3 and not first:
             first.append(time.monotonic())
-            return web.Response(status=429, headers={"Retry-After": "3"})
+            return web.Response(status=429, headers={"Retry-After": "1"})
         return web.Response(text="<p>ok</p>", content_type="text/html")
 
     routes = {"/": page(*[f"/p{i}" for i in range(20)])}
     routes.update({f"/p{i}": limited for i in range(20)})
-    busy = await serve(routes, "127.0.0.2")
-    others = [await serve(tree(30), f"127.0.0.{i}") for i in range(3, 7)]
+    both = asyncio.Event()
+    busy = await serve(held(routes, both), "127.0.0.2")
+    others = [await serve(held(tree(30), both), f"127.0.0.{i}") for i in range(3, 7)]
     a, b = await two_engines(redis_url, "r429", [busy.url + "/", *(s.url + "/" for s in others)],
-                             "--delay", "0.1", "--no-robots", c=4)
+                             "--delay", "0.1", "--no-robots", c=4, both=both)
     await finish(a, b)
     assert first, "the 429 was never sent"
     t429 = first[0]
-    during = [t for t, _ in busy.times if t429 < t < t429 + 3.0]
+    during = [t for t, _ in busy.times if t429 < t < t429 + 1.0]
     assert during == [], f"{len(during)} requests reached the host within its Retry-After"
-    assert any(t429 < t < t429 + 3.0 for s in others for t, _ in s.times)  # the others went on
+    assert any(t429 < t < t429 + 1.0 for s in others for t, _ in s.times)  # the others went on
     recs = await recorded(redis_url, "r429")
     assert len({p for p, _r in recs}) == 2
     assert len(recs) == 21 + 4 * 30 and all(r["status"] == 200 for _p, r in recs)
@@ -159,32 +183,37 @@ async def test_retirement_records_each_queued_url_once(serve, redis_url):
 
 
 async def test_a_killed_engines_leases_return_to_their_hosts_queues(serve, redis_url):
-    """Engine A (slow pages on 4 hosts, --per-host 1) is SIGKILLed while it holds URLs.
-    Its leases run out; their URLs go back first in their hosts' queues with the hosts'
-    in-flight counts back down (else --per-host 1 would block those hosts for good), and
-    engine B finishes the crawl: every URL recorded exactly once."""
-    async def slow(request: web.Request) -> web.StreamResponse:
-        await asyncio.sleep(0.3)
+    """Engine A (4 hosts, --per-host 1) is SIGKILLed while it holds a URL of each host: the
+    hosts' pages answer only once it is dead. Its leases run out; their URLs go back first
+    in their hosts' queues with the hosts' in-flight counts back down (else --per-host 1
+    would block those hosts for good), and engine B finishes the crawl: every URL recorded
+    exactly once."""
+    killed = asyncio.Event()
+
+    async def held(request: web.Request) -> web.StreamResponse:
+        if request.path != "/":  # the roots answer: A records them and takes a page of each host
+            await killed.wait()
         return await routes[request.path](request)
 
     routes = tree(12)
-    sites = [await serve({p: slow for p in routes}, f"127.0.0.{i}") for i in range(2, 6)]
+    sites = [await serve({p: held for p in routes}, f"127.0.0.{i}") for i in range(2, 6)]
     env = {"CRAWLTOP_LEASE": "4"}  # renewed every second: a loaded CI must not let it lapse before the kill
     name, k = "kill", Keys("kill")
     common = ["--redis", redis_url, "--headless", "-c", "4"]
     a = await engine("crawl", *(s.url + "/" for s in sites), "--name", name, "--no-sitemaps", "--no-robots",
                      "--per-host", "1", *common, env=env)
     r = aioredis.Redis.from_url(redis_url)
-    deadline = time.monotonic() + 30
-    held: set[bytes] = set()
-    while len(held) < 4 or not await r.hget(k.count, "records"):  # A holds one URL of each host
-        assert time.monotonic() < deadline, "engine A never held a URL of every host"
+
+    async def leases() -> tuple[set[bytes], int]:  # what A holds, and the records written
         procs = await r.hkeys(k.procs)
-        held = await r.smembers(k.held(procs[0].decode())) if procs else set()
-        await asyncio.sleep(0.01)
+        mine = await r.smembers(k.held(procs[0].decode())) if procs else set()
+        return mine, int(await r.hget(k.count, "records") or 0)
+
+    await wait_value(leases, lambda v: len(v[0]) == 4 and v[1] == 4, timeout=30, interval=0.01)
     a.send_signal(signal.SIGKILL)
     await a.wait()
-    held = await r.smembers(k.held(procs[0].decode()))  # as the dead left it
+    killed.set()
+    held, _ = await leases()  # as the dead left it
     hosts = {m.split(b" ", 1)[0].decode() for m in held}
     assert held and len(hosts) == len(held)  # --per-host 1: one URL of a host at most
     assert [int(await r.hget(k.h(h), "f")) for h in hosts] == [1] * len(hosts)  # at its cap, held by the dead
@@ -201,59 +230,66 @@ async def test_a_killed_engines_leases_return_to_their_hosts_queues(serve, redis
 
 async def test_hosts_view_and_host_pause_over_the_control_socket(serve, redis_url, rundir):
     """Engine A's control socket shows every host of the crawl (rows and counts read from
-    Redis, fetched by either engine); a host paused through A is paused for B too: no
-    request reaches it from either until it is resumed."""
+    Redis, fetched by either engine); a host paused through A is paused for B too: once
+    the pause is in Redis and none of its URLs is in flight, no request reaches it from
+    either engine while the others get 15 more, until it is resumed. No time bound: the
+    test waits for states, and the pause's arithmetic in Lua is test_cluster_policy.py's."""
     sites = [await serve(tree(40), f"127.0.0.{i}") for i in range(2, 8)]
     a, b = await two_engines(redis_url, "qv", [s.url + "/" for s in sites], "--delay", "0.2", "--no-robots", c=3)
     path = rundir / "qv"
-    deadline = time.monotonic() + 20
-    while not path.exists():
-        assert time.monotonic() < deadline, "no control socket"
-        await asyncio.sleep(0.05)
+    await wait_until(path.exists, timeout=20, what="the control socket")
     paused = sites[0].url.split("//")[1]
 
     def snapshot() -> object:
         with Client(path) as c:
             return SnapshotDecoder().decode(c.call("snapshot"))
 
-    deadline = time.monotonic() + 20
-    while True:
-        snap = await asyncio.to_thread(snapshot)
-        if sum(snap.host_counts.values()) == 6 and sum(h.done for h in snap.hosts) >= 12:
-            break
-        assert time.monotonic() < deadline, (snap.host_counts, snap.hosts)
-        await asyncio.sleep(0.2)
+    async def snap_now() -> object:
+        return await asyncio.to_thread(snapshot)
+
+    def shown(s) -> bool:  # every host, each with its row read from Redis (its delay's source)
+        return (sum(s.host_counts.values()) == 6 and sum(h.done for h in s.hosts) >= 12
+                and all(h.source for h in s.hosts))
+
+    snap = await wait_value(snap_now, shown, timeout=20, interval=0.2)
     assert {h.host for h in snap.hosts} == {s.url.split("//")[1] for s in sites}
-    assert all(h.delay == pytest.approx(0.2) and h.source == "delay" for h in snap.hosts)
-    # `ctl NAME hosts` (Crawler.host_table over the socket): the whole crawl's rows, pages
+    assert all(h.delay == pytest.approx(0.2) and h.source == "delay" for h in snap.hosts), \
+        [(h.host, h.delay, h.source) for h in snap.hosts]
+    # `ctl NAME hosts` (parts.host_table over the socket): the whole crawl's rows, pages
     # done by both engines counted (Redis's numbers, not this engine's own)
     ctl_hosts = await engine("ctl", "qv", "hosts", "--json")
     out, err = await ctl_hosts.communicate()
     assert ctl_hosts.returncode == 0, err
     rows = [json.loads(line) for line in out.decode().splitlines()]
     assert {row["host"] for row in rows} == {s.url.split("//")[1] for s in sites}
-    own = snap.pages
-    deadline = time.monotonic() + 10
-    while sum(row["done"] for row in rows) <= own:  # B's pages too, within a few beats
-        assert time.monotonic() < deadline, (own, rows)
-        await asyncio.sleep(0.5)
-        own = (await asyncio.to_thread(snapshot)).pages
-        ctl_hosts = await engine("ctl", "qv", "hosts", "--json")
-        out, _err = await ctl_hosts.communicate()
-        rows = [json.loads(line) for line in out.decode().splitlines()]
+    if sum(row["done"] for row in rows) <= snap.pages:  # B's pages too, within a few beats
+
+        async def counted() -> tuple[int, list[dict]]:
+            own = (await asyncio.to_thread(snapshot)).pages
+            ctl_hosts = await engine("ctl", "qv", "hosts", "--json")
+            out, _err = await ctl_hosts.communicate()
+            return own, [json.loads(line) for line in out.decode().splitlines()]
+
+        await wait_value(counted, lambda v: sum(row["done"] for row in v[1]) > v[0], timeout=10, interval=0.5)
 
     def ctl(*args: str) -> object:
         with Client(path) as c:
             return c.call(*args[:1], **dict(zip(args[1::2], args[2::2], strict=False)))
 
     await asyncio.to_thread(ctl, "host_pause", "host", paused)
-    await asyncio.sleep(0.5)  # a request that went out before the pause may still arrive
-    mark = time.monotonic()
-    await asyncio.sleep(1.5)
-    assert not [t for t, _ in sites[0].times if t > mark], "a paused host was fetched"
-    assert any(t > mark for s in sites[1:] for t, _ in s.times)
-    snap = await asyncio.to_thread(snapshot)
-    assert snap.host_counts.get("paused") == 1, snap.host_counts
+    r = aioredis.Redis.from_url(redis_url)
+    h = Keys("qv").h(paused)
+
+    async def settled() -> tuple[bytes | None, int]:  # paused in Redis, and nothing of it in flight
+        return await r.hget(h, "p"), int(await r.hget(h, "f") or 0)
+
+    await wait_value(settled, lambda v: v == (b"1", 0), timeout=20, interval=0.02)
+    await r.aclose()
+    before, others = len(sites[0].times), sum(len(s.times) for s in sites[1:])
+    await wait_until(lambda: sum(len(s.times) for s in sites[1:]) >= others + 15, timeout=20,
+                     what="15 more requests to the other hosts")
+    assert len(sites[0].times) == before, "a paused host was fetched"
+    await wait_value(snap_now, lambda s: s.host_counts.get("paused") == 1, timeout=10, interval=0.2)
     await asyncio.to_thread(ctl, "host_resume", "host", paused)
     await finish(a, b)
     recs = await recorded(redis_url, "qv")

@@ -18,8 +18,9 @@ from support.sites import page
 from crawltop.core import CrawlConfig
 from crawltop.core.cluster import connect as cluster
 from crawltop.core.cluster.keys import Keys
-from crawltop.core.queueing.hosts import CHECKS, PAGES, Politeness
+from crawltop.core.queueing.hosts import CHECKS, PAGES
 from crawltop.core.queueing.item import Item
+from crawltop.core.queueing.politeness import Politeness
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -65,18 +66,17 @@ async def crawl(url: str, name: str, config: CrawlConfig) -> list[tuple[int, dic
     return await records(url, name)
 
 
-# A timing test with the servers in this test's own loop: a loaded machine can hold the loop
-# up long enough to stretch the short crawl it is compared with. Without lanes the pages
-# take seconds longer, so a rerun fails too.
-@pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
 async def test_the_sites_pages_are_not_held_up_by_silent_external_hosts(serve, redis_url):
     """A chain of 100 pages, each linking to the next and to URLs on two of 40 outside hosts
-    that accept and never answer (--timeout 1); two engines of 4 page workers. Without
-    lanes each new silent host would hold a page worker for a second or more, and the
-    chain would wait for one at every step; with them the pages take about as long as with
-    no external checks at all (within 2x + 1 s), and are all recorded before the last check
-    is. Each silent host gets at most 3 connections (one at a time until it answers,
-    retired after a few failures), and each of its URLs one record."""
+    that accept and never answer (--timeout 1); two engines of 4 page workers and 8 check
+    workers. Without lanes the page workers would share the 80 checks, each holding a
+    worker a second or more: 40 hosts x 2 strikes x 1 s over 8 workers, 10 s at least
+    before the chain could end. With them the pages take about a second, and are all
+    recorded before the last check is. Real time, one bound: the pages' span under 8 s
+    (1.4 s measured on a 2-core machine busy with four other test runs: load would have
+    to stretch it 5 times; the lanes' logic itself, exactly: the next test). Each silent host gets at
+    most 3 connections (one at a time until it answers, retired after a few failures),
+    and each of its URLs one record."""
     silent = [await Silent().start("127.0.0.30") for _ in range(40)]
     n = 100
     routes = {"/": page("/p1")}
@@ -92,12 +92,11 @@ async def test_the_sites_pages_are_not_held_up_by_silent_external_hosts(serve, r
             assert len(times) == n
             return min(times), max(times)
 
-        first, last = span(await crawl(redis_url, "plain", dataclasses.replace(base, external=False)))
         started = time.monotonic()
         lanes = await crawl(redis_url, "lanes", dataclasses.replace(base, external=True))
         took = time.monotonic() - started
         page_first, page_last = span(lanes)
-        assert page_last - page_first <= 2 * (last - first) + 1000, (page_last - page_first, last - first)
+        assert page_last - page_first < 8000, page_last - page_first
         checks = [(ms, rec) for ms, rec in lanes if not rec["url"].startswith(site.url)]
         assert len(checks) == len({rec["url"] for _ms, rec in checks}) == 2 * (n - 1)
         assert max(ms for ms, _rec in checks) > page_last  # the checks went on after the pages

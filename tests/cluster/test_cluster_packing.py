@@ -1,5 +1,5 @@
 """The engines' Redis client packs its commands with hiredis (core/cluster/connect.py,
-issue 29): what reaches a real redis-server must be what redis-py's own packer sends."""
+less CPU a command): what reaches a real redis-server must be what redis-py's own packer sends."""
 from __future__ import annotations
 
 import asyncio

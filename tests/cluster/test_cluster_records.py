@@ -1,5 +1,5 @@
 """The record stream of a shared crawl read as it grows (core/cluster/records.py Tail): what
-the parent of `--processes` writes to -o FILE and reports on (issue 29)."""
+the parent of `--processes` writes to -o FILE and reports on as the crawl goes."""
 from __future__ import annotations
 
 import json

@@ -15,6 +15,7 @@ import redis.asyncio as aioredis
 from aiohttp import web
 from support.cluster import engines
 from support.sites import page
+from support.wait import wait_value
 
 from crawltop.core import CrawlConfig
 from crawltop.core.cluster.keys import Keys
@@ -126,30 +127,34 @@ async def test_connections_to_hosts_that_never_answered_across_two_processes(ser
 
 
 async def test_a_host_retired_outright_gives_every_url_a_record_in_both_engines(serve, redis_url):
-    """Two engines, a slow host with 30 URLs, --per-host 1. Once its first pages are in,
-    one engine retires it (as for a name that does not resolve): no request starts there
-    after that, from either engine, and each of its URLs has exactly one record, the
-    queued ones HostRetired, from whichever engine took them."""
+    """Two engines, a host with 30 URLs, --per-host 1, whose pages after the third answer
+    only once the test says so. With its first pages in, one engine retires it (as for a
+    name that does not resolve); once that is in Redis, no request starts there, from
+    either engine (the one in flight as it landed aside), and each of its URLs has exactly
+    one record, the queued ones HostRetired, from whichever engine took them."""
     hits: list[str] = []
+    go = asyncio.Event()
 
-    async def slow(request: web.Request) -> web.StreamResponse:
+    async def held(request: web.Request) -> web.StreamResponse:
         hits.append(request.path)
-        await asyncio.sleep(0.2)
-        return web.Response(text="<p>slow</p>", content_type="text/html")
+        if len(hits) > 3:
+            await go.wait()
+        return web.Response(text="<p>held</p>", content_type="text/html")
 
-    site = await serve({"/": page(*(f"/s{i}" for i in range(29))), **{f"/s{i}": slow for i in range(29)}})
+    site = await serve({"/": page(*(f"/s{i}" for i in range(29))), **{f"/s{i}": held for i in range(29)}})
     config = CrawlConfig(roots=(site.url + "/",), concurrency=3, per_host=1, robots=False)
     members = await engines(redis_url, "outright", config, 2)
     crawls = asyncio.gather(*(m.crawl() for m in members))
     r = aioredis.Redis.from_url(redis_url)
     k = Keys("outright")
+    netloc = site.url.split("//")[1]
     try:
-        while int(await r.hget(k.count, "records") or 0) < 3:
-            await asyncio.sleep(0.02)
+        await wait_value(lambda: r.hget(k.count, "records"), lambda n: int(n or 0) >= 3, interval=0.02)
         hosts = members[0].frontier.hosts
         assert hosts.retire(hosts.of(site.url + "/"), "dns") >= 0
-        await asyncio.sleep(0.1)  # the event reaches Redis within GAP_FLUSH (30 ms)
+        await wait_value(lambda: r.hget(k.h(netloc), "r"), lambda v: v == b"1", interval=0.01)
         started = len(hits)
+        go.set()
         await asyncio.wait_for(crawls, 60)
         assert len(hits) <= started + 1, hits  # at most one in flight as the retirement landed
         recs = await recorded(redis_url, "outright")
@@ -157,7 +162,7 @@ async def test_a_host_retired_outright_gives_every_url_a_record_in_both_engines(
         assert sorted(urls) == sorted([site.url + "/", *(f"{site.url}/s{i}" for i in range(29))])
         kinds = [rec["error_kind"] for rec in recs]
         assert kinds.count("host-retired") == 30 - len(hits) - 1, kinds  # each URL not fetched
-        state = await r.hgetall(k.h(site.url.split("//")[1]))
+        state = await r.hgetall(k.h(netloc))
         assert state[b"r"] == b"1" and state[b"le"] == b"dns"
         assert int(await r.hget(k.count, "retired")) == 1
     finally:

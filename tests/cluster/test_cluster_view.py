@@ -8,7 +8,8 @@ import asyncio
 import pytest
 from support.cluster import engines, slow_tree, tree
 from support.crawl import crawl
-from support.wait import until
+from support.sites import held
+from support.wait import until, wait_until, wait_value
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.cluster import connect as cluster
@@ -31,18 +32,20 @@ async def test_merge_adds_up_real_snapshots(serve):
     assert m.statuses[200] == sa.statuses[200] + sb.statuses[200]
     assert (m.queued, m.seen, m.in_flight) == (7, 9, 1)
     host = m.hosts[0]
-    # a host row with its queue state is the whole crawl's (read from Redis, issue 22): the
+    # a host row with its queue state is the whole crawl's (read from Redis, the hosts' one home): the
     # fresher one is shown, not a sum (here: the fuller crawl's)
     assert host.done == max(sum(h.done for h in sa.hosts), sum(h.done for h in sb.hosts))
     assert len(m.recent_merges) == len(sa.recent_merges) + len(sb.recent_merges)
     assert [e.seq for e in m.recent_merges] == list(range(len(m.recent_merges)))
 
 
-# Its crawl must outlast the monitor's first frames: on a loaded machine it once did not
-# (seen in CI). What it asserts holds on the rerun or fails there too.
-@pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
 async def test_monitor_shows_both_processes_and_steers_them(serve, redis_url):
-    routes = slow_tree(400, 0.2)  # ~20 s: both rows show before either engine is done on a loaded CI (10 s did not)
+    """The crawl must outlast the monitor's steps however slow the machine: /p1 (and the
+    half of the tree only it links to) is held until the steps are done, so both engines are
+    there, one of them waiting on it, for as long as the test needs."""
+    routes = tree(400)
+    release = asyncio.Event()
+    routes["/p1"] = held(release, routes["/p1"])
     site = await serve(routes)
     members = await engines(redis_url, "mon", CrawlConfig(roots=(site.url,), concurrency=2), 2)
     r = cluster.client(redis_url)
@@ -81,6 +84,8 @@ async def test_monitor_shows_both_processes_and_steers_them(serve, redis_url):
         assert not other.paused
         await pilot.press("R")
         await until(pilot, lambda: not one.paused, 10)
+        assert not running.done()  # held by /p1 all along
+        release.set()
         await asyncio.wait_for(asyncio.shield(running), 60)
         await until(pilot, lambda: app.crawler.stats.state == "DONE", 10)
         records = int(await r.hget(Keys("mon").count, "records"))
@@ -105,9 +110,13 @@ async def test_a_silent_process_is_shown_lost_with_its_leases_running_out(redis_
     view = ClusterView(r, "lost", list(config.roots), lease=1.0)
     await view.read()
     assert [row.lost for row in view.processes()] == [False]
-    await asyncio.sleep(1.3)
-    await view.read()
-    (row,) = view.processes()
+
+    async def rows():
+        await view.read()
+        return view.processes()
+
+    # silent for more than the view's lease (1 s, on Redis's clock): lost
+    (row,) = await wait_value(rows, lambda rows: rows[0].lost, 10, interval=0.05)
     assert row.lost and row.leases == 1 and row.info.pid == 4242
     assert 1.0 < row.lease_left < 3.0  # counting down toward the reap
     app = CrawlApp(view)
@@ -147,16 +156,10 @@ async def test_foreign_rows_in_redis_do_not_kill_the_monitor(redis_url):
     await r.hset(Keys("bad").procs, "x:1:0", "not json")
     view = ClusterView(r, "bad", list(config.roots))
     poll = asyncio.ensure_future(view._poll())
-    for _ in range(50):
-        if view.problem:
-            break
-        await asyncio.sleep(0.05)
+    await wait_until(lambda: view.problem, 5, interval=0.05, what="a notice")
     assert "unreadable data in Redis" in view.problem and view.stats.snap.notice == view.problem
     await r.hdel(Keys("bad").procs, "x:1:0")
-    for _ in range(100):
-        if not view.problem:
-            break
-        await asyncio.sleep(0.05)
+    await wait_until(lambda: not view.problem, 5, interval=0.05, what="the notice gone")
     assert view.problem == "" and not poll.done()
     poll.cancel()
     await r.aclose()
@@ -170,9 +173,7 @@ async def test_totals_outlive_the_processes(serve, redis_url):
     r = cluster.client(redis_url)
     view = ClusterView(r, "gone", [site.url])
     running = asyncio.gather(*(m.crawl() for m in members))
-    while not running.done():
-        await view.read()
-        await asyncio.sleep(0.1)
+    await wait_value(view.read, lambda _: running.done(), 60, interval=0.1)  # a monitor reading as it goes
     await running
     await view.read()
     snap = view.stats.snapshot()

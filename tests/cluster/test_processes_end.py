@@ -18,13 +18,14 @@ from pathlib import Path
 
 import pytest
 import redis
-from support.cluster import CLI, records_of, start, wait_for
+from support.cluster import CLI, records_of, start
 from support.endreport import count, demo_site, report_fields
 from support.sites import counting_site
+from support.wait import wait_for
 
 from crawltop.core.cluster.keys import Keys
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.redis]  # --processes: a private redis-server
 
 HOSTS = 60
 
@@ -43,10 +44,22 @@ def _alive(pid: int) -> bool:
 
 
 def _wait_gone(pids: list[int], timeout: float) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.1)
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: not any(_alive(p) for p in pids), timeout)
     return [p for p in pids if _alive(p)]
+
+
+def crawling(name: str, records: int) -> None:
+    """Waits until the `--processes` crawl NAME has `records` records, read from its private
+    redis-server (a Unix socket in the state directory): the engines are at work, however
+    long they took to start on a busy machine."""
+    sock = Path(os.environ["XDG_STATE_HOME"]) / "crawltop" / "redis" / name / "redis.sock"
+    wait_for(sock.exists, what=f"the private redis-server of {name!r}")
+    r = redis.Redis(unix_socket_path=str(sock))
+    try:
+        wait_for(lambda: records_of(r, name) >= records, what=lambda: f"{records} records of {name!r}")
+    finally:
+        r.close()
 
 
 # Counts a crawl of the same site gives however many processes fetch it. (Not merges:
@@ -96,7 +109,7 @@ def test_one_output_file_with_every_record_once(rundir, tmp_path):
 
 
 def test_the_file_and_the_report_are_read_while_the_engines_fetch(rundir, tmp_path):
-    """Issue 29: the parent reads the crawl's records as they come (cli/gather.py): FILE.tmp
+    """No wait at the end of `--processes`: the parent reads the crawl's records as they come (cli/gather.py): FILE.tmp
     grows while the engines fetch, and the report it prints at the end is the report of
     FILE's records, every one of them."""
     out, tmp = tmp_path / "all.jsonl", tmp_path / "all.jsonl.tmp"
@@ -105,10 +118,13 @@ def test_the_file_and_the_report_are_read_while_the_engines_fetch(rundir, tmp_pa
         proc = start("crawl", site.url, "--processes", "2", "--headless", "-c", "2", "--name", "gather",
                      "--no-sitemaps", "--no-robots", "-o", str(out))
         samples = []  # FILE.tmp's lines while the command runs (all of them, at its very end)
-        while proc.poll() is None:
+
+        def sampled_to_the_end() -> bool:
             with contextlib.suppress(FileNotFoundError):
                 samples.append(tmp.read_bytes().count(b"\n"))
-            time.sleep(0.05)
+            return proc.poll() is not None
+
+        wait_for(sampled_to_the_end, timeout=120, interval=0.05)
         stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr[-2000:]
     assert any(0 < n < pages for n in samples), samples  # lines written while the engines fetched
@@ -146,7 +162,7 @@ def test_a_stop_reports_the_queue_cancelled_with_a_private_redis(rundir):
     with counting_site(3000, 0.05) as site:
         proc = start("crawl", site.url, "--processes", "2", "--headless", "--quiet", "-c", "2", "--name", "cut",
                      "--no-sitemaps", "--no-robots")
-        time.sleep(4)
+        crawling("cut", 20)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr[-2000:]
@@ -194,7 +210,7 @@ def test_ctrl_c_ends_a_polite_many_host_crawl_within_seconds(many_hosts, rundir,
         proc = subprocess.Popen([*CLI, "crawl", *many_hosts, "--processes", "2", "--headless", "--delay", "1",
                                  "--scope", "any", "--name", f"polite{attempt}", "-o", str(out)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(6)
+        crawling(f"polite{attempt}", HOSTS)  # every host's turns spaced by --delay from here on
         engines = [p for p in _children(proc.pid)]
         proc.send_signal(signal.SIGINT)
         started = time.monotonic()
@@ -220,13 +236,10 @@ def test_an_engine_that_does_not_stop_is_ended_by_the_parent(many_hosts, rundir,
                              "--scope", "any", "--name", "hung", "-o", str(out)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "CRAWLTOP_STOP_GRACE": "2"})
-    deadline, engines, kids = time.monotonic() + 30, [], []
-    while len(engines) < 2 and time.monotonic() < deadline:  # both engines up, however busy the machine
-        time.sleep(0.5)
-        kids = _children(proc.pid)
-        engines = [p for p in kids if b"redis-server" not in Path(f"/proc/{p}/cmdline").read_bytes()]
+    crawling("hung", HOSTS)  # both engines up and at work, however busy the machine
+    kids = _children(proc.pid)
+    engines = [p for p in kids if b"redis-server" not in Path(f"/proc/{p}/cmdline").read_bytes()]
     assert len(engines) == 2, kids
-    time.sleep(2)  # crawling
     os.kill(engines[0], signal.SIGSTOP)  # hangs: no stop, no SIGTERM handled, until killed
     proc.send_signal(signal.SIGINT)
     started = time.monotonic()
@@ -247,7 +260,7 @@ def test_engines_die_with_a_sigkilled_parent(many_hosts, rundir):
                              "--scope", "any", "--name", "orphans"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    time.sleep(5)
+    crawling("orphans", 10)
     ours = _children(proc.pid)  # two engines and the private redis-server
     assert len(ours) == 3, ours
     os.kill(proc.pid, signal.SIGKILL)
@@ -265,7 +278,7 @@ def test_a_dead_private_redis_ends_the_crawl(many_hosts, rundir, tmp_path):
     proc = subprocess.Popen([*CLI, "crawl", *many_hosts, "--processes", "2", "--headless", "--delay", "1",
                              "--scope", "any", "--name", "noredis", "-o", str(out)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(5)
+    crawling("noredis", 10)
     kids = _children(proc.pid)
     servers = [p for p in kids if "redis-server" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
     assert len(servers) == 1, kids

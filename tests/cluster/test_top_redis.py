@@ -1,4 +1,4 @@
-"""Issue 30: `crawltop --redis URL` lists the crawls shared through that Redis beside the
+"""`crawltop --redis URL` lists the crawls shared through that Redis beside the
 local ones, and its keys steer the whole shared crawl. A real redis-server, a real engine
 process joined to it (detached), the dashboard under Pilot."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`crawltop ctl NAME hosts` and the queues view of an attached monitor (issue 19): a detached
+"""`crawltop ctl NAME hosts` and the queues view of an attached monitor: a detached
 crawl of three hosts (the slow counting site on 127.0.0.1 and two aiohttp servers on
 127.0.0.2 and 127.0.0.3), over its real Unix socket, from real child processes."""
 from __future__ import annotations

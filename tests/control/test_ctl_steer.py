@@ -58,7 +58,7 @@ async def test_ctl_ignore_seed_and_host(site: str, rundir: Path, tmp_path: Path)
 
 
 async def test_ctl_turns_an_ignore_set_on_and_off_live(rundir: Path, tmp_path: Path) -> None:
-    """Issue 28: `global` is on by default; `ctl NAME ignore set blogs on` drops the queued
+    """Curated ignore sets from `ctl`: `global` is on by default; `ctl NAME ignore set blogs on` drops the queued
     calendar pages (each its record naming the set) and stops later ones; `ignore list`
     says which set each pattern came from; `--no-ignore-set global` lets the loops in."""
     site = await start_ignore_site()

@@ -1,4 +1,4 @@
-"""The dashboard never falls over on what it reads (review of issue 30): hand-made or foreign
+"""The dashboard never falls over on what it reads (a review's finds): hand-made or foreign
 `.ended` files in the real run directory (a wrong type in each field, deep nesting, a
 symlink, an oversized file) are skipped, a good one beside them still shows, and the table
 is drawn under a real TopApp."""

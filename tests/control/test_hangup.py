@@ -1,4 +1,4 @@
-"""Issue 20: the crawl survives its terminal. Real processes in real terminals: tmux
+"""The crawl survives its terminal. Real processes in real terminals: tmux
 servers killed under a same-loop TUI (started directly and under make), a pty nobody
 reads, `ls` and `attach` afterwards, every record checked at the end."""
 from __future__ import annotations
@@ -20,6 +20,7 @@ import pytest
 from support.ctl import cli, status, wait_gone, wait_status
 from support.sites import counting_site
 from support.tmux import Tmux, needs_tmux
+from support.wait import wait_for, wait_until, wait_value
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -50,21 +51,18 @@ def log_of(name: str) -> Path:
 
 
 async def until(cond, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.2)
+    await wait_until(cond, timeout, interval=0.2, what=what)
 
 
 async def started(name: str, cond, timeout: float = 90) -> dict:
     """The crawl's status once its socket answers and `cond` holds (it may still be starting)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        rc, out, err = await cli("ctl", name, "status")
-        if rc == 0 and cond(s := json.loads(out)):
-            return s
-        assert time.monotonic() < deadline, f"crawl {name!r} did not start: {err}"
-        await asyncio.sleep(0.3)
+    async def answer() -> dict | None:
+        rc, out, _err = await cli("ctl", name, "status")
+        return json.loads(out) if rc == 0 else None
+
+    s = await wait_value(answer, lambda s: s is not None and cond(s), timeout, interval=0.3)
+    assert isinstance(s, dict)
+    return s
 
 
 def check_records(out: Path) -> list[dict]:
@@ -197,15 +195,16 @@ async def test_a_terminal_that_stops_reading_detaches_and_never_blocks_the_socke
         assert (await cli("ctl", "stall", "pause"))[0] == 0
         # Nobody reads the pty from here on: the TUI's writes block once its buffer is full.
         slowest = 0.0
-        deadline = time.monotonic() + 60
-        while True:
+
+        async def timed() -> dict:
+            nonlocal slowest
             t0 = time.monotonic()
             s = await status("stall")
             slowest = max(slowest, time.monotonic() - t0)
-            if s["mode"] == "detached":
-                break
-            assert time.monotonic() < deadline, "the stalled terminal was never taken for a hang-up"
-            await asyncio.sleep(0.3)
+            return s
+
+        # the stalled terminal is taken for a hang-up
+        await wait_value(timed, lambda s: s["mode"] == "detached", timeout=60, interval=0.3)
         assert "stopped reading for 3 s" in log_of("stall").read_text()
         assert (await cli("ctl", "stall", "stop"))[0] == 0
         assert await asyncio.to_thread(proc.wait, 60) == 0
@@ -222,6 +221,11 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def test_a_paused_detached_crawl_costs_under_1_percent_of_a_core(small_site: str, rundir: Path) -> None:
+    """A real-time check: what a paused engine costs is what it does while time passes, so
+    the test lets 6 s pass (after 1 s for the pause's last work to settle). The bound holds on a
+    loaded 2-core machine because it is on the process's own CPU time (user + system from
+    /proc), not on the wall clock: other processes' load delays the engine's wake-ups but
+    does not add to what they cost it."""
     rc, out, err = await cli("crawl", small_site, "--detach", "--name", "idle", "-c", "4", "--no-robots")
     assert rc == 0, err
     assert (await cli("ctl", "idle", "pause"))[0] == 0
@@ -260,15 +264,19 @@ async def test_join_refuses_a_crawl_level_flag_in_one_line(rundir: Path) -> None
 def test_web_children_are_watched_for_their_parents_death() -> None:
     """The kernel half of `crawltop web`'s promise: a child that asked for PR_SET_PDEATHSIG
     dies with its parent even when the parent is SIGKILLed (the browser test covers the rest)."""
-    code = ("import os, sys, time; from crawltop.cli.orphan import die_with_parent;"
-            "die_with_parent(); print(os.getpid(), flush=True); time.sleep(60)")
+    code = ("import os, signal; from crawltop.cli.orphan import die_with_parent;"
+            "die_with_parent(); print(os.getpid(), flush=True); signal.pause()")
     parent = subprocess.Popen([sys.executable, "-c",
-                               f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {code!r}]);"
-                               "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+                               f"import signal, subprocess, sys; subprocess.Popen([sys.executable, '-c', {code!r}]);"
+                               "signal.pause()"], stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())  # type: ignore[union-attr]
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{child}").exists() and Path(f"/proc/{child}/stat").read_text().split(") ")[1][0] not in "ZX":
-        assert time.monotonic() < deadline, "the child outlived its SIGKILLed parent"
-        time.sleep(0.05)
+
+    def gone() -> bool:
+        try:
+            return Path(f"/proc/{child}/stat").read_text().split(") ")[1][0] in "ZX"
+        except FileNotFoundError:
+            return True
+
+    wait_for(gone, timeout=10, what="the child outlived its SIGKILLed parent: its death")

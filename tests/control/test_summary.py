@@ -1,4 +1,4 @@
-"""Issue 30: the O(1) `summary` request, and the summary a crawl leaves in the run directory
+"""What the dashboard reads: the O(1) `summary` request, and the summary a crawl leaves in the run directory
 when it ends (how it ended, who stopped it), against real detached crawls over their sockets."""
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from support.ctl import cli, status, wait_gone, wait_status
 from support.sites import counting_site
+from support.wait import wait_until
 
 from crawltop.core.monitor.summary import Summary, from_wire
 from crawltop.core.outcomes import OUTCOMES
@@ -66,11 +67,7 @@ async def test_done_and_sigterm_leave_how_they_ended(rundir: Path) -> None:
     with counting_site(12, 0.0, fanout=3) as small, counting_site(100_000, 0.05) as big:
         rc, out, err = await cli("crawl", small.url, "--detach", "--name", "small", "--no-robots", "-c", "2")
         assert rc == 0, err
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 30
-        while "small" not in ended.read_all():  # it ends by itself in a moment
-            assert loop.time() < deadline
-            await asyncio.sleep(0.1)
+        await wait_until(lambda: "small" in ended.read_all(), interval=0.1)  # it ends by itself in a moment
         record = ended.read_all()["small"]
         assert record["how"] == "done" and record["by"] == ""
         assert record["summary"]["pages"] == 12 and record["summary"]["outcomes"]["fetched"] == 12

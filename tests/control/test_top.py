@@ -1,11 +1,10 @@
-"""Issue 30: `crawltop` alone, every crawl on one screen. Real detached crawls (the demo site
+"""`crawltop` alone, every crawl on one screen. Real detached crawls (the demo site
 and two small sites, each in its own process), the dashboard under Pilot: it lists all of
 them with their numbers, acts on the selected one only, opens its monitor and comes back,
 starts a fourth, shows a SIGKILLed one as lost (its socket removed) and an ended one with
 how it ended, from the summary it left in the run directory."""
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shlex
@@ -18,7 +17,7 @@ import pytest
 from support.ctl import cli, status, wait_gone, wait_status
 from support.sites import counting_site
 from support.tmux import Tmux, needs_tmux
-from support.wait import until
+from support.wait import until, wait_until, wait_value
 
 from crawltop.core.dashboard.board import Board
 from crawltop.core.sockets import ended
@@ -146,7 +145,6 @@ async def test_dashboard_lists_acts_opens_starts_and_sees_a_crawl_lost(site: str
         # A dashboard opened later still sees how the others ended (the summaries they left).
         rc, _, err = await cli("ctl", "demo", "stop")
         assert rc == 0, err
-        await asyncio.sleep(0.1)
         later = Board()
         await wait_status_gone("demo")
         await later.tick()
@@ -187,6 +185,21 @@ async def test_X_dismisses_every_ended_crawl_after_a_yes(site: str, rundir: Path
                 assert {board.rows[n].how for n in gone} == gone  # done, stopped, lost
                 await until(pilot, lambda: "X Dismiss all" in app.query_one(KeyBar).plain, 5)
 
+                # check_action looks up the rows' predicates (tui/actions.py TOP_ENABLED): x on an
+                # ended crawl, k on a live one; typing the filter, only sort, help, quit and the palette
+                await select(pilot, app, "done")
+                assert app.check_action("dismiss", ()) and not app.check_action("stop", ())
+                await select(pilot, app, "live")
+                assert app.check_action("stop", ()) and app.check_action("ignore", ())
+                assert not app.check_action("dismiss", ()) and not app.check_action("resume", ())
+                await pilot.press("slash")
+                await until(pilot, lambda: app.typing_filter, 5)
+                assert not any(app.check_action(a, ()) for a in ("stop", "pause", "dismiss_all", "new", "filter"))
+                assert all(app.check_action(a, ()) for a in ("sort", "help", "quit", "command_palette"))
+                await until(pilot, lambda: "X Dismiss all" not in app.query_one(KeyBar).plain, 5)
+                await pilot.press("escape")
+                await until(pilot, lambda: not app.typing_filter and "X Dismiss all" in app.query_one(KeyBar).plain, 5)
+
                 await pilot.press("X")
                 await until(pilot, lambda: isinstance(app.screen, ConfirmDismiss), 5)
                 assert set(app.screen.names) == gone
@@ -216,11 +229,8 @@ async def test_X_dismisses_every_ended_crawl_after_a_yes(site: str, rundir: Path
 
 
 async def wait_status_gone(name: str, timeout: float = 30) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while (Path(os.environ["CRAWLTOP_RUN_DIR"]) / name).exists():
-        assert loop.time() < deadline, f"{name} still listening"
-        await asyncio.sleep(0.1)
+    sock = Path(os.environ["CRAWLTOP_RUN_DIR"]) / name
+    await wait_until(lambda: not sock.exists(), timeout, interval=0.1, what=f"the end of {name}'s socket")
 
 
 def _screen_text(app: TopApp) -> str:
@@ -259,11 +269,12 @@ def tmux() -> Iterator[Tmux]:
 
 
 async def until_screen(tmux: Tmux, cond, what: str, timeout: float = 60) -> str:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        screen = tmux.screen()
-        if cond(screen):
-            return screen
-        assert loop.time() < deadline, f"never saw {what}:\n{screen}"
-        await asyncio.sleep(0.3)
+    async def screen() -> str:
+        return tmux.screen()
+
+    try:
+        shown = await wait_value(screen, cond, timeout, interval=0.3)
+    except AssertionError as exc:
+        raise AssertionError(f"never saw {what}: {exc}") from None
+    assert isinstance(shown, str)
+    return shown

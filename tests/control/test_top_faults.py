@@ -1,4 +1,4 @@
-"""The dashboard under faults (review of issue 30), with real detached crawls: a SIGSTOPped
+"""The dashboard under faults (a review's finds), with real detached crawls: a SIGSTOPped
 crawl does not freeze it (a key's command gives up within the bound, the row says "not
 answering", the other keys and crawls go on); two refreshes at once never open two links to
 one crawl; a dropped connection to a crawl that still listens is a reconnect, not "lost"."""
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.ctl import cli, status, wait_status
-from support.wait import until
+from support.wait import until, wait_until, wait_value
 
 from crawltop.core.dashboard.board import Board
 from crawltop.core.sockets.watch import REQUEST_TIMEOUT, Link
@@ -71,7 +71,7 @@ async def test_overlapping_refreshes_open_one_link_per_crawl(site: str, rundir: 
     board = Board()
     try:
         first = asyncio.create_task(board.tick())  # the refresh loop's tick, opening its links...
-        await asyncio.sleep(0)
+        await wait_until(board._ticking.locked, interval=0)  # from its first step: under way, not done
         board.look_now()  # ...when a key (n) asks for a look at once
         await board.tick()
         await first
@@ -89,18 +89,10 @@ async def test_a_dropped_connection_to_a_live_crawl_is_a_reconnect(site: str, ru
         link = board.links["alive"]
         sock = link._writer.transport.get_extra_info("socket")
         sock.shutdown(socket.SHUT_RDWR)  # this client's connection drops; the crawl lives on
-        for _ in range(100):
-            if link.lost:
-                break
-            await asyncio.sleep(0.05)
-        assert link.lost
+        await wait_until(lambda: link.lost, 5, interval=0.05, what="the link lost")
         await board.tick()
         assert board.rows["alive"].live and board.lost_now == [], board.rows["alive"]
-        for _ in range(40):
-            await board.tick()
-            if "alive" in board.links and board.links["alive"].connected:
-                break
-            await asyncio.sleep(0.1)
+        await wait_value(board.tick, lambda _: "alive" in board.links and board.links["alive"].connected, 10)
         assert board.links["alive"] is not link and board.links["alive"].connected
         assert (rundir / "alive").exists()
         assert (await status("alive"))["state"] == "RUNNING"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
 import signal
 import socket
@@ -15,14 +14,11 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from support.browser import chromium, open_page
+from support.browser import open_page
 from support.ctl import cli, status, wait_gone, wait_status
+from support.wait import wait_until, wait_value
 
-pytestmark = pytest.mark.timeout(180)
-
-if chromium() is None and not os.environ.get("CI"):
-    pytest.skip("chromium is not installed (apt-get install chromium; CI installs it and runs this)",
-                allow_module_level=True)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.chromium]
 
 
 def listeners(port: int) -> list[str]:
@@ -43,14 +39,24 @@ async def serving(web: subprocess.Popen[str], port: int) -> tuple[str, str]:
     first = web.stdout.readline()  # type: ignore[union-attr]
     m = re.search(r"http://127\.0\.0\.1:\d+/\?token=([\w-]+)", first)
     assert m, first
-    deadline = time.monotonic() + 30
-    while True:
+
+    def accepts() -> bool:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return m.group(0), m.group(1)
+            return True
         except OSError:
-            assert time.monotonic() < deadline and web.poll() is None, web.stdout.read()  # type: ignore[union-attr]
-            await asyncio.sleep(0.2)
+            assert web.poll() is None, web.stdout.read()  # type: ignore[union-attr]
+            return False
+
+    await wait_until(accepts, 30, interval=0.2, what="the web server's port")
+    return m.group(0), m.group(1)
+
+
+async def screen_until(page, cond, timeout: float = 60) -> str:
+    """The page's text once `cond` holds on it (read every 0.5 s: a screen is a render)."""
+    text = await wait_value(page.screen, cond, timeout, interval=0.5)
+    assert isinstance(text, str)
+    return text
 
 
 def free_port() -> int:
@@ -76,22 +82,13 @@ async def test_web_monitor_in_headless_chromium(site: str, rundir: Path) -> None
                     assert resp.status == 403, path
 
         async with open_page(url) as page:
-            text = ""
-            deadline = time.monotonic() + 60
-            while "RUNNING" not in text:
-                assert time.monotonic() < deadline, f"the page never showed the crawl:\n{text}"
-                await asyncio.sleep(0.5)
-                text = await page.screen()
+            text = await screen_until(page, lambda t: "RUNNING" in t)
             assert "pages" in text and "queued" in text
             # Pause from a script: the page shows PAUSED and the exact pages count.
             assert (await cli("ctl", "webcrawl", "pause"))[0] == 0
             s = await wait_status("webcrawl", lambda s: s["busy"] == 0 and s["state"] == "PAUSED", 20)
             want = f"pages {s['pages']:,}"
-            deadline = time.monotonic() + 30
-            while not ("PAUSED" in text and want in text):
-                assert time.monotonic() < deadline, f"wanted PAUSED and {want!r} on the page:\n{text}"
-                await asyncio.sleep(0.5)
-                text = await page.screen()
+            text = await screen_until(page, lambda t: "PAUSED" in t and want in t, 30)
             assert re.search(r"PAUSED.*pages [\d,]+", text)
     finally:
         web.terminate()
@@ -117,12 +114,7 @@ async def test_web_monitor_of_a_crawl_on_redis(site: str, rundir: Path, redis_ur
     try:
         url, _token = await serving(web, port)
         async with open_page(url) as page:
-            text = ""
-            deadline = time.monotonic() + 60
-            while not ("RUNNING" in text and "Processes 1 live" in text):
-                assert time.monotonic() < deadline, f"the page never showed the shared crawl:\n{text}"
-                await asyncio.sleep(0.5)
-                text = await page.screen()
+            await screen_until(page, lambda t: "RUNNING" in t and "Processes 1 live" in t)
     finally:
         web.terminate()
         web.wait(timeout=15)
@@ -153,23 +145,26 @@ def running(pid: int) -> bool:
 
 async def gone_within(pids: list[int], seconds: float) -> float:
     t0 = time.monotonic()
-    while any(running(p) for p in pids):
-        assert time.monotonic() - t0 < seconds, f"attach children {pids} outlived their purpose"
-        await asyncio.sleep(0.05)
-    return time.monotonic() - t0
+    await wait_until(lambda: not any(running(p) for p in pids), seconds, interval=0.05,
+                     what=f"the end of attach children {pids}")
+    took = time.monotonic() - t0
+    assert took < seconds, f"attach children {pids} outlived their purpose by {took:.1f} s"
+    return took
 
 
 async def shown(page, text: str = "pages") -> None:
-    deadline = time.monotonic() + 60
-    while text not in await page.screen():
-        assert time.monotonic() < deadline, "the page never showed the crawl"
-        await asyncio.sleep(0.5)
+    await screen_until(page, lambda t: text in t)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
 async def test_web_leaves_no_attach_child_behind(site: str, rundir: Path, sig: signal.Signals) -> None:
-    """A tab's attach ends when the tab closes, and every attach ends within 2 s of `web`,
-    whatever ended it (SIGKILL too). The crawl goes on without its monitors."""
+    """A tab's attach ends when the tab closes, and every attach ends within seconds of `web`,
+    whatever ended it (SIGKILL too). The crawl goes on without its monitors.
+
+    A real-time bound: an attach learns of its parent's end from the kernel (PDEATHSIG) or
+    its closed pipe and exits in a fraction of a second (the time is printed). 5 s holds on a
+    loaded 2-core machine: it is what the exit costs plus the scheduler's delays, not any
+    timer of ours, and the escalations a leak would show are longer (or never)."""
     rc, out, err = await cli("crawl", site, "--detach", "--name", "orphans", "-c", "2", "--no-robots")
     assert rc == 0, err
     port = free_port()
@@ -189,7 +184,7 @@ async def test_web_leaves_no_attach_child_behind(site: str, rundir: Path, sig: s
             assert len(kids) == 1
             web.send_signal(sig)
             await asyncio.to_thread(web.wait, 30)
-            took = await gone_within(kids, 2.0 + (3.0 if os.environ.get("CI") else 0.0))
+            took = await gone_within(kids, 5.0)
         output = web.stdout.read()  # type: ignore[union-attr]
         assert "Traceback" not in output, output
         print(f"attach gone {took:.2f} s after web's {sig.name}")
@@ -204,7 +199,7 @@ async def test_web_leaves_no_attach_child_behind(site: str, rundir: Path, sig: s
 
 
 async def test_web_all_serves_the_dashboard_without_n(site: str, rundir: Path) -> None:
-    """Issue 30: `web --all` serves `crawltop top --no-start`: every crawl, and no `n` unless
+    """The dashboard in a browser: `web --all` serves `crawltop top --no-start`: every crawl, and no `n` unless
     --allow-start (which goes with --all only)."""
     for name in ("webone", "webtwo"):
         rc, out, err = await cli("crawl", site, "--detach", "--name", name, "-c", "2", "--no-robots")
@@ -219,13 +214,9 @@ async def test_web_all_serves_the_dashboard_without_n(site: str, rundir: Path) -
     try:
         url, _ = await serving(web, port)
         async with open_page(url) as page:
-            text = ""
-            deadline = time.monotonic() + 60
             # the whole screen, its key bar included (a frame can come before the footer is drawn)
-            while not ("webone" in text and "webtwo" in text and "sorted by name" in text and "Open" in text):
-                assert time.monotonic() < deadline, f"the page never showed the dashboard:\n{text}"
-                await asyncio.sleep(0.5)
-                text = await page.screen()
+            text = await screen_until(page, lambda t: all(w in t for w in ("webone", "webtwo", "sorted by name",
+                                                                             "Open")))
             assert "Stop" in text and "New" not in text  # n is off in a browser
     finally:
         web.terminate()

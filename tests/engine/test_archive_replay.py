@@ -1,4 +1,4 @@
-"""Issue 28 end to end: a real crawl's archive as replay tools take it. One image under many
+"""Archives end to end: a real crawl's archive as replay tools take it. One image under many
 URLs and one page served twice give one response each and revisits; pywb, given only our
 CDXJ, replays every URL, a revisited one with the original's body; `wacz validate` passes
 on the package `crawltop export --wacz` writes, and its pages.jsonl has the titles."""
@@ -20,7 +20,7 @@ from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.output.cdxj import read as read_cdxj
 from crawltop.core.output.warc import WarcSink
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.pywb]
 
 LOGO = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
 IMAGES = 12

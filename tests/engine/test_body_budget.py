@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from support.crawl import ListSink
+from support.wait import wait_until
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.fetching.budget import LARGE, BodyBudget
@@ -28,7 +29,7 @@ async def test_bodies_wait_in_arrival_order_until_they_fit() -> None:
 
     big = asyncio.create_task(take("big", 2 * MB))
     small = asyncio.create_task(take("small", MB // 2))  # would fit, but must not overtake
-    await asyncio.sleep(0.01)
+    await wait_until(lambda: len(budget._waiting) == 2)  # both in line
     assert order == [] and budget.used == 3 * MB
     budget.give(3 * MB)
     assert await big == 2 * MB and await small == MB // 2
@@ -39,7 +40,7 @@ async def test_a_body_over_the_whole_budget_goes_alone() -> None:
     budget = BodyBudget(limit=2 * MB)
     assert await budget.take(10 * MB) == 2 * MB  # nothing held: it goes, counted as the whole budget
     second = asyncio.create_task(budget.take(MB))
-    await asyncio.sleep(0.01)
+    await wait_until(lambda: len(budget._waiting) == 1)
     assert not second.done()
     budget.give(2 * MB)
     assert await second == MB and budget.used == MB
@@ -50,10 +51,10 @@ async def test_a_cancelled_waiter_takes_nothing_and_lets_the_next_one_in() -> No
     held = await budget.take(2 * MB)
     first = asyncio.create_task(budget.take(2 * MB))
     second = asyncio.create_task(budget.take(MB))
-    await asyncio.sleep(0.01)
+    await wait_until(lambda: len(budget._waiting) == 2)
     first.cancel()
-    await asyncio.sleep(0.01)
-    assert first.cancelled() and not second.done()
+    await wait_until(first.done)
+    assert first.cancelled() and not second.done() and len(budget._waiting) == 1
     budget.give(held)
     assert await second == MB and budget.used == MB
 

@@ -83,8 +83,8 @@ def test_wheel_holds_only_the_crawltop_package(tmp_path: Path) -> None:
     assert all(t == "crawltop" or (t.startswith("crawltop-") and t.endswith(".dist-info")) for t in tops)
     for needed in ("crawltop/core/crawler.py", "crawltop/tui/app.py", "crawltop/tui/app.tcss",
                    "crawltop/cli/main.py", "crawltop/demo/site.py", "crawltop/__init__.py",
-                   "crawltop/core/steering/sets/global.txt",  # the ignore sets: package data (issue 28)
-                   "crawltop/tui/top/top.tcss"):  # the dashboard's stylesheet (issue 30)
+                   "crawltop/core/steering/sets/global.txt",  # the curated ignore sets: package data
+                   "crawltop/tui/top/top.tcss"):  # the dashboard's stylesheet
         assert needed in names
     # every module of the tree ships (a subpackage missing from pyproject's list would not)
     tree = {f"crawltop/{p.relative_to(ROOT / folder).as_posix()}" if folder == "crawltop"
@@ -100,7 +100,7 @@ def test_what_a_plain_crawl_never_uses_is_imported_when_first_used() -> None:
     makes; google-re2 and the XML parsers another 2.5 MB. The engine and the headless
     command import none of them (a CDXJ index's `surt` still brings tldextract): a crawl
     scoped by host, without patterns or sitemaps, never loads them, and each still works
-    once asked for (BENCHMARKS.md, issue 29)."""
+    once asked for (BENCHMARKS.md: start-up and memory of a plain crawl)."""
     sitemap = (b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
                b"<url><loc>http://a.example/x</loc></url></urlset>")
     code = f"""

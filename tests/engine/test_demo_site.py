@@ -217,7 +217,9 @@ async def test_latency_mode_delays(session: aiohttp.ClientSession) -> None:
     assert all(LATENCY_MS[0] / 1000 <= latency("/" + p) <= LATENCY_MS[1] / 1000 for p in paths)
     async with DemoSite(fast=True) as s:
         took = await asyncio.gather(*(timed(s.url + p) for p in paths))
-    assert max(took) < 0.2
+    # no latency and no slow page: the slow page answers well within the 2 s it would sleep
+    # (a bound about the site's sleep, not the machine: 0.2 s was once exceeded under load)
+    assert took[-1] < SLOW_SECONDS, took
 
 
 async def test_stall_sends_part_then_hangs(session: aiohttp.ClientSession) -> None:
@@ -234,7 +236,8 @@ async def test_stall_sends_part_then_hangs(session: aiohttp.ClientSession) -> No
     finally:
         start = time.monotonic()
         await site.stop()
-    assert time.monotonic() - start < 2  # a stalled handler doesn't hold up shutdown
+    # a stalled handler doesn't hold up shutdown: it would for its 30 s; 10 s allows a loaded machine
+    assert time.monotonic() - start < 10
 
 
 async def test_fast_stall_completes(site: DemoSite, session: aiohttp.ClientSession) -> None:

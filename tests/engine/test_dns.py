@@ -20,6 +20,7 @@ from aiohttp.resolver import ThreadedResolver
 from support.crawl import crawl
 from support.dnsserver import NXDOMAIN, SERVFAIL, SILENT, DNSServer
 from support.sites import page
+from support.wait import wait_until, wait_value
 
 from crawltop.cli.options import Parser, add_crawl_options, config_from
 from crawltop.core import CrawlConfig, errors
@@ -105,9 +106,12 @@ async def test_a_good_name_is_asked_once_for_many_requests_on_any_port(server, s
 
 
 async def test_a_silent_name_times_out_in_its_limit_and_delays_no_other_name(server, serve) -> None:
+    """Every good name is answered before the silent one gives up (the order, not a time),
+    and the silent one gives up at its 2 s limit, not the 5 s default: bounds wide enough for
+    a loaded 2-core machine, where this loop (the DNS server's too) can stall for a second."""
     site = await serve({"/": page()})
     port = site.url.rsplit(":", 1)[1]
-    http = await open_session(server, timeout=1.0)  # lookups: min(5 s, --timeout) = 1 s
+    http = await open_session(server, timeout=2.0)  # lookups: min(5 s, --timeout) = 2 s
     loop = asyncio.get_running_loop()
 
     async def timed(url: str) -> tuple[float, int | BaseException]:
@@ -117,35 +121,42 @@ async def test_a_silent_name_times_out_in_its_limit_and_delays_no_other_name(ser
     try:
         started = loop.time()
         silent = [asyncio.ensure_future(timed(f"http://quiet.test:{port}/{i}")) for i in range(20)]
-        await asyncio.sleep(0.05)  # the silent lookup is under way before the good ones start
+        await wait_until(lambda: a_queries(server, "quiet.test") >= 1)  # the silent lookup is under way first
         good = await asyncio.gather(*[timed(f"http://{n}:{port}/?{i}") for i in range(20)
                                       for n in ("good.test", "good2.test", "localhost", "127.0.0.1")])
         quiet = await asyncio.gather(*silent)
     finally:
         await http.close()
     assert all(r == 200 for _, r in good), [r for _, r in good if r != 200][:3]
-    assert max(t for t, _ in good) < 0.5  # long before the silent name's 1 s
+    assert max(t for t, _ in good) < min(t for t, _ in quiet)  # none waited for the silent name
     for elapsed, exc in quiet:
-        assert 0.3 < elapsed < 1.5, elapsed  # c-ares may give up first (its retry timers adapt), never later
+        assert 0.3 < elapsed < 4.5, elapsed  # c-ares may give up first (its retry timers adapt), never at 5 s
         assert isinstance(exc, aiohttp.ClientConnectorDNSError) and not errors.name_not_found(exc)
         failure = errors.dns_failure(exc)
         assert isinstance(failure, errors.LookupFailed) and errors.unresolvable(exc) is None
         assert failure.host == "quiet.test" and failure.retry_in > 0
-        assert "quiet.test (no answer within 1 s" in str(exc)
+        assert "quiet.test (no answer within 2 s" in str(exc)
     assert a_queries(server, "quiet.test") <= C_ARES_TRIES  # one lookup for the 20 requests
     assert a_queries(server, "localhost") == a_queries(server, "127.0.0.1") == 0
 
 
 async def test_servfail_is_asked_at_most_max_tries_times_then_the_name_is_dead(server) -> None:
-    http = await open_session(server, max_tries=3, backoff=0.02)  # back-offs 0.02, 0.04 s
+    """Asked every 0.1 s until the name is dead: within a back-off the failure is the cached
+    one (no query), after it the name is looked up again, and the 3rd failed lookup kills it.
+    Back-offs of 0.5 and 1 s: the 2nd request is in the first however loaded the machine."""
+    http = await open_session(server, max_tries=3, backoff=0.5)  # back-offs 0.5, 1 s
     try:
         first = await get(http, "http://sf.test/")
-        in_backoff = await get(http, "http://sf.test/again")  # within 0.02 s: no query
+        in_backoff = await get(http, "http://sf.test/again")  # within 0.5 s: no query
         queries = a_queries(server, "sf.test")
         results = [first, in_backoff]
-        for _ in range(8):
-            await asyncio.sleep(0.1)
+
+        async def again() -> int | BaseException:
             results.append(await get(http, "http://sf.test/"))
+            return results[-1]
+
+        await wait_value(again, errors.name_not_found, 20, interval=0.1)
+        results.append(await get(http, "http://sf.test/"))  # and dead it stays
     finally:
         await http.close()
     assert http.resolver is not None
@@ -155,8 +166,7 @@ async def test_servfail_is_asked_at_most_max_tries_times_then_the_name_is_dead(s
     assert not errors.name_not_found(first) and not errors.name_not_found(in_backoff)
     assert "SERVFAIL" in str(first) and "asked again after" in str(in_backoff)
     kinds = [errors.name_not_found(r) for r in results if isinstance(r, BaseException)]
-    assert len(kinds) == 10 and kinds.index(True) == 3  # lookup 1, a cached failure, 2, 3: dead from the 3rd
-    assert all(kinds[3:])
+    assert len(kinds) == len(results) and kinds[-2:] == [True, True] and not any(kinds[:-2])
     assert http.resolver.not_found("sf.test") == "3 lookups failed, the last: SERVFAIL"
 
 
@@ -248,7 +258,7 @@ async def test_a_lookup_survives_the_request_that_started_it_being_cancelled(ser
     try:
         first = asyncio.ensure_future(resolver.resolve("quiet.test", 80, socket.AF_UNSPEC))
         second = asyncio.ensure_future(resolver.resolve("quiet.test", 443, socket.AF_UNSPEC))
-        await asyncio.sleep(0.1)
+        await wait_until(lambda: a_queries(server, "quiet.test") >= 1)  # the lookup is under way
         first.cancel()
         started = time.monotonic()
         with pytest.raises(errors.LookupFailed):

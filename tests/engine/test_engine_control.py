@@ -5,18 +5,10 @@ import asyncio
 
 from aiohttp import web
 from support.crawl import ListSink
-from support.sites import page
+from support.sites import held, page, slow_site
 from support.wait import wait_until
 
 from crawltop.core import CrawlConfig, Crawler
-
-
-def slow_site(n: int, delay: float):
-    async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(delay)
-        return web.Response(text="<p>leaf</p>", content_type="text/html")
-
-    return {"/": page(*[f"/p{i}" for i in range(n)])} | {f"/p{i}": slow for i in range(n)}
 
 
 def start(url: str, **options: object) -> tuple[Crawler, ListSink, asyncio.Task[None]]:
@@ -32,11 +24,12 @@ async def test_pause_stops_new_fetches_and_resume_continues(serve) -> None:
     await wait_until(lambda: sum(site.hits.values()) >= 10)
     crawler.pause()
     assert crawler.paused and crawler.stats.state == "PAUSED"
-    await asyncio.sleep(0.15)  # fetches already in flight finish
+    # the fetches already in flight finish; then every worker waits, and one that is handed a
+    # URL gives it back: the workers' phases are the pause's own signal that no fetch can start
+    await wait_until(lambda: site.in_flight == 0
+                     and all(w.phase in ("waiting", "paused") for w in crawler.stats.snapshot().workers))
     frozen = sum(site.hits.values())
-    await asyncio.sleep(0.4)
-    assert sum(site.hits.values()) == frozen
-    assert all(w.phase in ("waiting", "paused") for w in crawler.stats.snapshot().workers)
+    assert frozen < 61 and crawler.frontier.size == 61 - frozen
     crawler.resume()
     await asyncio.wait_for(task, 20)
     assert len(sink.records) == 61 and sum(site.hits.values()) == 61
@@ -50,7 +43,8 @@ async def test_a_pause_while_workers_wait_for_a_due_host_holds_no_url(serve) -> 
     crawler, sink, task = start(site.url + "/", concurrency=4, delay=0.6)
     await wait_until(lambda: crawler.frontier.size == 6)  # the root's links, its host not due yet
     crawler.pause()
-    await asyncio.sleep(0.9)  # the host came due meanwhile: the waiting workers were handed a URL
+    # the host comes due (0.6 s): a waiting worker is handed a URL, gives it back and pauses
+    await wait_until(lambda: any(w.phase == "paused" for w in crawler.stats.snapshot().workers))
     assert sum(site.hits.values()) == 1
     workers = [(w.phase, w.url) for w in crawler.stats.snapshot().workers]
     assert ("paused", None) in workers and all(url is None for _, url in workers), workers
@@ -68,19 +62,20 @@ async def test_set_concurrency_changes_busy_workers(serve) -> None:
     await wait_until(lambda: site.in_flight == 8)
     assert crawler.concurrency == 8 and len(crawler.stats.snapshot().workers) == 8
     crawler.set_concurrency(3)
-    await asyncio.sleep(0.3)  # busy workers retire after their current URL
+    # busy workers retire after their current URL
+    await wait_until(lambda: len(crawler.stats.snapshot().workers) == 3 and site.in_flight <= 3)
     site.max_in_flight = 0
-    await asyncio.sleep(0.4)
-    assert site.max_in_flight == 3
-    assert len(crawler.stats.snapshot().workers) == 3
     await asyncio.wait_for(task, 30)
+    assert site.max_in_flight == 3  # for the rest of the crawl, never more
     assert len(sink.records) == 201  # nothing lost while shrinking
 
 
 async def test_cancel_worker_requeues_its_url(serve) -> None:
-    async def stall_once(request: web.Request) -> web.Response:
+    never = held()
+
+    async def stall_once(request: web.Request) -> web.StreamResponse:
         if site.hits["/stuck"] == 1:
-            await asyncio.sleep(30)
+            return await never(request)  # until the worker is cancelled
         return web.Response(text="<p>finally</p>", content_type="text/html")
 
     routes = slow_site(20, 0.02) | {"/": page("/stuck", *[f"/p{i}" for i in range(20)]), "/stuck": stall_once}
@@ -120,7 +115,7 @@ async def test_control_before_crawl_starts_is_safe(serve) -> None:
     crawler.set_concurrency(5)
     crawler.pause()
     task = asyncio.ensure_future(crawler.crawl())
-    await asyncio.sleep(0.2)
+    await wait_until(lambda: [w.phase for w in crawler.stats.snapshot().workers] == ["paused"] * 5)
     assert site.hits == {}
     crawler.resume()
     await asyncio.wait_for(task, 10)
@@ -147,16 +142,14 @@ async def test_a_failing_sink_stops_the_crawl_with_its_error(serve) -> None:
 
 
 async def test_jsonl_lines_reach_the_disk_while_the_crawl_is_quiet(serve, tmp_path) -> None:
-    async def stall(request: web.Request) -> web.Response:
-        await asyncio.sleep(2)
-        return web.Response(text="late", content_type="text/html")
-
-    site = await serve({"/": page("/a", "/b", "/stall"), "/a": page(), "/b": page(), "/stall": stall})
+    release = asyncio.Event()
+    site = await serve({"/": page("/a", "/b", "/stall"), "/a": page(), "/b": page(), "/stall": held(release)})
     out = tmp_path / "r.jsonl"
     crawler, _, task = start(site.url + "/", output=str(out), concurrency=2)
     await wait_until(lambda: crawler.stats.records == 3)
-    await asyncio.sleep(0.5)  # nothing else is written meanwhile: only the timer can flush
-    assert not task.done()
-    assert len(out.read_text().splitlines()) == 3
+    # /stall holds the crawl open and nothing else is written: only the timer can flush
+    await wait_until(lambda: out.exists() and len(out.read_text().splitlines()) == 3, timeout=5)
+    assert not task.done() and site.in_flight == 1
+    release.set()
     await asyncio.wait_for(task, 10)
     assert len(out.read_text().splitlines()) == 4

@@ -1,12 +1,11 @@
 """Depth, page and politeness limits, and the User-Agent, against a real server."""
 from __future__ import annotations
 
-import asyncio
 import time
 
 from aiohttp import web
 from support.crawl import crawl
-from support.sites import page
+from support.sites import page, slow_site
 
 
 def chain(n: int) -> dict:
@@ -27,11 +26,7 @@ async def test_max_pages(serve) -> None:
 
 
 async def test_per_host_cap_and_delay(serve) -> None:
-    async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(0.05)
-        return web.Response(text="x", content_type="text/html")
-
-    site = await serve({"/": page(*[f"/p{i}" for i in range(12)])} | {f"/p{i}": slow for i in range(12)})
+    site = await serve(slow_site(12, 0.05))
     await crawl(site.url + "/", robots=False, concurrency=8, per_host=2)
     assert site.max_in_flight == 2
     started = time.monotonic()

@@ -1,11 +1,9 @@
 """The reference crawler's behaviours, against a real server on 127.0.0.1."""
 from __future__ import annotations
 
-import asyncio
-
 from aiohttp import web
 from support.crawl import crawl
-from support.sites import page, redirect
+from support.sites import page, redirect, slow_site
 
 
 async def test_missing_page_is_recorded_as_404(serve) -> None:
@@ -82,12 +80,7 @@ async def test_redirect_merge_fetches_target_once(serve) -> None:
 
 
 async def test_concurrency_cap_holds(serve) -> None:
-    async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(0.05)
-        return web.Response(text="<p>leaf</p>", content_type="text/html")
-
-    routes = {"/": page(*[f"/p{i}" for i in range(40)])} | {f"/p{i}": slow for i in range(40)}
-    site = await serve(routes)
+    site = await serve(slow_site(40, 0.05))
     await crawl(site.url + "/", robots=False, concurrency=4)
     assert site.max_in_flight == 4
 
@@ -95,8 +88,7 @@ async def test_concurrency_cap_holds(serve) -> None:
 async def test_retry_after_dropped_connection(serve) -> None:
     async def flaky(request: web.Request) -> web.Response:
         if site.hits["/flaky"] <= 2:  # two drops: aiohttp itself retries once on a reused connection
-            request.transport.abort()  # type: ignore[union-attr]
-            await asyncio.sleep(0.05)
+            request.transport.abort()  # type: ignore[union-attr]  (what is written after is lost)
         return web.Response(text="ok", content_type="text/html")
 
     site = await serve({"/": page("/flaky"), "/flaky": flaky})
@@ -109,7 +101,6 @@ async def test_retry_after_dropped_connection(serve) -> None:
 async def test_gives_up_after_max_tries(serve) -> None:
     async def dead(request: web.Request) -> web.Response:
         request.transport.abort()  # type: ignore[union-attr]
-        await asyncio.sleep(0.05)
         return web.Response(text="never")
 
     site = await serve({"/": page("/dead"), "/dead": dead})

@@ -1,7 +1,13 @@
-"""Scheduling by host (core/queueing/hosts.py), against real aiohttp servers on several loopback
-addresses (127.0.0.2, 127.0.0.3, ... all reach `lo`), every request timestamped at the
-server: the gap per host, hosts in parallel, Retry-After and back-off for the whole host,
-retirement, fairness, budgets, resume, and a seed that redirects to another host."""
+"""Scheduling by host (core/queueing/hosts.py) in a real crawl, against real aiohttp servers on
+several loopback addresses (127.0.0.2, 127.0.0.3, ... all reach `lo`), every request
+timestamped at the server: what the crawler does with what a server says (Retry-After,
+refused connections, robots.txt, a 500), hosts in parallel, budgets, resume, and a seed
+that redirects to another host.
+
+The policy's arithmetic (gaps, turns, back-off, strikes, budgets, pause, live and adaptive
+delays) is tests/engine/test_schedule.py's, on a fake clock with exact numbers; a test here
+that times anything says what real-time behaviour it checks and why its bound holds on a
+loaded 2-core machine."""
 from __future__ import annotations
 
 import asyncio
@@ -11,21 +17,19 @@ import time
 from email.utils import formatdate
 from pathlib import Path
 
-import pytest
 from aiohttp import web
 from support.crawl import ListSink, crawl
 from support.sites import page, redirect
+from support.wait import wait_until
 
 from crawltop.core import CrawlConfig, Crawler
-from crawltop.core.queueing.hosts import NEVER_ANSWERED_STRIKES
+from crawltop.core.queueing.politeness import NEVER_ANSWERED_STRIKES
 from crawltop.core.storage.open_state import open_state
 
-# Most servers here share the crawler's event loop, so a request is timestamped when the
-# loop gets to it: one can read a few ms late and shorten the next gap by as much. The gap
-# is counted from when the request's headers were written, so it is never short by more.
-# The 20-host test serves from a child process (tests/support/hostsites.py), and
-# bench/politeness.py measures at nginx, to the millisecond.
-SLACK = 0.025  # generous: a loaded 2-core CI runs these servers late now and then
+# A request is stamped when its server's loop gets to it, and sent when the crawler's loop gets
+# to it: on a loaded machine either can be late by hundreds of ms and shorten the gap after it
+# by as much, so no test here asks for a gap measured at a server (bench/politeness.py
+# measures them at nginx, to the millisecond).
 
 
 def tree(n: int) -> dict:
@@ -63,24 +67,34 @@ async def child_times(proc: asyncio.subprocess.Process) -> dict[str, list[tuple[
 
 
 async def test_twenty_hosts_run_in_parallel_each_at_its_delay() -> None:
+    """Real time, end to end: the delay holds at each server (the crawler's timers), and the
+    hosts run side by side. Served by a child process (its own loop: stamps as a server sees
+    them). Each gap exactly: test_schedule.py and the probe's test below; here, two bounds
+    load cannot break: each host's five requests span at least half of their four gaps of
+    0.3 s (0.6 s: a request stamped late can shorten one gap by any amount, seen up to 0.3 s
+    here, but the span only by a late first stamp, and a delay not kept at all shows as a
+    span of a few ms), and the crawl takes under 12 s where one host at a time takes 24 s
+    (side by side: ~1.2 s)."""
     addresses = [f"127.0.0.{i}" for i in range(2, 22)]
     proc, roots = await child_sites(5, addresses)
     try:
         started = time.monotonic()
-        crawler, sink = await crawl(list(roots.values()), delay=0.2, concurrency=20, robots=False)
+        crawler, sink = await crawl(list(roots.values()), delay=0.3, concurrency=20, robots=False)
         took = time.monotonic() - started
     finally:
         times = await child_times(proc)
     assert len(sink.records) == 100 and all(r.status == 200 for r in sink.records)
     for address in addresses:
         assert len(times[address]) == 5
-        assert min(gaps(times[address])) >= 0.2 - SLACK, (address, gaps(times[address]))
-    # One host at a time would take 20 x 4 x 0.2 = 16 s; all at once, about 0.8 s.
-    assert took < 8, took
+        assert sum(gaps(times[address])) >= 4 * 0.3 / 2, (address, gaps(times[address]))
+    assert took < 12, took
     assert crawler.stats.snapshot().host_counts == {"done": 20}
 
 
 async def test_a_host_waits_out_retry_after_and_the_others_go_on(serve) -> None:
+    """The crawler reads Retry-After (seconds) and blocks the whole host for it. Real time,
+    but only a lower bound: nothing reaches the host within 1 s of its 429 (load only makes
+    the crawler later), while the other host, 12 pages at 0.1 s, goes on meanwhile."""
     first: list[float] = []
 
     async def limited(req: web.Request) -> web.StreamResponse:
@@ -103,6 +117,7 @@ async def test_a_host_waits_out_retry_after_and_the_others_go_on(serve) -> None:
 
 
 async def test_retry_after_as_an_http_date_blocks_the_host(serve) -> None:
+    """Retry-After as an HTTP date. A lower bound again: nothing within 0.9 s of the 503."""
     first: list[float] = []
 
     async def limited(req: web.Request) -> web.StreamResponse:
@@ -128,7 +143,6 @@ async def test_connection_refused_backs_off_then_retires_the_host_with_a_record_
     s.close()  # nothing listens there now: connection refused
     dead = [f"http://127.0.0.5:{port}/{i}" for i in range(8)]
     live = await serve(tree(3), "127.0.0.6")
-    started = time.monotonic()
     crawler, sink = await crawl([*dead, live.url + "/"], concurrency=4, robots=False, backoff=0.05,
                                 host_max_failures=3, max_tries=10, per_host=1)
     by = sink.by_url()
@@ -137,27 +151,17 @@ async def test_connection_refused_backs_off_then_retires_the_host_with_a_record_
     kinds = [by[u].error_kind for u in dead]
     assert kinds.count("host-retired") >= 6 and set(kinds) <= {"host-retired", "connect"}, kinds
     # A host that never answered retires after NEVER_ANSWERED_STRIKES (2) failures, under
-    # --host-max-failures 3: it backs off 0.05 s at least in between.
-    assert time.monotonic() - started >= 0.05
-    row = next(h for h in crawler.host_table() if h.host == f"127.0.0.5:{port}")
+    # --host-max-failures 3 (the back-off between them: test_schedule.py)
+    row = next(h for h in crawler.steering.host_table() if h.host == f"127.0.0.5:{port}")
     assert row.state == "retired" and row.queued == 0 and row.failures == NEVER_ANSWERED_STRIKES == 2
     assert crawler.stats.snapshot().host_counts.get("retired") == 1
-
-
-async def test_a_small_host_is_not_starved_by_a_large_one(serve) -> None:
-    big = await serve(tree(150), "127.0.0.2")
-    small = await serve(tree(5), "127.0.0.3")
-    await crawl([big.url + "/", small.url + "/"], concurrency=1, robots=False)
-    order = sorted([(t, "big") for t, _ in big.times] + [(t, "small") for t, _ in small.times])
-    last_small = max(i for i, (_, who) in enumerate(order) if who == "small")
-    assert last_small < 15, [w for _, w in order[:20]]  # they take turns: 5 small among the first ~10
 
 
 async def test_budget_per_host_counts_what_it_refuses(serve) -> None:
     site = await serve(tree(30), "127.0.0.2")
     crawler, sink = await crawl(site.url + "/", robots=False, max_pages_per_host=10)
     assert len(sink.records) == 10 and len(site.times) == 10
-    row = crawler.host_table()[0]
+    row = crawler.steering.host_table()[0]
     assert row.over == 20 and row.done == 10
     assert crawler.stats.snapshot().hosts_over_budget == 20
 
@@ -173,9 +177,9 @@ async def test_robots_is_the_hosts_first_request_and_sets_its_delay(serve) -> No
     routes["/robots.txt"] = robots_txt("User-agent: *\nCrawl-delay: 0.3\n")
     site = await serve(routes, "127.0.0.2")
     crawler, sink = await crawl(site.url + "/", concurrency=4)
-    assert [p for _, p in site.times][0] == "/robots.txt"
-    assert len(site.times) == 5 and min(gaps(site.times)) >= 0.3 - SLACK, gaps(site.times)
-    row = crawler.host_table()[0]
+    assert [p for _, p in site.times][0] == "/robots.txt" and len(site.times) == 5
+    # (the gap it makes: test_schedule.py on a fake clock, the 20 hosts above in real time)
+    row = crawler.steering.host_table()[0]
     assert row.delay == 0.3 and row.source == "robots"
 
 
@@ -184,7 +188,7 @@ async def test_crawl_delay_is_capped_and_the_row_says_so(serve) -> None:
     routes["/robots.txt"] = robots_txt("User-agent: *\nCrawl-delay: 100\n")
     site = await serve(routes, "127.0.0.2")
     crawler, _ = await crawl(site.url + "/", max_crawl_delay=0.2)
-    row = crawler.host_table()[0]
+    row = crawler.steering.host_table()[0]
     assert row.delay == 0.2 and row.source == "robots (capped)"
 
 
@@ -202,16 +206,15 @@ async def test_a_link_that_redirects_to_another_host_stays_out_of_scope(serve) -
     assert {r.url for r in sink.records} == {a.url + "/", a.url + "/go"}
 
 
-async def test_queue_by_domain_shares_one_delay_across_its_hosts(serve) -> None:
+async def test_queue_by_domain_puts_two_ports_in_one_queue(serve) -> None:
     # Two names of one registered domain (localhost-style literal hosts have no domain),
-    # so use two ports of one IP with --queue-by domain: same key, one queue.
+    # so use two ports of one IP with --queue-by domain: same key, one queue (its one delay
+    # across them: test_schedule.py).
     a = await serve(tree(3), "127.0.0.2")
     b = await serve(tree(3), "127.0.0.2")
-    crawler, sink = await crawl([a.url + "/", b.url + "/"], robots=False, delay=0.15, queue_by="domain")
+    crawler, sink = await crawl([a.url + "/", b.url + "/"], robots=False, queue_by="domain")
     assert len(sink.records) == 6
-    both = a.times + b.times
-    assert min(gaps(both)) >= 0.15 - SLACK
-    assert [h.host for h in crawler.host_table()] == ["127.0.0.2"]
+    assert [h.host for h in crawler.steering.host_table()] == ["127.0.0.2"]
 
 
 async def test_resume_keeps_each_hosts_state(serve, tmp_path) -> None:
@@ -222,13 +225,15 @@ async def test_resume_keeps_each_hosts_state(serve, tmp_path) -> None:
     _, store = open_state(path, config)
     crawler = Crawler(config, frontier=store, sinks=[store.sink])
     slow_key, fast_key = slow.url.split("//")[1], fast.url.split("//")[1]
-    crawler.set_host_delay(slow_key, 5.0)  # live: after its first page, the rest wait
-    crawler.pause_host(fast_key)
+    crawler.steering.set_host_delay(slow_key, 5.0)  # live: after its first page, the rest wait
+    crawler.steering.pause_host(fast_key)
     task = asyncio.ensure_future(crawler.crawl())
-    deadline = time.monotonic() + 10
-    while len(slow.times) < 1 and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
-    await asyncio.sleep(0.2)
+
+    def rooted() -> bool:  # the slow host's root is parsed: its links admitted, 2 over budget
+        h = store.hosts.hosts.get(slow_key)
+        return h is not None and h.over == 2
+
+    await wait_until(rooted, what="the slow host's root parsed")
     crawler.stop()
     await asyncio.wait_for(task, 10)
     store.save_session(status="stopped")
@@ -239,7 +244,7 @@ async def test_resume_keeps_each_hosts_state(serve, tmp_path) -> None:
     assert rows[slow_key].live_delay == 5.0 and rows[slow_key].admitted == 4 and rows[slow_key].over == 2
     assert rows[fast_key].paused
     resumed = Crawler(config, frontier=store, sinks=[ListSink()])
-    view = {r.host: r for r in resumed.host_table()}
+    view = {r.host: r for r in resumed.steering.host_table()}
     assert view[slow_key].delay == 5.0 and view[slow_key].source == "live"
     assert view[fast_key].paused and store.size == 3 + 1  # the slow host's 3 left, the paused root
     store.close()
@@ -271,41 +276,36 @@ async def test_report_and_headless_summary_count_retired_hosts(serve, tmp_path) 
 
 
 async def test_a_500_waits_its_own_back_off_without_a_worker_and_without_its_host(serve) -> None:
+    """A 500 is the URL's own retry (Hosts.defer; its arithmetic: test_schedule.py): the
+    one worker goes on with the host's other pages and the retry comes after its back-off.
+    Real time, two bounds that load cannot break: the retry at least 0.3 s after the 500
+    (--backoff 0.6, jittered x0.5 to x1.5: load only makes it later), and the six other
+    pages, a few ms each, all fetched before it."""
     tries: list[float] = []
 
-    async def flaky(req: web.Request) -> web.StreamResponse:
+    async def twice_500(req: web.Request) -> web.StreamResponse:
         tries.append(time.monotonic())
         return web.Response(status=500 if len(tries) < 3 else 200, text="<p>ok</p>", content_type="text/html")
 
     routes = tree(8)
-    routes["/p0"] = flaky
+    routes["/p0"] = twice_500
     site = await serve(routes, "127.0.0.2")
-    _, sink = await crawl(site.url + "/", robots=False, concurrency=1, backoff=0.3)
+    _, sink = await crawl(site.url + "/", robots=False, concurrency=1, backoff=0.6)
     assert sink.by_url()[site.url + "/p0"].status == 200 and sink.by_url()[site.url + "/p0"].tries == 3
-    assert tries[1] - tries[0] >= 0.3 * 0.5  # its back-off (0.3 s, jittered x0.5-1.5)
-    # The one worker went on with the host's other pages meanwhile: the last of them was
-    # fetched right after the first 500, long before the retry.
+    assert tries[1] - tries[0] >= 0.6 * 0.5
     others = [t for t, p in site.times if p.startswith("/p") and p != "/p0"]
-    assert len(others) == 6 and max(others) < tries[0] + 0.1 < tries[1], (tries, site.times)
+    assert len(others) == 6 and max(others) < tries[1], (tries, site.times)
 
 
-async def test_the_adaptive_delay_follows_the_hosts_response_time(serve) -> None:
-    async def slow(req: web.Request) -> web.StreamResponse:
-        await asyncio.sleep(0.1)
-        return web.Response(text="<p>ok</p>", content_type="text/html")
-
-    routes = tree(5)
-    for i in range(4):
-        routes[f"/p{i}"] = slow
-    site = await serve(routes, "127.0.0.2")
-    crawler, sink = await crawl(site.url + "/", robots=False, concurrency=4, delay_factor=2.0, per_host=1)
+async def test_the_adaptive_delay_is_set_from_the_hosts_response_time(serve) -> None:
+    """The crawler hands each answer's latency to the host (the delay it makes and the gap
+    that follows: test_schedule.py): with --delay-factor and no --delay, any answer, however
+    fast, makes the delay adaptive."""
+    site = await serve(tree(5), "127.0.0.2")
+    crawler, sink = await crawl(site.url + "/", robots=False, concurrency=4, delay_factor=2.0)
     assert len(sink.records) == 5
-    starts = sorted(t for t, p in site.times)
-    # Each slow page's ~0.1 s answer sets the next gap to about 0.2 s (the first page
-    # answered at once, so the gap after it is short).
-    assert all(g >= 0.19 for g in gaps([(t, "") for t in starts[1:]])), gaps([(t, "") for t in starts])
-    row = crawler.host_table()[0]
-    assert row.source == "adaptive" and 0.19 <= row.delay < 1.0
+    row = crawler.steering.host_table()[0]
+    assert row.source == "adaptive" and 0 < row.delay < 5, (row.source, row.delay)
 
 
 async def test_a_robots_refusal_frees_the_hosts_slot(serve) -> None:
@@ -317,22 +317,33 @@ async def test_a_robots_refusal_frees_the_hosts_slot(serve) -> None:
     crawler, sink = await crawl(site.url + "/", per_host=1)
     kinds = {r.url.rsplit("/", 1)[1]: r.error_kind for r in sink.records}
     assert kinds == {"": None, "x1": "robots", "x2": "robots", "p1": None, "p2": None}
-    assert crawler.host_table()[0].in_flight == 0
+    assert crawler.steering.host_table()[0].in_flight == 0
 
 
 async def test_a_worker_woken_for_one_host_keeps_the_timer_on_the_next(serve) -> None:
-    """Two workers wait; host A comes due, then B a little later: B is taken on time by
-    the other worker, not when the first worker is done with A (a slow page)."""
-    async def slow(req: web.Request) -> web.StreamResponse:
-        await asyncio.sleep(1.5)
+    """Two workers wait; host A comes due, then B a little later: B is taken by the other
+    worker on its own timer, not when the first worker is done with A. A's page answers
+    only once B's second page was asked for (or after 20 s: the timer was lost), so the
+    test needs no bound on time at all."""
+    b1_asked = asyncio.Event()
+    b1_first: list[bool] = []
+
+    async def held(req: web.Request) -> web.StreamResponse:
+        try:
+            await asyncio.wait_for(b1_asked.wait(), 20)
+        except TimeoutError:
+            pass
+        b1_first.append(b1_asked.is_set())
         return web.Response(text="<p>ok</p>", content_type="text/html")
 
-    a = await serve({"/": page("/slow"), "/slow": slow}, "127.0.0.2")
-    b = await serve({"/": page("/b1"), "/b1": page()}, "127.0.0.3")
+    async def b1(req: web.Request) -> web.StreamResponse:
+        b1_asked.set()
+        return web.Response(text="<p>ok</p>", content_type="text/html")
+
+    a = await serve({"/": page("/slow"), "/slow": held}, "127.0.0.2")
+    b = await serve({"/": page("/b1"), "/b1": b1}, "127.0.0.3")
     crawler, sink = await crawl([a.url + "/", b.url + "/"], robots=False, concurrency=2, delay=0.3)
-    b1 = next(t for t, p in b.times if p == "/b1")
-    b0 = next(t for t, p in b.times if p == "/")
-    assert b1 - b0 < 0.3 + 0.5, b1 - b0  # due at +0.3 s; the slow page holds its worker 1.5 s
+    assert b1_first == [True]  # B's page was taken while A's worker was still held
     assert len(sink.records) == 4
 
 
@@ -350,21 +361,40 @@ async def test_a_rate_limit_backs_off_but_never_retires_the_host(serve) -> None:
     site = await serve(routes, "127.0.0.2")
     crawler, sink = await crawl(site.url + "/", robots=False, per_host=1, host_max_failures=2, max_tries=10)
     assert all(r.status == 200 for r in sink.records) and len(sink.records) == 4
-    assert crawler.host_table()[0].state == "done"
+    assert crawler.steering.host_table()[0].state == "done"
 
 
-# A timing test with the servers in this test's own process: when the machine is loaded, the
-# process can be kept off the CPU long enough to stamp a request late (seen once in CI: robots.txt
-# stamped 61 ms before / where the crawler kept 200 ms). A real violation fails the rerun too.
-@pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"])
 async def test_the_sitemap_probe_is_one_of_the_hosts_requests_and_keeps_the_gap(serve) -> None:
-    routes = tree(4)
-    routes["/sitemap.xml"] = page()  # HTML: not a sitemap, so no record
-    multi = await serve(routes, "127.0.0.2")
-    single = await serve({"/": page(), "/sitemap.xml": page()}, "127.0.0.3")  # nothing left to take a turn
-    _, sink = await crawl([multi.url + "/", single.url + "/"], delay=0.2, sitemaps=True)
-    assert len(sink.records) == 4 + 1
+    """robots.txt, the page and the /sitemap.xml probe each take a turn of the host and keep
+    its gap, on a host with pages left and on one with nothing left to take a turn (the turn
+    on a fake clock: test_schedule.py). Exact whatever the load: each request, as it reaches
+    its server (in this loop), finds its host's next-allowed time a full delay past the one
+    the request before it found (a turn taken, the gap counted from its start), where a
+    request sent out of turn would find the time unchanged."""
+    found: dict[str, list[tuple[str, float]]] = {}
+    sink = ListSink()
+    crawler: Crawler | None = None
+
+    def observed(site_routes: dict) -> dict:
+        def wrap(handler):
+            async def run(req: web.Request) -> web.StreamResponse:
+                assert crawler is not None
+                host = crawler.frontier.hosts.hosts[req.host]  # type: ignore[attr-defined]
+                found.setdefault(req.host, []).append((req.path, host.next_at))
+                return await handler(req)
+            return run
+        return {path: wrap(handler) for path, handler in site_routes.items()}
+
+    robots = robots_txt("User-agent: *\n")
+    multi = await serve(observed({**tree(4), "/robots.txt": robots, "/sitemap.xml": page()}), "127.0.0.2")
+    single = await serve(observed({"/": page(), "/robots.txt": robots, "/sitemap.xml": page()}), "127.0.0.3")
+    crawler = Crawler(CrawlConfig(roots=(multi.url + "/", single.url + "/"), delay=0.2, sitemaps=True,
+                                  backoff=0.01, timeout=5.0), sinks=[sink])
+    await asyncio.wait_for(crawler.crawl(), 60)
+    assert len(sink.records) == 4 + 1  # HTML at /sitemap.xml: not a sitemap, so no record
     for site in (multi, single):
-        paths = [p for _, p in sorted(site.times)]
+        requests = found[site.url.split("//")[1]]
+        paths = [p for p, _ in requests]
         assert "/sitemap.xml" in paths and paths[:2] == ["/robots.txt", "/"], paths
-        assert min(gaps(site.times)) >= 0.2 - SLACK, (paths, gaps(site.times))
+        times = [at for _, at in requests]
+        assert all(b - a >= 0.2 - 1e-9 for a, b in zip(times, times[1:], strict=False)), requests

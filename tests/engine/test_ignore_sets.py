@@ -1,4 +1,4 @@
-"""Issue 28: the curated ignore sets on a wiki-like and a calendar-like site (a real
+"""The curated ignore sets on a wiki-like and a calendar-like site (a real
 aiohttp server, the real crawler): `global` stops the loops by default, `mediawiki` and
 `blogs` the wiki's history and the calendar, and without `global` the loop runs."""
 from __future__ import annotations
@@ -9,6 +9,7 @@ import re
 import pytest
 from support.crawl import ListSink
 from support.ignoresite import ARTICLES, POSTS, start_ignore_site
+from support.wait import wait_until
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.queueing.patterns import check
@@ -61,12 +62,12 @@ async def test_global_mediawiki_and_blogs_stop_every_trap_and_the_crawl_ends_by_
     assert content <= fetched
     assert not any(re.search(r"skins/skins/skins/|oldid=|action=|replytocom=|share=|%25252525|/cal/", u)
                    for u in fetched), sorted(fetched - content)
-    views = {(v.source, v.pattern): v for v in crawler.ignores()}
+    views = {(v.source, v.pattern): v for v in crawler.steering.ignores()}
     assert views[("global", REPEATS)].stopped >= 1
     assert views[("global", "%25252525")].stopped == ARTICLES  # once per page that linked it
     assert views[("mediawiki", r"[?&]oldid=\d+")].stopped >= ARTICLES
     assert sum(v.stopped for (src, _), v in views.items() if src == "blogs") >= 1
-    assert {s.name for s in crawler.ignore_sets() if s.on} == {"global", "mediawiki", "blogs"}
+    assert {s.name for s in crawler.steering.ignore_sets() if s.on} == {"global", "mediawiki", "blogs"}
 
 
 async def test_global_alone_stops_the_loops_and_without_it_the_loop_runs():
@@ -79,7 +80,7 @@ async def test_global_alone_stops_the_loops_and_without_it_the_loop_runs():
     crawler, sink, url = await crawl((), max_pages=150)
     fetched = {r.url for r in sink.records}
     assert f"{url}/wiki/skins/skins/skins/skins/" in fetched
-    assert any("replytocom=" in u for u in fetched) and not crawler.ignores()
+    assert any("replytocom=" in u for u in fetched) and not crawler.steering.ignores()
 
 
 async def test_a_set_turned_on_live_drops_its_queued_urls_with_records_naming_it():
@@ -89,13 +90,13 @@ async def test_a_set_turned_on_live_drops_its_queued_urls_with_records_naming_it
         crawler = Crawler(CrawlConfig(roots=(site.url + "/",), robots=False, sitemaps=False, concurrency=1,
                                       delay=0.02, ignore_sets=("global",)), sinks=[sink])
         task = asyncio.ensure_future(crawler.crawl())
-        while crawler.frontier.size < 10:
-            await asyncio.sleep(0.01)
-        result = await crawler.set_ignore_set("mediawiki", True)
+        await wait_until(lambda: crawler.frontier.size >= 10)
+        steering = crawler.steering
+        result = await steering.set_ignore_set("mediawiki", True)
         assert result.ok and result.dropped >= 1
-        assert not (await crawler.set_ignore_set("mediawiki", True)).ok  # already on
-        assert not (await crawler.set_ignore_set("nope", True)).ok
-        assert (await crawler.set_ignore_set("blogs", True)).ok
+        assert not (await steering.set_ignore_set("mediawiki", True)).ok  # already on
+        assert not (await steering.set_ignore_set("nope", True)).ok
+        assert (await steering.set_ignore_set("blogs", True)).ok
         await asyncio.wait_for(task, 45)
     finally:
         await site.stop()
@@ -103,5 +104,5 @@ async def test_a_set_turned_on_live_drops_its_queued_urls_with_records_naming_it
     assert len(ignored) >= result.dropped and all("(ignore set " in (r.error or "") for r in ignored)
     assert any("(ignore set mediawiki)" in (r.error or "") for r in ignored)
     assert len({r.url for r in sink.records}) == len(sink.records)  # one record per URL
-    assert (await crawler.set_ignore_set("blogs", False)).ok
-    assert "blogs" not in {v.source for v in crawler.ignores()}
+    assert (await steering.set_ignore_set("blogs", False)).ok
+    assert "blogs" not in {v.source for v in steering.ignores()}

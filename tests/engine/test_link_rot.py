@@ -9,12 +9,14 @@ import time
 from support.crawl import ListSink
 from support.deadhosts import DeadHost
 from support.sites import page
+from support.wait import wait_until
 from support.wholesite import refused_url
 
 from crawltop.core import CrawlConfig, Crawler, Record
 from crawltop.core.queueing.frontier import MemoryFrontier
-from crawltop.core.queueing.hosts import ANSWERED, CHECKS, NEVER_ANSWERED_STRIKES, PAGES, Hosts, Politeness
+from crawltop.core.queueing.hosts import ANSWERED, CHECKS, PAGES, Hosts
 from crawltop.core.queueing.item import Item
+from crawltop.core.queueing.politeness import NEVER_ANSWERED_STRIKES, Politeness
 
 PAGES_N = 200
 
@@ -108,8 +110,7 @@ async def test_a_healthy_host_that_drops_one_connection_is_never_retired(serve) 
     async def flaky(request):
         if not dropped:
             dropped.append(True)
-            request.transport.close()  # one connection cut before any answer
-            await asyncio.sleep(0.05)
+            request.transport.close()  # one connection cut before any answer (what is written after is lost)
         return await page()(request)
 
     other = await serve({f"/x{i}": (flaky if i == 5 else page()) for i in range(20)}, address="127.0.0.80")
@@ -127,12 +128,8 @@ async def test_check_workers_are_counted_apart(serve) -> None:
         crawler = Crawler(CrawlConfig(roots=(site.url + "/",), timeout=2.0, robots=False, external=True,
                                       concurrency=3, checks=7), sinks=[sink])
         task = asyncio.ensure_future(crawler.crawl())
+        await wait_until(lambda: crawler.stats.snapshot().checks_busy, 5)
         snap = crawler.stats.snapshot()
-        for _ in range(200):
-            await asyncio.sleep(0.01)
-            snap = crawler.stats.snapshot()
-            if snap.checks_busy:
-                break
         assert snap.checks_busy == 1 and snap.checks == 7
         assert snap.concurrency == 3 and snap.busy == 0 and snap.idle == 3  # page workers only
         assert [w.check for w in snap.workers].count(True) == 1
@@ -198,7 +195,7 @@ async def test_a_memory_frontier_pops_by_lane() -> None:
     f.hosts.sort_into_lanes(lambda url: "far" in url)
     f.add(Item("http://far/1", 0, 0))
     waiting = asyncio.ensure_future(f.pop(PAGES))
-    await asyncio.sleep(0.01)
+    await wait_until(lambda: f._lanes[PAGES].getters)  # it waits in its lane
     assert not waiting.done()  # a check URL is never handed to a page worker
     assert (await asyncio.wait_for(f.pop(CHECKS), 1)).url == "http://far/1"
     f.add(Item("http://near/1", 0, 0))

@@ -1,9 +1,10 @@
-"""Issue 27: live state that means what it says: worker phases, the rate from the first
+"""Live state that means what it says: worker phases, the rate from the first
 second, a paused crawl's hosts read paused, the queues header true for one host."""
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
 import socket
 
 from aiohttp import web
@@ -46,9 +47,8 @@ async def test_keep_alive_fetch_waits_for_headers_not_connecting(serve) -> None:
     task = asyncio.create_task(crawler.crawl())
     try:
         await wait_until(lambda: site.hits.get("/slow", 0) == 1, 10)
-        await asyncio.sleep(0.2)
-        phases = {w.phase for w in crawler.stats.snapshot().workers}
-        assert phases == {"headers"}, phases  # the request is out: waiting for the reply
+        # the request is out (the server has it): the worker waits for the reply, and says so
+        await wait_until(lambda: {w.phase for w in crawler.stats.snapshot().workers} == {"headers"}, 10)
     finally:
         release.set()
         await asyncio.wait_for(task, 10)
@@ -67,7 +67,8 @@ async def test_a_fetch_whose_connection_is_not_made_yet_shows_connecting() -> No
         s.setblocking(False)
         s.connect_ex((host, port))
         fillers.append(s)
-    await asyncio.sleep(0.2)
+    # the first is in the queue (its handshake done: writable), so the others' SYNs are dropped
+    await wait_until(lambda: select.select([], fillers[:1], [], 0)[1], 5)
     crawler = Crawler(CrawlConfig(roots=(f"http://{host}:{port}/",), concurrency=1, robots=False, sitemaps=False,
                                   timeout=5.0))
     task = asyncio.create_task(crawler.crawl())
@@ -91,16 +92,16 @@ async def test_a_paused_crawl_shows_its_hosts_paused(serve) -> None:
         await wait_until(lambda: crawler.stats.pages >= 3, 10)
         crawler.pause()
         await wait_until(lambda: crawler.stats.snapshot().busy == 0, 10)
-        await asyncio.sleep(1.1)  # the host counts are read at most once a second
+        # the host counts are read at most once a second: they say so within one
+        await wait_until(lambda: crawler.stats.snapshot().host_counts == {"paused": 1}, 5)
         snap = crawler.stats.snapshot()
         assert [h.state for h in snap.hosts] == ["paused"], snap.hosts
         assert snap.host_counts == {"paused": 1}
-        assert [h.state for h in crawler.host_table()] == ["paused"]
+        assert [h.state for h in crawler.steering.host_table()] == ["paused"]
         # the queues view's header is true for one host (never "no host states")
         assert "1 paused" in "".join(p if isinstance(p, str) else p[0] for p in hosts_parts(snap, always=True))
         crawler.resume()
-        await asyncio.sleep(1.1)
-        assert crawler.stats.snapshot().host_counts.get("paused", 0) == 0
+        await wait_until(lambda: crawler.stats.snapshot().host_counts.get("paused", 0) == 0, 5)
     finally:
         crawler.stop()
         await asyncio.wait_for(task, 10)

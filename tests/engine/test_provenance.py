@@ -1,4 +1,4 @@
-"""Issue 12, record fields: via, discovery, fetched_at, digest, error_kind, against real
+"""Where each record came from, in its fields: via, discovery, fetched_at, digest, error_kind, against real
 servers on 127.0.0.1 and a real WARC file."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import pytest
 from aiohttp import web
 from support.crawl import crawl
-from support.sites import page, redirect
+from support.sites import held, page, redirect
 from warcio.archiveiterator import ArchiveIterator
 
 from crawltop.core import errors
@@ -98,7 +98,7 @@ async def test_digest_equals_the_warc_payload_digest(serve, tmp_path) -> None:
     sink = WarcSink(str(warc))
     _, records = await _crawl_with(site.url + "/", sink)
     payload = {}
-    with open(tmp_path / "out-00000.warc.gz", "rb") as fh:  # the series' first file (issue 28)
+    with open(tmp_path / "out-00000.warc.gz", "rb") as fh:  # the series' first file (WARCs rotate into numbered files)
         for r in ArchiveIterator(fh):
             if r.rec_type == "response":
                 payload[r.rec_headers.get_header("WARC-Target-URI")] = r.rec_headers.get_header("WARC-Payload-Digest")
@@ -135,11 +135,7 @@ async def _crawl_with(root: str, extra) -> tuple[object, object]:
 
 
 async def test_error_kinds_come_from_the_closed_set(serve, unused_tcp_port) -> None:
-    async def hang(req: web.Request) -> web.StreamResponse:
-        import asyncio
-
-        await asyncio.sleep(5)
-        return web.Response(text="late")
+    hang = held()  # never answers: the crawler's timeout (0.5 s) ends it
 
     async def nolocation(req: web.Request) -> web.StreamResponse:
         return web.Response(status=302)

@@ -1,4 +1,4 @@
-"""Request headers, proxies and cookies (issue 21) against real aiohttp servers and a real
+"""Request headers, proxies and cookies (a crawl behind a login or a proxy) against real aiohttp servers and a real
 forward proxy on 127.0.0.1, with the real engine. `localhost` plays "another host": the
 credential rules go by host name, so it is another host even on the same port."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The guessed /sitemap.xml is a quiet probe (issue 21): no record unless it is a sitemap,
+"""The guessed /sitemap.xml is a quiet probe, not a URL of the crawl: no record unless it is a sitemap,
 only after the origin answered, never retried, no --max-pages budget spent. Real servers
 on 127.0.0.1, the real engine; the CLI for the headless summary and the `status` JSON."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 
 from aiohttp import web
 from support.crawl import crawl
-from support.sites import page
+from support.sites import page, slow
 
 from crawltop.core.fetching.sitemaps import looks_like_sitemap
 from crawltop.core.sockets.protocol import headline
@@ -81,10 +81,11 @@ async def test_a_probe_that_resets_the_connection_leaves_no_trace(serve) -> None
 async def test_the_probe_waits_for_the_origins_first_answer_and_obeys_robots(serve) -> None:
     order: list[str] = []
 
-    async def slow_root(request: web.Request) -> web.Response:
+    late_root = slow(0.3, text="<html></html>")  # a probe that did not wait would overtake it
+
+    async def slow_root(request: web.Request) -> web.StreamResponse:
         order.append("/")
-        await asyncio.sleep(0.3)
-        return web.Response(text="<html></html>", content_type="text/html")
+        return await late_root(request)
 
     async def sitemap(request: web.Request) -> web.Response:
         order.append("/sitemap.xml")

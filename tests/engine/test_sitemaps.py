@@ -1,4 +1,4 @@
-"""Sitemaps (issue 12): index + gzip + text, bombs, malformed XML, entity expansion, scope,
+"""Sitemaps, read safely: index + gzip + text, bombs, malformed XML, entity expansion, scope,
 against real servers on 127.0.0.1 with the real engine."""
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ async def test_guessed_sitemap_without_robots_and_a_missing_one(serve) -> None:
     assert (rec["/only-in-sitemap"].via, rec["/only-in-sitemap"].discovery) == (site.url + "/sitemap.xml", "MS")
     assert (crawler.stats.sitemap_probes, crawler.stats.sitemap_found) == (1, 1)
 
-    # issue 21: a guess that finds nothing leaves no record, only the probe count
+    # the /sitemap.xml guess is a quiet probe: a guess that finds nothing leaves no record, only the probe count
     other = await serve({"/": page()})
     crawler, sink = await crawl(other.url + "/", sitemaps=True)
     assert [r.url for r in sink.records] == [other.url + "/"]

@@ -153,7 +153,7 @@ def test_decode_slims_tag_heavy_bodies_in_ascii_compatible_encodings_only() -> N
 
 def test_decode_frees_a_slimmed_body_before_joining_its_slim_copy() -> None:
     """Body, defused pieces and joined copy were all held at once: body + 2x its slim copy
-    (issue 29). Now the body goes first; a slice's re.sub (a few MB) stays on top of it."""
+    (the peak memory of large pages). Now the body goes first; a slice's re.sub (a few MB) stays on top of it."""
     size = 4 * len(tag_heavy_page(links=10))
     expect = slim(tag_heavy_page(links=10) * 4)
     tracemalloc.start()  # the body is traced too: it is part of the peak while it lives

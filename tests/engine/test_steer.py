@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from aiohttp import web
 from support.crawl import ListSink
-from support.sites import html, page
+from support.sites import held, html, page
 from support.trapsite import start_trap
 from support.wait import wait_until
 
@@ -33,16 +33,16 @@ async def test_trap_is_flagged_then_ignored_and_the_crawl_finishes() -> None:
     try:
         sink = ListSink()
         crawler = Crawler(CrawlConfig(roots=(site.url + "/",), concurrency=4, robots=False), sinks=[sink])
-        crawler.queue_stats.epoch = 1.0  # judge prefixes after a second, not half a minute
+        crawler.steering.queue_stats.epoch = 1.0  # judge prefixes after a second, not half a minute
         task = start(crawler)
         await wait_until(lambda: crawler.frontier.size > 250 and any(
-            t.reason == "self-feeding" for t in crawler.queue_view().traps), 20)
-        view = crawler.queue_view()
+            t.reason == "self-feeding" for t in crawler.steering.queue_view().traps), 20)
+        view = crawler.steering.queue_view()
         assert view.prefixes[0].prefix.endswith("/cal/")
         assert [t.prefix for t in view.traps if t.reason == "self-feeding"] == [view.prefixes[0].prefix]
         before = crawler.frontier.size
-        cal_queued = crawler.queue_stats.p1.get(view.prefixes[0].prefix)
-        result = await crawler.add_ignore(CAL)
+        cal_queued = crawler.steering.queue_stats.p1.get(view.prefixes[0].prefix)
+        result = await crawler.steering.add_ignore(CAL)
         assert result.ok and result.dropped >= cal_queued > 200
         assert crawler.frontier.size <= before - result.dropped + 0  # shrank at once, nothing re-added
         await asyncio.wait_for(task, 30)  # the calendar is cut off: the crawl ends
@@ -52,7 +52,7 @@ async def test_trap_is_flagged_then_ignored_and_the_crawl_finishes() -> None:
         fetched = {r.url for r in sink.records if r.status}
         assert not fetched & {r.url for r in ignored}
         assert len(sink.records) == len({r.url for r in sink.records}) == crawler.frontier.seen_count
-        [rule] = crawler.ignores()
+        [rule] = crawler.steering.ignores()
         assert rule.dropped == result.dropped
         assert crawler.stats.ignored == result.dropped and crawler.stats.errors == 0
     finally:
@@ -119,8 +119,8 @@ def test_ranked_counter_matches_a_counter() -> None:
 async def test_unusable_patterns_are_refused_and_change_nothing(serve, pattern: str, why: str) -> None:
     site = await serve({"/": page("/a"), "/a": page()})
     crawler = Crawler(CrawlConfig(roots=(site.url + "/",), robots=False))
-    result = await crawler.add_ignore(pattern)
-    assert not result.ok and why in (result.error or "") and crawler.ignores() == ()
+    result = await crawler.steering.add_ignore(pattern)
+    assert not result.ok and why in (result.error or "") and crawler.steering.ignores() == ()
     assert "\n" not in result.error
 
 
@@ -131,12 +131,12 @@ async def test_pathological_regex_does_not_stall_the_crawl(serve) -> None:
     site = await serve({"/": page(*misses, *hits)})
     sink = ListSink()
     crawler = Crawler(CrawlConfig(roots=(site.url + "/",), robots=False, concurrency=4), sinks=[sink])
-    assert (await crawler.add_ignore("(a+)+$")).ok
+    assert (await crawler.steering.add_ignore("(a+)+$")).ok
     started = time.perf_counter()
     await asyncio.wait_for(crawler.crawl(), 20)
     assert time.perf_counter() - started < 5
     assert {r.url for r in sink.records} == {site.url + "/"} | {site.url + m for m in misses}
-    [rule] = crawler.ignores()
+    [rule] = crawler.steering.ignores()
     assert rule.stopped == len(hits) and rule.dropped == 0
 
 
@@ -144,8 +144,8 @@ async def test_remove_ignore_admits_later_links_again(serve) -> None:
     site = await serve({"/": page("/x/1"), "/x/1": page()})
     sink = ListSink()
     crawler = Crawler(CrawlConfig(roots=(site.url + "/",), robots=False), sinks=[sink])
-    await crawler.add_ignore("/x/")
-    assert crawler.remove_ignore("/x/") and not crawler.remove_ignore("/x/")
+    await crawler.steering.add_ignore("/x/")
+    assert crawler.steering.remove_ignore("/x/") and not crawler.steering.remove_ignore("/x/")
     await asyncio.wait_for(crawler.crawl(), 10)
     assert {r.url for r in sink.records if r.status == 200} == {site.url + "/", site.url + "/x/1"}
 
@@ -189,23 +189,20 @@ async def test_memory_remove_matching_keeps_order_and_join_counts() -> None:
 
 
 async def test_adding_a_seed_crawls_it_and_bad_ones_are_refused(serve) -> None:
-    a = await serve({"/": page("/slow")})
-
-    async def slow(request: web.Request) -> web.StreamResponse:
-        await asyncio.sleep(0.5)
-        return html()
-
-    a.routes["/slow"] = slow
+    release = asyncio.Event()
+    a = await serve({"/": page("/slow"), "/slow": held(release, page())})  # the crawl lasts until released
     b = await serve({"/": page("/b1"), "/b1": page()})
     sink = ListSink()
     crawler = Crawler(CrawlConfig(roots=(a.url + "/",), robots=False), sinks=[sink])
     task = start(crawler)
     await wait_until(lambda: a.hits.get("/slow"), 5)
-    assert not crawler.add_seed("ftp://nope/").ok
-    assert "not an http(s) URL" in (crawler.add_seed("not a url").error or "")
-    assert "already seen" in (crawler.add_seed(a.url + "/").error or "")
-    result = crawler.add_seed(b.url + "/")
+    steering = crawler.steering
+    assert not steering.add_seed("ftp://nope/").ok
+    assert "not an http(s) URL" in (steering.add_seed("not a url").error or "")
+    assert "already seen" in (steering.add_seed(a.url + "/").error or "")
+    result = steering.add_seed(b.url + "/")
     assert result.ok, result.error
+    release.set()
     await asyncio.wait_for(task, 10)
     ok = {r.url for r in sink.records if r.status == 200}
     assert {b.url + "/", b.url + "/b1"} <= ok  # its host joined the scope: its links followed too
@@ -217,14 +214,16 @@ async def test_pausing_a_host_holds_only_its_urls(serve) -> None:
     sink = ListSink()
     b_host = b.url.split("//")[1]
     crawler = Crawler(CrawlConfig(roots=(a.url + "/",), robots=False, scope="any", concurrency=3), sinks=[sink])
-    assert crawler.pause_host(b_host) and not crawler.pause_host(b_host)
+    assert crawler.steering.pause_host(b_host) and not crawler.steering.pause_host(b_host)
     task = start(crawler)
     await wait_until(lambda: sum(1 for r in sink.records if r.url.startswith(a.url)) == 31, 10)
-    await asyncio.sleep(0.3)
-    assert not task.done() and not b.hits  # b waits; a went on; no worker is stuck
-    assert crawler.paused_hosts() == {b_host: 1}
+    # a is done and every worker waits (none stuck on b's URL, which stays parked)
+    await wait_until(lambda: crawler.stats.snapshot().busy == 0
+                     and all(w.phase == "waiting" for w in crawler.stats.snapshot().workers), 10)
+    assert not task.done() and not b.hits  # b waits; a went on
+    assert crawler.steering.paused_hosts() == {b_host: 1}
     assert any(h.host == b_host and h.paused and h.parked == 1 for h in crawler.stats.snapshot().hosts)
-    assert crawler.resume_host(b_host) == 1
+    assert crawler.steering.resume_host(b_host) == 1
     await asyncio.wait_for(task, 10)
     assert sum(1 for r in sink.records if r.url.startswith(b.url) and r.status == 200) == 6
 
@@ -234,7 +233,7 @@ async def test_stop_gives_parked_urls_their_records(serve) -> None:
     a = await serve({"/": page(b.url + "/", "/x"), "/x": page()})
     sink = ListSink()
     crawler = Crawler(CrawlConfig(roots=(a.url + "/",), robots=False, scope="any"), sinks=[sink])
-    crawler.pause_host(b.url.split("//")[1])
+    crawler.steering.pause_host(b.url.split("//")[1])
     task = start(crawler)
     await wait_until(lambda: len(sink.records) == 2, 10)
     crawler.stop()
@@ -253,9 +252,9 @@ async def test_host_delay_spaces_fetches(serve) -> None:
     site = await serve({"/": page(*(f"/p{k}" for k in range(4))), **{f"/p{k}": stamp for k in range(4)}})
     crawler = Crawler(CrawlConfig(roots=(site.url + "/",), robots=False, concurrency=4))
     host = site.url.split("//")[1]
-    crawler.set_host_delay(host, 0.2)
+    crawler.steering.set_host_delay(host, 0.2)
     with pytest.raises(ValueError):
-        crawler.set_host_delay(host, -1)
+        crawler.steering.set_host_delay(host, -1)
     await asyncio.wait_for(crawler.crawl(), 10)
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert len(times) == 4 and min(gaps) >= 0.18
@@ -285,9 +284,12 @@ async def test_demo_calendar_is_flagged_while_the_demo_crawl_still_ends() -> Non
                                       requisites=True, external=True), sinks=[sink])
         task = start(crawler)
         flagged: set[tuple[str, str]] = set()
-        while not task.done():
-            flagged |= {(t.reason, t.prefix.split("/", 1)[1]) for t in crawler.queue_view().traps}
-            await asyncio.sleep(0.02)
+
+        def watched_to_the_end() -> bool:  # the queues view, read as a monitor does while it runs
+            flagged.update((t.reason, t.prefix.split("/", 1)[1]) for t in crawler.steering.queue_view().traps)
+            return task.done()
+
+        await wait_until(watched_to_the_end, 120, interval=0.02)
         await task
     assert ("query variants", "calendar/") in flagged
     assert all("calendar" in prefix for _, prefix in flagged), flagged  # no false alarm elsewhere

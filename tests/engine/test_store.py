@@ -8,12 +8,13 @@ import os
 import sqlite3
 
 import pytest
+from support.wait import wait_until
 
 from crawltop.core.config import CrawlConfig
 from crawltop.core.errors import StateError
 from crawltop.core.output.records import Record
 from crawltop.core.queueing.frontier import Item
-from crawltop.core.queueing.hosts import Politeness
+from crawltop.core.queueing.politeness import Politeness
 from crawltop.core.storage import store as store_mod
 from crawltop.core.storage.export import CSV_FIELDS, export_csv, export_jsonl
 from crawltop.core.storage.open_state import open_state
@@ -181,8 +182,7 @@ async def test_batches_are_committed_by_the_timer_without_blocking(path):
     st.add(item(1))
     reader = sqlite3.connect(path)
     assert reader.execute("SELECT count(*) FROM urls").fetchone()[0] == 0  # still batched
-    await asyncio.sleep(store_mod.FLUSH_INTERVAL * 3)
-    assert reader.execute("SELECT count(*) FROM urls").fetchone()[0] == 1
+    await wait_until(lambda: reader.execute("SELECT count(*) FROM urls").fetchone()[0] == 1)
     reader.close()
     st.close()
 
@@ -197,11 +197,12 @@ async def test_a_batch_commits_on_time_while_workers_wait_for_a_host(path):
     st.add(item(2))
     first = await st.pop()
     waiter = asyncio.ensure_future(st.pop())  # the host is not due for 1.5 s: its wake timer is armed
-    await asyncio.sleep(0.05)
-    st.add(item(3))  # a batch to commit within FLUSH_INTERVAL, wake timer or not
+    await wait_until(lambda: any(lane.timer is not None for lane in st._lanes))
+    st.add(item(3))  # a batch to commit within FLUSH_INTERVAL (0.2 s), wake timer or not
     reader = sqlite3.connect(path)
-    await asyncio.sleep(store_mod.FLUSH_INTERVAL * 3)
-    assert reader.execute("SELECT count(*) FROM urls").fetchone()[0] == 3
+    # committed long before the host's 1.5 s, however loaded the machine: the wait is on the
+    # commit, and the worker is still waiting for the host when it lands
+    await wait_until(lambda: reader.execute("SELECT count(*) FROM urls").fetchone()[0] == 3, timeout=1.2)
     assert not waiter.done()
     st.done(first)
     got = await asyncio.wait_for(waiter, 3)  # and the flush did not cancel the worker's wake-up
@@ -216,10 +217,9 @@ async def test_batch_of_many_ops_flushes_at_flush_ops(path, monkeypatch):
     _, st = open_state(path, CFG)
     for i in range(250):
         st.add(item(i))
-    await asyncio.sleep(0)  # the flush is scheduled with call_soon, at the end of this stretch
-    await asyncio.sleep(0.2)
     reader = sqlite3.connect(path)
-    assert reader.execute("SELECT count(*) FROM urls").fetchone()[0] == 250
+    # the flush is scheduled with call_soon, at the end of this stretch; the timer (60 s) never rings
+    await wait_until(lambda: reader.execute("SELECT count(*) FROM urls").fetchone()[0] == 250)
     reader.close()
     st.close()
 
@@ -257,14 +257,14 @@ async def test_spill_to_disk_and_refill_in_order(path, monkeypatch):
 async def test_pop_waits_for_add(path):
     _, st = open_state(path, CFG)
     waiter = asyncio.ensure_future(st.pop())
-    await asyncio.sleep(0.01)
+    await wait_until(lambda: any(lane.getters for lane in st._lanes))  # it waits, in its lane
     assert not waiter.done()
     st.add(item(1))
     got = await asyncio.wait_for(waiter, 1)
     assert got.url == item(1).url
     # a cancelled waiter does not swallow the next item
     w2 = asyncio.ensure_future(st.pop())
-    await asyncio.sleep(0.01)
+    await wait_until(lambda: any(lane.getters for lane in st._lanes))
     w2.cancel()
     st.add(item(2))
     assert (await asyncio.wait_for(st.pop(), 1)).url == item(2).url
@@ -428,17 +428,12 @@ async def test_a_failing_state_write_stops_the_crawl_instead_of_hanging(tmp_path
     """Disk full under --state: the crawl stops and says why; it never waits forever."""
     import asyncio
 
-    from aiohttp import web
-    from support.sites import Site, page
+    from support.sites import Site, slow_site
 
     from crawltop.core import Crawler
     from crawltop.core.config import CrawlConfig
 
-    async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(0.01)
-        return web.Response(text="<p>leaf</p>", content_type="text/html")
-
-    site = Site({"/": page(*[f"/p{i}" for i in range(400)])} | {f"/p{i}": slow for i in range(400)})
+    site = Site(slow_site(400, 0.01))
     await site.start()
     try:
         cfg = CrawlConfig(roots=(site.url + "/",), robots=False, concurrency=4)

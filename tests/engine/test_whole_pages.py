@@ -1,4 +1,4 @@
-"""Issue 26, whole pages: every requisite fetched, every link checked once, every page's own
+"""Whole pages: every requisite fetched, every link checked once, every page's own
 directives obeyed, dead hosts left alone. Real servers on 127.0.0.1-4, counted at the server."""
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ async def test_the_warc_holds_every_requisite(tmp_path) -> None:
         await asyncio.wait_for(crawler.crawl(), 60)
         site, ext = h.site.url, h.ext.url
     responses = set()
-    for warc in tmp_path.glob("site-*.warc.gz"):  # rotated files (issue 28)
+    for warc in tmp_path.glob("site-*.warc.gz"):  # rotated files: a WARC series
         with open(warc, "rb") as fh:
             responses |= {r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(fh)
                           if r.rec_type in ("response", "revisit")}

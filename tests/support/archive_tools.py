@@ -9,8 +9,9 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from support.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("CRAWLTOP_ARCHIVE_VENV", ROOT / ".venv-archive"))
@@ -52,15 +53,19 @@ class Wayback:
         self.log = open(workdir / "wayback.log", "wb")
         self.proc = subprocess.Popen([tool("wayback"), "-p", str(self.port), "-b", "127.0.0.1"], cwd=workdir,
                                      stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        def up_or_exited() -> bool:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
+                    return True
             except OSError:
-                if self.proc.poll() is not None:
-                    break
-                time.sleep(0.1)
+                return self.proc.poll() is not None
+
+        try:
+            wait_for(up_or_exited, 60, interval=0.1)
+            if self.proc.poll() is None:
+                return
+        except AssertionError:
+            pass
         self.stop()
         raise AssertionError("pywb did not start: " + (workdir / "wayback.log").read_text())
 

@@ -3,12 +3,9 @@ run the CLI, wait for a condition, and read who recorded what from Redis; and fo
 tests of engines in one process: a site of linked pages (`tree`), n engines on one crawl."""
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 
 import redis
 
@@ -16,7 +13,7 @@ from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.cluster import connect as cluster
 from crawltop.core.cluster.keys import Keys
 from crawltop.core.cluster.member import Member
-from support.sites import page, redirect
+from support.sites import page, redirect, slow
 
 CLI = [sys.executable, "-m", "crawltop.cli"]
 
@@ -28,16 +25,6 @@ def start(*args: str, env: dict | None = None) -> subprocess.Popen[str]:
 
 def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
-
-
-def wait_for(cond: Callable[[], object], timeout: float = 30.0,
-             what: str | Callable[[], str] = "condition") -> None:
-    """Poll; `what` (or what it returns, read at the timeout) names the condition."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what() if callable(what) else what}: not reached in {timeout:g} s")
-        time.sleep(0.02)
 
 
 def records_of(r: redis.Redis, name: str) -> int:
@@ -79,9 +66,4 @@ async def engines(url: str, name: str, config: CrawlConfig, n: int) -> list[Memb
 
 def slow_tree(n: int, delay: float) -> dict:
     """tree(n), each response `delay` seconds late."""
-    async def slow(request):
-        await asyncio.sleep(delay)
-        return await routes[request.path](request)
-
-    routes = tree(n)
-    return {p: slow for p in routes}
+    return {p: slow(delay, handler) for p, handler in tree(n).items()}

@@ -6,11 +6,11 @@ import asyncio
 import contextlib
 import json
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from support.sites import counting_site
+from support.wait import wait_until, wait_value
 
 
 @contextlib.contextmanager
@@ -35,24 +35,22 @@ async def status(name: str) -> dict:
     return json.loads(out)
 
 
-async def wait_status(name: str, cond, timeout: float = 20.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        s = await status(name)
-        if cond(s):
-            return s
-        if time.monotonic() > deadline:
-            raise AssertionError(f"status never matched: {s}")
-        await asyncio.sleep(0.2)
+async def wait_status(name: str, cond, timeout: float = 30.0) -> dict:
+    try:
+        s = await wait_value(lambda: status(name), cond, timeout, interval=0.2)
+    except AssertionError as exc:
+        raise AssertionError(f"status {exc}") from None
+    assert isinstance(s, dict)
+    return s
+
+
+def ended(pid: int) -> bool:
+    """Exited; a zombie until whoever inherited it reaps it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] in "ZX"
+    except (FileNotFoundError, IndexError):
+        return True
 
 
 async def wait_gone(pid: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] in "ZX":
-                return  # exited; a zombie until whoever inherited it reaps it
-        except (FileNotFoundError, IndexError):
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"process {pid} still running")
+    await wait_until(lambda: ended(pid), timeout, interval=0.1, what=f"the end of process {pid}")

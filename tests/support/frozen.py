@@ -348,7 +348,7 @@ class FrozenCluster(FrozenCrawler):
         self.cancelled.append(hash(proc))
 
 
-# -- the dashboard (issue 30): a board with fixed rows ----------------------------------
+# -- the dashboard: a board with fixed rows ---------------------------------------------
 
 class FrozenBoard:
     """core/dashboard/board.py Board's face with fixed rows: live, paused, ended four ways.

@@ -1,4 +1,4 @@
-"""A site with the traps the ignore sets are for (issue 28): a wiki whose relative skin
+"""A site with the traps the ignore sets are for: a wiki whose relative skin
 link nests forever (/wiki/skins/skins/...), whose pages link endless old revisions
 (?oldid=N links ?oldid=N+1) and histories, reply-to-comment links and a runaway
 escape; and an endless calendar (/cal/YYYY/MM/). Its real content is ARTICLES wiki

@@ -1,4 +1,4 @@
-"""A real forward HTTP proxy for the tests (issue 21): asyncio streams, no mock.
+"""A real forward HTTP proxy for the tests of `--proxy`: asyncio streams, no mock.
 
 It takes absolute-form requests (`GET http://host:port/path HTTP/1.1`) and CONNECT
 tunnels (https targets), checks

@@ -2,6 +2,7 @@
 process) and the handlers their routes are made of."""
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
@@ -20,6 +21,41 @@ def page(*hrefs: str, extra: str = "") -> Handler:
     async def handler(request: web.Request) -> web.StreamResponse:
         return html(*hrefs, extra=extra)
     return handler
+
+
+def slow(delay: float, handler: Handler | None = None, text: str = "<p>leaf</p>") -> Handler:
+    """A page that answers `delay` seconds late (`handler`'s answer, else `text` as HTML): a
+    server that takes its time is the behaviour under test, so this sleep is the server's."""
+    async def late(request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(delay)
+        if handler is not None:
+            return await handler(request)
+        return web.Response(text=text, content_type="text/html")
+    return late
+
+
+def held(release: asyncio.Event | None = None, handler: Handler | None = None, text: str = "late") -> Handler:
+    """A page that answers (`handler`'s answer, else `text`) only once `release` is set
+    (never, without one): a request in flight for exactly as long as the test needs it,
+    however loaded the machine."""
+    async def wait(request: web.Request) -> web.StreamResponse:
+        await (release or asyncio.Event()).wait()
+        if handler is not None:
+            return await handler(request)
+        return web.Response(text=text, content_type="text/html")
+    return wait
+
+
+def slow_site(n: int, delay: float, extra: dict[str, Handler] | None = None) -> dict[str, Handler]:
+    """A root linking to n leaves /p0 ... /p{n-1}, each `delay` seconds late."""
+    routes = {"/": page(*[f"/p{i}" for i in range(n)])} | {f"/p{i}": slow(delay) for i in range(n)}
+    return routes | (extra or {})
+
+
+def held_site(n: int, release: asyncio.Event) -> dict[str, Handler]:
+    """A root linking to n leaves that answer once `release` is set: a crawl that lasts
+    exactly until the test is done with it."""
+    return {"/": page(*[f"/p{i}" for i in range(n)])} | {f"/p{i}": held(release, text="<p>leaf</p>") for i in range(n)}
 
 
 def redirect(location: str, status: int = 302) -> Handler:

@@ -128,3 +128,127 @@ def spa_site() -> dict[str, Handler]:
 
 def spa_paths() -> list[str]:
     return ["/"] + [f"/p/{n}" for n in range(SPA_PAGES)]
+
+
+# Lazy images and an endless list: nothing below the first screen loads until it is scrolled
+# to. Images far down whose `src` a script sets once they come into view (an
+# IntersectionObserver, as lazy-loading libraries do: headless Chromium loads native
+# `loading=lazy` images at once); a list that fetches its next part each time the
+# bottom comes into view, LIST_PARTS parts, each with an image.
+LIST_PARTS = 3
+LAZY_IMAGES = 2
+LAZY_JS = r"""
+(function () {
+  var seen = new IntersectionObserver(function (entries) {
+    entries.forEach(function (e) {
+      if (e.isIntersecting) { e.target.src = e.target.dataset.src; seen.unobserve(e.target); }
+    });
+  });
+  document.querySelectorAll("img[data-src]").forEach(function (img) { seen.observe(img); });
+  var part = 0, busy = false, list = document.getElementById("list");
+  function more() {
+    if (busy || part >= LIST_PARTS) return;
+    busy = true;
+    fetch("/list/" + part + ".json").then(function (r) { return r.json(); }).then(function (data) {
+      var li = document.createElement("li");
+      li.style.height = "800px";
+      li.innerHTML = '<img src="' + data.image + '"> ' + data.text;
+      list.appendChild(li);
+      part += 1;
+      busy = false;
+    });
+  }
+  window.addEventListener("scroll", function () {
+    if (window.innerHeight + window.scrollY >= document.body.scrollHeight - 10) more();
+  });
+})();
+""".replace("LIST_PARTS", str(LIST_PARTS))
+
+
+def lazy_site() -> dict[str, Handler]:
+    images = "".join(f'<div style="height:3000px"></div><img data-src="/lazy/{n}.png" width="10" height="10">'
+                     for n in range(LAZY_IMAGES))
+    body = f'{images}<ul id="list"></ul><script src="/list.js"></script>'
+    routes: dict[str, Handler] = {
+        "/": _text(SHELL.format(head="", body=body), "text/html"),
+        "/list.js": _text(LAZY_JS, "application/javascript"),
+    }
+    for n in range(LAZY_IMAGES):
+        routes[f"/lazy/{n}.png"] = _text(PNG, "image/png")
+    for n in range(LIST_PARTS):
+        routes[f"/list/{n}.json"] = _text(json.dumps({"text": f"part {n}", "image": f"/item/{n}.png"}),
+                                          "application/json")
+        routes[f"/item/{n}.png"] = _text(PNG, "image/png")
+    return routes
+
+
+def lazy_loads() -> list[str]:
+    """What only scrolling makes the page load."""
+    return ([f"/lazy/{n}.png" for n in range(LAZY_IMAGES)] + [f"/list/{n}.json" for n in range(LIST_PARTS)]
+            + [f"/item/{n}.png" for n in range(LIST_PARTS)])
+
+
+# A page that does what a crawl must survive: dialogs, a popup, a download, a same-origin
+# frame whose link a script makes, and (on /mover) a move to another URL.
+RUDE_JS = r"""
+alert("hello");
+confirm("sure?");
+prompt("name?");
+window.open("/popped");
+var a = document.createElement("a");
+a.href = "/file.bin";
+a.download = "file.bin";
+document.body.appendChild(a);
+a.click();
+a.remove();
+document.body.insertAdjacentHTML("beforeend", '<a href="/after-dialogs">on</a>');
+"""
+FRAME_JS = 'document.body.insertAdjacentHTML("beforeend", \'<a href="/from-frame">f</a>\');'
+
+
+def rude_site(elsewhere: str) -> dict[str, Handler]:
+    """`elsewhere`: where /mover sends itself (another host's URL)."""
+    async def download(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=b"\0" * 64, content_type="application/octet-stream",
+                            headers={"Content-Disposition": 'attachment; filename="file.bin"'})
+
+    mover = f'<script>setTimeout(function () {{ location.href = "{elsewhere}"; }}, 50)</script>'
+    return {
+        "/": _text(SHELL.format(head="", body='<iframe src="/frame"></iframe><script src="/rude.js"></script>'
+                                '<a href="/mover">m</a>'), "text/html"),
+        "/rude.js": _text(RUDE_JS, "application/javascript"),
+        "/frame": _text(SHELL.format(head="", body=f"<script>{FRAME_JS}</script>"), "text/html"),
+        "/popped": _text(SHELL.format(head="", body=""), "text/html"),
+        "/file.bin": download,
+        "/after-dialogs": _text(SHELL.format(head="", body=""), "text/html"),
+        "/from-frame": _text(SHELL.format(head="", body=""), "text/html"),
+        "/mover": _text(SHELL.format(head="", body=mover), "text/html"),
+    }
+
+
+# A hash-routed app: one document, its routes in the fragment (`#/a`, `#!b`, `#/c`); the
+# script renders the route's JSON, links included. `#section` is a plain in-page fragment.
+HASH_JS = r"""
+(function () {
+  var route = location.hash.replace(/^#!?\/?/, "") || "home";
+  fetch("/api/h/" + route + ".json").then(function (r) { return r.json(); }).then(function (data) {
+    var html = "<h1 id=\"section\">" + route + "</h1>";
+    data.links.forEach(function (href) { html += '<a href="' + href + '">' + href + "</a> "; });
+    document.getElementById("app").innerHTML = html;
+  });
+})();
+"""
+HASH_LINKS = {"home": ["#/a", "#!b", "#section"], "a": ["#/c", "#section"], "b": ["#/a"], "c": ["/#!b"]}
+
+
+def hash_site() -> dict[str, Handler]:
+    routes: dict[str, Handler] = {"/": _text(SHELL.format(head="", body='<script src="/hash.js"></script>'),
+                                             "text/html"),
+                                  "/hash.js": _text(HASH_JS, "application/javascript")}
+    for name, links in HASH_LINKS.items():
+        routes[f"/api/h/{name}.json"] = _text(json.dumps({"links": links}), "application/json")
+    return routes
+
+
+def hash_pages() -> list[str]:
+    return ["/", "/#/a", "/#!b", "/#/c"]

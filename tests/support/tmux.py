@@ -3,15 +3,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import uuid
 
 import pytest
 
-# CI (.ci/run) installs tmux: there the tmux tests must run, never skip.
-needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None and not os.environ.get("CI"),
-                                reason="tmux is not installed (apt-get install tmux; CI installs it and runs this)")
+# The `tmux` marker: skipped without tmux, failed with CI set (the rule is in tests/conftest.py).
+needs_tmux = pytest.mark.tmux
 
 
 class Tmux:

@@ -4,22 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from aiohttp import web
-
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.tui.app import CrawlApp
 from support.crawl import ListSink
-from support.sites import page
 from support.wait import until
-
-
-def slow_site(n: int, delay: float, extra: dict | None = None) -> dict:
-    async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(delay)
-        return web.Response(text="<p>leaf</p>", content_type="text/html")
-
-    routes = {"/": page(*[f"/p{i}" for i in range(n)])} | {f"/p{i}": slow for i in range(n)}
-    return routes | (extra or {})
 
 
 def make(url: str, **options: object) -> tuple[Crawler, ListSink, CrawlApp]:

@@ -1,5 +1,5 @@
 """A site with every kind of reference a page can hold, broken ones among them, and the
-hosts around it (issue 26): an external host on 127.0.0.2, one that refuses on 127.0.0.3,
+hosts around it (whole pages: requisites, link checks): an external host on 127.0.0.2, one that refuses on 127.0.0.3,
 one that accepts and drops every connection on 127.0.0.4. Real servers, counted."""
 from __future__ import annotations
 

@@ -7,14 +7,9 @@ import pty
 import select
 import time
 
+from support.wait import wait_for
+
 from crawltop.tui.terminal import Writer
-
-
-def wait_for(cond, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
 
 
 def drain(fd: int, seconds: float = 0.3) -> int:

@@ -1,4 +1,4 @@
-"""Snapshot tests of the dashboard (`crawltop` alone, issue 30) with fixed data: live,
+"""Snapshot tests of the dashboard (`crawltop` alone: every crawl on one screen) with fixed data: live,
 paused, done, stopped, lost crawls (tests/support/frozen.py FrozenBoard). Its behaviour
 is tested against real crawls in tests/control/test_top.py. Regenerate after an intended
 change with:

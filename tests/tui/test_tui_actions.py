@@ -29,7 +29,7 @@ KEYS = {
     "a": ["add_seed"], "h": ["toggle_host"], "t": ["host_delay"], "P": ["process('pause')"],
     "R": ["process('resume')"], "K": ["process('stop')"], "q": ["quit"], "d": ["detach"],
     "ctrl+c": ["quit"], "ctrl+q": ["quit"],
-    "escape": ["to_list"],  # issue 30: only in a monitor opened from the dashboard (check_action)
+    "escape": ["to_list"],  # only in a monitor opened from the dashboard (its row's `enabled`)
 }
 
 
@@ -114,7 +114,7 @@ async def test_help_lists_the_table_for_this_crawl() -> None:
         await pilot.pause(0.1)
         assert not app.crawler.detached and app.is_running
 
-    # opened from the dashboard (issue 30): esc goes back to the list, and says so
+    # opened from the dashboard: esc goes back to the list, and says so
     crawler = Remote()
     app = CrawlApp(crawler, from_list=True)
     async with app.run_test(size=(100, 60)) as pilot:
@@ -186,7 +186,7 @@ async def test_palette_leaves_out_what_this_crawl_lacks() -> None:
 
 
 def test_the_dashboard_acts_with_the_main_screens_rows() -> None:
-    """Issue 30: the dashboard's keys on the selected crawl are the main screen's rows: the
+    """One set of words for one action: the dashboard's keys on the selected crawl are the main screen's rows: the
     same key, label, title and words; its bindings are made from its table."""
     from crawltop.tui.actions import TOP_SHARED, top_actions
     from crawltop.tui.top.app import TopApp
@@ -200,3 +200,102 @@ def test_the_dashboard_acts_with_the_main_screens_rows() -> None:
     keys = {b.key: b.action for b in TopApp.BINDINGS if not isinstance(b, tuple)}
     assert keys["p"] in ("pause", "resume") and keys["plus"] == "more(1)" and keys["i"] == "ignore"
     assert keys["enter"] == "open" and keys["k"] == "stop" and keys["n"] == "new" and keys["slash"] == "filter"
+
+
+def test_each_row_says_when_it_runs_and_rows_of_one_action_agree() -> None:
+    """check_action is a lookup of the rows' own predicates: rows that run the same action
+    (Textual asks by action name) carry the same one, and each says in words when it runs."""
+    from dataclasses import dataclass
+
+    from crawltop.tui.actions import ENABLED
+    from crawltop.tui.screens.steer import TextPrompt
+
+    for row in ACTIONS:
+        assert ENABLED[row.name] is row.enabled, row.id
+        assert row.enabled.words, row.id
+
+    @dataclass
+    class Now:
+        live: bool = True
+        paused: bool = False
+        concurrency: int = 5
+        finished: bool = False
+        looking_at: object = None
+        on_main: bool = True
+        focus: str | None = None
+        can_detach: bool = False
+        cluster: bool = False
+        from_list: bool = False
+
+    def runs(name: str, **now: object) -> bool | None:
+        return ENABLED[name](Now(**now))  # type: ignore[arg-type]
+
+    assert runs("pause") and not runs("pause", paused=True) and runs("resume", paused=True)
+    assert not runs("pause", live=False) and not runs("resume", live=False, paused=True)
+    assert runs("fewer") is True and runs("fewer", concurrency=1) is None and runs("fewer", on_main=False) is False
+    assert not runs("cancel_worker") and runs("cancel_worker", focus="workers")
+    assert not runs("toggle_host", focus="workers") and runs("host_delay", focus="hosts")
+    assert runs("process", focus="processes") and not runs("process", focus="processes", on_main=False)
+    assert not runs("ignore", looking_at=TextPrompt("?", apply=lambda text: None)) and runs("add_seed")
+    assert not runs("summary") and runs("summary", finished=True)
+    assert not runs("detach") and runs("detach", can_detach=True)
+    assert not runs("detach", can_detach=True, finished=True) and runs("detach", can_detach=True, finished=True,
+                                                                       from_list=True)
+    assert runs("quit", live=False) and runs("help", live=False)
+
+
+def test_each_dashboard_row_says_when_it_runs_and_rows_of_one_action_agree() -> None:
+    """TopApp.check_action is a lookup too: the dashboard's rows, the main screen's shared ones
+    included, carry the dashboard's predicates (on the list and its selected crawl), not the monitor's."""
+    from dataclasses import dataclass
+
+    from crawltop.tui.actions import ENABLED, TOP_ENABLED, top_actions
+
+    for row in top_actions():
+        assert TOP_ENABLED[row.name] is row.enabled, row.id
+        assert row.enabled.words, row.id
+    assert TOP_ENABLED["pause"] is not ENABLED["pause"] and TOP_ENABLED["more"] is not ENABLED["more"]
+
+    @dataclass
+    class Listing:
+        typing_filter: bool = False
+        selected_live: bool = True
+        selected_paused: bool = False
+        selected_workers: int | None = 5
+        selected_shared: bool = False
+        selected_ended: bool = False
+        any_ended: bool = False
+        can_start: bool = True
+
+    def runs(name: str, **now: object) -> bool | None:
+        return TOP_ENABLED[name](Listing(**now))  # type: ignore[arg-type]
+
+    assert runs("pause") and not runs("pause", selected_paused=True) and runs("resume", selected_paused=True)
+    assert not runs("resume") and not runs("open", selected_live=False) and not runs("stop", selected_live=False)
+    assert runs("more") and runs("fewer") is True
+    assert runs("fewer", selected_workers=1) is None and runs("fewer", selected_workers=None) is None
+    assert runs("fewer", selected_live=False) is False
+    assert runs("ignore") and not runs("ignore", selected_shared=True)
+    assert not runs("dismiss") and runs("dismiss", selected_live=False, selected_ended=True)
+    assert not runs("dismiss_all") and runs("dismiss_all", any_ended=True)
+    assert runs("new") and not runs("new", can_start=False)
+    # the filter line has the keyboard: only sort, help and quit (and the palette, outside the table)
+    typing = {row.name: runs(row.name, typing_filter=True, any_ended=True, selected_ended=True)
+              for row in top_actions()}
+    assert {name for name, ok in typing.items() if ok} == {"sort", "help", "quit"}
+
+
+async def test_check_action_reads_the_rows_predicates_in_the_app() -> None:
+    app = CrawlApp(FrozenCrawler())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.live)
+        assert app.check_action("pause", ()) and not app.check_action("resume", ())
+        app.workers_table.focus()
+        await pilot.pause()
+        assert app.focus == "workers" and app.check_action("cancel_worker", ())
+        app.breakdown.hosts.focus()
+        await pilot.pause()
+        assert app.focus == "hosts" and app.check_action("toggle_host", ())
+        assert not app.check_action("cancel_worker", ())
+        assert app.check_action("ignore_set", ()) is True  # not a row: runs
+        app.crawler.stop()

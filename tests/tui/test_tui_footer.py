@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 from support.ctl import cli
-from support.tui import make, slow_site
+from support.sites import slow_site
+from support.tui import make
 from support.wait import until
 from textual.app import App
 from textual.screen import ModalScreen, Screen

@@ -10,8 +10,8 @@ import asyncio
 import pytest
 from aiohttp import web
 from support.crawl import ListSink
-from support.sites import page
-from support.tui import finished, make, slow_site
+from support.sites import held, page, slow_site
+from support.tui import finished, make
 from support.wait import until
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Input
@@ -87,9 +87,11 @@ async def test_plus_minus_and_big_steps_change_workers(serve) -> None:
 
 
 async def test_x_cancels_the_selected_stalled_worker(serve) -> None:
-    async def stall_once(request: web.Request) -> web.Response:
+    never = held()
+
+    async def stall_once(request: web.Request) -> web.StreamResponse:
         if site.hits["/stuck"] == 1:
-            await asyncio.sleep(30)
+            return await never(request)  # until the worker is cancelled
         return web.Response(text="<p>finally</p>", content_type="text/html")
 
     routes = slow_site(30, 0.03, {"/": page("/stuck", *[f"/p{i}" for i in range(30)]), "/stuck": stall_once})
@@ -262,9 +264,12 @@ async def test_command_palette_offers_the_same_actions(serve) -> None:
 
 
 async def test_markup_and_escape_sequences_in_urls_show_literally(serve) -> None:
-    async def slow_500(request: web.Request) -> web.Response:
-        await asyncio.sleep(1.0)
+    release = asyncio.Event()
+
+    async def error_500(request: web.Request) -> web.Response:
         return web.Response(status=500, text="[bold]no[/bold]")
+
+    slow_500 = held(release, error_500)  # in flight until the workers table was read
 
     body = '<a href="/[bold]x[/bold]">a</a> <a href="/e\x1b[31mred\x1b[0m">b</a> <a href="/q?x=[i]y[/i]">c</a>'
 
@@ -280,6 +285,7 @@ async def test_markup_and_escape_sequences_in_urls_show_literally(serve) -> None
             return [app.workers_table.cells_of(k)[3][0] for k in app.workers_table.row_keys()]
 
         await until(pilot, lambda: "/[bold]x[/bold]" in paths())  # in the workers table, literally
+        release.set()
         await finished(pilot, app)
         await until(pilot, lambda: isinstance(app.screen, SummaryScreen))
         await pilot.press("escape")  # back to the live view: the errors panel has the rows

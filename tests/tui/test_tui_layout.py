@@ -11,7 +11,7 @@ import time
 import pytest
 from support.crawl import ListSink
 from support.frozen import ROOT, FrozenCrawler, sample_snapshot
-from support.sites import page
+from support.sites import slow_site
 from support.wait import until
 
 from crawltop.core import CrawlConfig, Crawler
@@ -26,14 +26,6 @@ pytestmark = pytest.mark.timeout(30)
 
 
 
-def slow_site(n: int, delay: float) -> dict:
-    from aiohttp import web
-
-    async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(delay)
-        return web.Response(text="<p>leaf</p>", content_type="text/html")
-
-    return {"/": page(*[f"/p{i}" for i in range(n)])} | {f"/p{i}": slow for i in range(n)}
 
 
 async def test_resize_down_to_40x12_and_back_during_a_crawl(serve) -> None:
@@ -184,7 +176,7 @@ async def test_run_tui_async_exits_on_finish_with_every_record() -> None:
 
 
 async def test_80x24_keeps_q_and_tells_cut_rows_apart() -> None:
-    """Issue 27: at 80x24 `q Quit` stays on the key bar, and error rows whose URLs share a
+    """A key bar that means what it says: at 80x24 `q Quit` stays on the key bar, and error rows whose URLs share a
     long prefix show where they differ (a middle ellipsis), not the same cut prefix."""
     crawler = FrozenCrawler()
     base = f"{ROOT}/private/reports/2026/quarterly/finance-department-summary"

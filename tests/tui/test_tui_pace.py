@@ -66,5 +66,5 @@ def test_machine_idle_reads_real_cores() -> None:
 
     idle = machine_idle()
     assert idle() == float("inf")  # the first call has nothing to compare with
-    time.sleep(0.3)
+    time.sleep(0.3)  # /proc/stat's counters advance in 10 ms ticks: time must pass to read any
     assert 0.0 <= idle() <= (os.cpu_count() or 1) + 0.5

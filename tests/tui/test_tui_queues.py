@@ -1,4 +1,4 @@
-"""The host queues in the TUI (issue 19), with Pilot against real crawls: real aiohttp
+"""The host queues in the TUI (each host's state, steered by hand), with Pilot against real crawls: real aiohttp
 servers on several loopback addresses (127.0.0.2, 127.0.0.3, ... all reach `lo`) with a
 delay, so hosts wait, back off and fetch for real. The queues view (`H`) lists them with
 their states, sorts (`o`/`O`) and filters (`f`/`F`) them, `h` pauses one; the header counts
@@ -99,11 +99,11 @@ async def test_queues_view_shows_host_states_sorts_filters_and_pauses(serve) -> 
         first = hosts[0]
         assert screen.selected() is not None and screen.selected().host == first
         await pilot.press("h")
-        await until(pilot, lambda: first in crawler.paused_hosts())
+        await until(pilot, lambda: first in crawler.steering.paused_hosts())
         await until(pilot, lambda: screen.rows[0].host == first and screen.rows[0].state == "paused", 5)
         assert " paused " in screen.table.line_of("0")
         await pilot.press("h")
-        await until(pilot, lambda: first not in crawler.paused_hosts())
+        await until(pilot, lambda: first not in crawler.steering.paused_hosts())
 
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, SummaryScreen), 60)
@@ -131,7 +131,7 @@ async def test_thousands_of_hosts_cost_the_rows_that_fit() -> None:
         await pilot.press("pagedown", "pagedown")  # the cursor nears the last row read: read further
         await until(pilot, lambda: len(screen.rows) > 2 * body + 1)
         assert len(screen.rows) <= screen.table.cursor_row + 2 * body + 1 < 600
-        await pilot.press("f")  # ready: none, the crawl is paused and so are its hosts (issue 27)
+        await pilot.press("f")  # ready: none, the crawl is paused and so are its hosts (state shown as it is)
         await until(pilot, lambda: screen.state == "ready" and screen.table.row_count == 0)
         await pilot.press("f")  # fetching: none
         await until(pilot, lambda: screen.state == "fetching" and screen.table.row_count == 0)

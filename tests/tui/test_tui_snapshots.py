@@ -42,7 +42,7 @@ class TestMainScreen:
 
 
 class SharedPrefix(FrozenCrawler):
-    """Failed URLs that share a 60-character prefix (issue 27: rows must not all read
+    """Failed URLs that share a 60-character prefix (cut in the middle: rows must not all read
     `/private/report…`)."""
 
     def make_snapshot(self, state: str) -> Snapshot:
@@ -85,7 +85,7 @@ class TestScreens:
 
 
 class TestSteering:
-    """The queue view, the trap warning and the ignores screen (issue 11), at 80x24."""
+    """The queue view, the trap warning and the ignores screen (steering a crawl by hand), at 80x24."""
 
     def test_queue_view_80x24(self, snap_compare) -> None:
         assert snap_compare(CrawlApp(FrozenCrawler(traps=True)), press=["u"], terminal_size=(80, 24), run_before=settle)
@@ -117,7 +117,7 @@ class TestCluster:
 
 
 class TestHostQueues:
-    """Host queues (issue 19): 40 hosts in every state, in the side panel, the header, the
+    """Host queues: 40 hosts in every state, in the side panel, the header, the
     workers line and the queues view (`H`)."""
 
     def test_main_many_hosts_80x24(self, snap_compare) -> None:

@@ -1,13 +1,14 @@
-"""Steering from the keyboard (issue 11), with Pilot against real crawls of real local
+"""Steering from the keyboard (ignores, seeds, hosts), with Pilot against real crawls of real local
 servers: a trap spotted in the queue view and ignored from there, refused patterns,
 the ignores screen, adding a seed, pausing a host from the hosts panel."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from support.crawl import ListSink
-from support.sites import page
+from support.sites import held_site, page, slow_site
 from support.trapsite import start_trap
-from support.tui import slow_site
 from support.wait import until
 from textual.widgets import Input, Static
 
@@ -33,9 +34,10 @@ async def test_trap_spotted_in_the_queue_view_and_ignored_from_there() -> None:
     site = await start_trap()
     try:
         crawler, sink, app = make(site.url + "/", concurrency=4)
-        crawler.queue_stats.epoch = 1.0  # judge prefixes after a second, not half a minute
+        crawler.steering.queue_stats.epoch = 1.0  # judge prefixes after a second, not half a minute
         async with app.run_test(size=(100, 30)) as pilot:
-            await until(pilot, lambda: any(t.reason == "self-feeding" for t in crawler.queue_view().traps), 60)
+            await until(pilot, lambda: any(t.reason == "self-feeding" for t in crawler.steering.queue_view().traps),
+                        60)
             await until(pilot, lambda: app.trap_warning.display and "self-feeding" in app.trap_warning.plain, 20)
             await pilot.press("u")
             await until(pilot, lambda: isinstance(app.screen, QueueScreen))
@@ -50,7 +52,7 @@ async def test_trap_spotted_in_the_queue_view_and_ignored_from_there() -> None:
             inp = app.screen.query_one(Input)
             assert inp.value == suggest(trap) == r"^https?://127\.0\.0\.1:" + site.url.rsplit(":", 1)[1] + "/cal/"
             before = crawler.frontier.size
-            cal = crawler.queue_stats.p1.get(trap)
+            cal = crawler.steering.queue_stats.p1.get(trap)
             await pilot.press("enter")
             await until(pilot, lambda: not isinstance(app.screen, TextPrompt))
             assert crawler.frontier.size == before - cal  # at once: every calendar URL left the queue
@@ -66,8 +68,9 @@ async def test_trap_spotted_in_the_queue_view_and_ignored_from_there() -> None:
 
 
 async def test_invalid_and_unsupported_patterns_are_refused_in_the_prompt(serve) -> None:
-    site = await serve(slow_site(3, 5.0))
-    crawler, sink, app = make(site.url + "/", concurrency=3)
+    release = asyncio.Event()  # the leaves answer only at the end: the crawl outlasts the test
+    site = await serve(held_site(3, release))
+    crawler, sink, app = make(site.url + "/", concurrency=3, timeout=120.0)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: len(sink.records) >= 1)
         await pilot.press("i")
@@ -78,24 +81,26 @@ async def test_invalid_and_unsupported_patterns_are_refused_in_the_prompt(serve)
             await pilot.pause(0.1)
             assert isinstance(app.screen, TextPrompt) and why in (app.screen.refusal or "")
             assert why in str(app.screen.query_one("#prompt-error", Static).render())
-        assert crawler.ignores() == ()
+        assert crawler.steering.ignores() == ()
         app.screen.query_one(Input).value = "/p1$"
         await pilot.press("enter")
         await until(pilot, lambda: not isinstance(app.screen, TextPrompt))
-        assert [r.pattern for r in crawler.ignores()] == ["/p1$"]
+        assert [r.pattern for r in crawler.steering.ignores()] == ["/p1$"]
         await pilot.press("I")
         await until(pilot, lambda: isinstance(app.screen, IgnoresScreen))
         assert app.screen.table.row_keys() == ["/p1$"]
         await pilot.press("delete")
-        await until(pilot, lambda: crawler.ignores() == ())
+        await until(pilot, lambda: crawler.steering.ignores() == ())
         assert app.screen.table.row_keys() == []
         crawler.stop()
+        release.set()
 
 
 async def test_a_adds_a_seed_and_refuses_a_bad_url(serve) -> None:
-    a = await serve(slow_site(2, 1.0))
+    release = asyncio.Event()  # a's leaves answer once the seed is in: the crawl lasts until then
+    a = await serve(held_site(2, release))
     b = await serve({"/": page("/b1"), "/b1": page()})
-    crawler, sink, app = make(a.url + "/", concurrency=2)
+    crawler, sink, app = make(a.url + "/", concurrency=2, timeout=120.0)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: len(sink.records) >= 1)
         await pilot.press("a")
@@ -106,7 +111,9 @@ async def test_a_adds_a_seed_and_refuses_a_bad_url(serve) -> None:
         assert isinstance(app.screen, TextPrompt) and "not an http(s) URL" in (app.screen.refusal or "")
         app.screen.query_one(Input).value = b.url + "/"
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, SummaryScreen), 20)
+        await until(pilot, lambda: not isinstance(app.screen, TextPrompt))
+        release.set()
+        await until(pilot, lambda: isinstance(app.screen, SummaryScreen))
     assert {b.url + "/", b.url + "/b1"} <= {r.url for r in sink.records if r.status == 200}
 
 
@@ -119,7 +126,7 @@ async def test_h_pauses_the_selected_host_in_the_hosts_panel(serve) -> None:
         app.breakdown.hosts.focus()
         await pilot.pause(0.05)
         await pilot.press("h")
-        await until(pilot, lambda: host in crawler.paused_hosts())
+        await until(pilot, lambda: host in crawler.steering.paused_hosts())
         await until(pilot, lambda: app.breakdown.hosts.cells_of(host)[0][0].startswith("⏸"))
         done = len(sink.records)
         await pilot.pause(0.8)  # fetches in flight finish, no new one starts
@@ -135,7 +142,7 @@ async def test_h_pauses_the_selected_host_in_the_hosts_panel(serve) -> None:
 
 
 async def test_ignores_screen_shows_each_patterns_set_and_turns_a_set_on() -> None:
-    """Issue 28: `I` lists the global set's patterns with their set; `s` then a set's name
+    """Curated ignore sets, live: `I` lists the global set's patterns with their set; `s` then a set's name
     turns it on live: its queued calendar URLs leave the queue, each with its record."""
     from support.ignoresite import start_ignore_site
 
@@ -154,7 +161,7 @@ async def test_ignores_screen_shows_each_patterns_set_and_turns_a_set_on() -> No
             app.screen.query_one(Input).value = "blogs"
             await pilot.press("enter")
             await until(pilot, lambda: not isinstance(app.screen, TextPrompt))
-            assert "blogs" in crawler.ignore_rules.enabled_sets()
+            assert "blogs" in crawler.steering.ignore_rules.enabled_sets()
             assert not any("/cal/" in i.url for i in crawler.frontier.peek(50))
             crawler.stop()
     finally:

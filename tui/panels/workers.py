@@ -1,4 +1,6 @@
-"""One row per worker: id, phase, host, URL and time in phase; stuck workers stand out."""
+"""One row per worker: id, phase, host, URL and time in phase; stuck workers stand out.
+With --browser a page's tab phases show too, and after its URL the tab's requests in flight
+and the bytes it was served so far."""
 from __future__ import annotations
 
 import statistics
@@ -7,12 +9,13 @@ from collections.abc import Sequence
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from ...core.monitor.stats import Snapshot, WorkerView
+from ...core.monitor.stats import BROWSER_PHASES, Snapshot, WorkerView
 from .. import fmt
 from ..widgets.line import Line
 from ..widgets.table import Cell, Col, DiffTable, cell
 
-ACTIVE = ("robots", "sitemap", "pool", "connecting", "sending", "headers", "reading", "parsing")
+ACTIVE = ("robots", "sitemap", "pool", "connecting", "sending", "headers", "reading", "parsing",
+          *BROWSER_PHASES)
 STUCK_FACTOR = 5.0
 STUCK_MIN_SECONDS = 5.0
 
@@ -28,8 +31,15 @@ PHASE_STYLE = {
     "reading": "green",
     "parsing": "blue",
     "backoff": "magenta",
+    "navigating": "cyan",
+    "loading": "green",
+    "network idle": "green",
+    "scrolling": "green",
+    "reading links": "blue",
 }
-PHASE_LABEL = {"backoff": "backing off", "pool": "wait conn", "headers": "wait reply"}
+# within the phase column's 11 cells
+PHASE_LABEL = {"backoff": "backing off", "pool": "wait conn", "headers": "wait reply", "network idle": "net idle",
+               "reading links": "links"}
 
 
 def stuck_workers(workers: Sequence[WorkerView], host_avg_ms: dict[str, float] | None = None) -> set[int]:
@@ -84,7 +94,7 @@ class WorkersTable(DiffTable):
                         cell(f"c{w.id}" if w.check else w.id, "bold red" if is_stuck else dim),
                         cell(phase, "bold red" if is_stuck else PHASE_STYLE.get(w.phase, "")),
                         cell(w.host or "", dim),
-                        cell(fmt.url_path(w.url) if w.url else "", dim),
+                        cell(_url_text(w), dim),
                         cell(w.tries or "", "yellow" if w.tries > 1 else dim),
                         cell(fmt.seconds(w.in_phase), "bold red reverse" if is_stuck else dim),
                     ),
@@ -98,6 +108,15 @@ class WorkersTable(DiffTable):
     def selected_worker(self) -> int | None:
         key = self.selected_key()
         return int(key) if key is not None else None
+
+
+def _url_text(w: WorkerView) -> str:
+    """The URL's path, and a page's tab: '/p/3  4 req 120.5 KB' (the URL column cuts in its
+    middle, so the tab's numbers stay in view at 80 columns)."""
+    path = fmt.url_path(w.url) if w.url else ""
+    if w.tab_requests is None:
+        return path
+    return f"{path}  {w.tab_requests} req {fmt.human_bytes(w.tab_bytes)}"
 
 
 class WorkersPanel(Vertical):
@@ -120,10 +139,22 @@ class WorkersPanel(Vertical):
             parts += [("  retiring ", "dim"), str(retiring)]
         if snap.checks > 1:  # the check workers: listed below the page workers, as cN, while at work
             parts += [("  checks ", "dim"), f"{snap.checks_busy}/{snap.checks}"]
+        parts += browser_parts(snap)
         if self.table.stuck:
             n = len(self.table.stuck)
             parts += ["  ", (f"{n} stuck", "bold reverse $error")]
         self.heading.show(*parts)
+
+
+def browser_parts(snap: Snapshot) -> list:
+    """--browser: Chromium's memory and its restarts, on the tabs' own title line (the status
+    lines are full at 80 columns; this one has room)."""
+    b = snap.browser
+    if b is None:
+        return []
+    near = b.memory_limit and b.memory > 0.8 * b.memory_limit
+    return [("  chromium ", "dim"), (fmt.human_bytes(b.memory) if b.memory else "-", "bold $warning" if near else ""),
+            ("  restarts ", "dim"), str(b.restarts)]
 
 
 def idle_reason(snap: Snapshot) -> str:

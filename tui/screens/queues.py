@@ -68,7 +68,7 @@ class QueuesScreen(Screen[None]):
     """Every host's queue: state, queued, in flight, done, errors, delay and its source,
     latency; sorted, filtered by state, steered with h and t.
 
-    Rows come from `crawler.host_table(sort, state, limit)` (core/steering/steer.py), columns
+    Rows come from `parts.host_table.host_table(sort, state, limit)` (core/steering/steer.py), columns
     that matter first so 80 columns hold them. The table is O(hosts log hosts) in the engine,
     so it is read at 2 Hz, by a timer re-armed after each read (reads never overlap), and only
     as many rows as the cursor can reach soon are asked for. `o` / `O` change the order,

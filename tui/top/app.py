@@ -23,7 +23,7 @@ from ...core.errors import RemoteError
 from ...core.monitor.sanitize import clean
 from ...core.outcomes import outcome_line
 from .. import fmt
-from ..actions import TOP_NAV, bindings, help_lines, top_actions
+from ..actions import TOP_ENABLED, TOP_NAV, bindings, help_lines, top_actions
 from ..palette import TopCommands
 from ..panels.keybar import KeyBar
 from ..screens.dialogs import HelpScreen
@@ -183,43 +183,55 @@ class TopApp(App[Open | None]):
         return self.board.rows.get(key) if key is not None else None
 
     def _bindings_state(self) -> tuple:
+        """What check_action reads (tui/actions.py `Listing`): a change refreshes the key bar."""
         row = self.selected_row()
         if row is None:
             return (None, self.any_ended)
-        conc = row.summary.concurrency if row.summary is not None else 0
-        return (row.name, row.live, row.paused or row.state == "PAUSED", conc <= 1, self.filter_input.has_focus,
-                self.any_ended)
+        workers = self.selected_workers
+        return (row.name, self.selected_live, self.selected_paused, workers is None or workers <= 1,
+                self.selected_shared, self.typing_filter, self.any_ended)
 
     def on_descendant_focus(self) -> None:
         self._binding_key = ()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("quit", "help", "command_palette"):
-            return True
-        if self.filter_input.has_focus and action not in ("sort",):
-            return False
+        """Each row's own predicate (tui/actions.py TOP_ENABLED). An action outside the table
+        (Textual's focus moves, the palette) runs unless the filter line has the keyboard: tab
+        must not carry the typing away from it; the palette stays open to it."""
+        enabled = TOP_ENABLED.get(action)
+        if enabled is None:
+            return action == "command_palette" or not self.typing_filter
+        return enabled(self)
+
+    # -- what the predicates read (tui/actions.py `Listing`) ------------------------------
+    @property
+    def typing_filter(self) -> bool:
+        return self.filter_input.has_focus
+
+    @property
+    def selected_live(self) -> bool:
         row = self.selected_row()
-        live = row is not None and self.board.can_command(row.name)
-        paused = row is not None and (row.paused or row.state == "PAUSED")
-        if action == "pause":
-            return live and not paused
-        if action == "resume":
-            return live and paused
-        if action in ("open", "more", "stop"):
-            return live
-        if action == "ignore":  # a shared crawl's ignores: in its monitor (enter, then i)
-            return live and row is not None and row.mode != "redis"
-        if action == "fewer":
-            if not live:
-                return False
-            return None if row is None or row.summary is None or row.summary.concurrency <= 1 else True
-        if action == "dismiss":
-            return row is not None and not row.live
-        if action == "dismiss_all":
-            return self.any_ended
-        if action == "new":
-            return self.can_start
-        return True
+        return row is not None and self.board.can_command(row.name)
+
+    @property
+    def selected_paused(self) -> bool:
+        row = self.selected_row()
+        return row is not None and (row.paused or row.state == "PAUSED")
+
+    @property
+    def selected_workers(self) -> int | None:
+        row = self.selected_row()
+        return None if row is None or row.summary is None else row.summary.concurrency
+
+    @property
+    def selected_shared(self) -> bool:
+        row = self.selected_row()
+        return row is not None and row.mode == "redis"
+
+    @property
+    def selected_ended(self) -> bool:
+        row = self.selected_row()
+        return row is not None and not row.live
 
     # -- actions ------------------------------------------------------------------------
     def _live_name(self) -> str | None:
