@@ -440,6 +440,13 @@ class Crawler:
         finally:
             attempt.free_slot(ws)
             ws.url = ws.host = None
+        if self._browser is not None and (left := self._browser.lost(item.url)):
+            try:  # what a failed tab of this page loaded, when no later tab took it over
+                await self._processing.settle(item, record, left)
+            except KeptOnCancel:  # archived and recorded; the page's own Record too, then the cancel goes on
+                record.elapsed_ms = round((self.stats.clock() - started) * 1000, 1)
+                self._emit(record)
+                raise
         record.elapsed_ms = round((self.stats.clock() - started) * 1000, 1)
         self._emit(record)
 

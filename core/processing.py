@@ -160,6 +160,19 @@ class Processing:
             self._links(None, item, r, record)
         return record
 
+    async def settle(self, page: Item, page_record: Record, loads: list[Loaded]) -> None:
+        """What an earlier, failed tab of the page loaded, when the page ended without another
+        tab (its host retired, robots.txt said no, its last try failed before a tab): each
+        URL its Record with the answer the tab had, archived as the page's own loads are."""
+        written: list[Awaitable[None]] = []
+        records = [self._loaded(page, page_record, ld, written) for ld in loads]
+        try:
+            if written:
+                await self._written(written, page_record)
+        finally:
+            for record in records:
+                self.emit(record)
+
     def lost(self, page: Item, loads: list[Loaded]) -> None:
         """URLs a tab claimed for a page whose worker was cancelled: seen, so each gets its
         Record here (cancelled, as a stop's queued URLs), else it would have none."""

@@ -135,7 +135,6 @@ class Attempt:
                                        (lambda: sched.started(host, loop.time())) if self._exact_gaps else None,
                                        lambda phase: self.stats.set_phase(ws, phase))
         except NETWORK_ERRORS as exc:
-            self._lose(item)
             answered = bool(headers_in)  # the headers came: a cut or slow body is this URL's own
             self.free_slot(ws)
             dead = errors.unresolvable(exc)
@@ -153,6 +152,8 @@ class Attempt:
             if last or host.flags & RETIRED:
                 record.fail(exc, network_error(exc, self.config.timeout))
                 return None
+            if browser is not None:  # what an earlier tab loaded waits for the next try
+                browser.keep(item.url)
             self.stats.retries += 1
             raise Retry(attempt, 0.0 if reach else self._url_backoff(attempt)) from None
         except BaseException:  # a cancel under a tab: what it claimed is seen, so recorded now
@@ -185,6 +186,8 @@ class Attempt:
         self.host_failed(host, str(resp.status), started, wait, block=host_wide, strike=False)
         if last or host.flags & RETIRED:
             return resp
+        if browser is not None and fetcher is browser:  # what an earlier tab loaded waits for the next try
+            browser.carry(item.url, resp)
         self.stats.retries += 1
         raise Retry(attempt, 0.0 if host_wide else self._url_backoff(attempt))
 

@@ -343,6 +343,12 @@ class BrowserFetcher:
             self._carried.setdefault(url, []).extend(resp.loaded)
         resp.loaded = None
 
+    def keep(self, url: str) -> None:
+        """The page's try failed before its tab answered and it will be tried again: what an
+        earlier tab loaded for it waits for that try (`carry`), not recorded as cancelled."""
+        if left := self._unfinished.pop(url, None):
+            self._carried.setdefault(url, []).extend(left)
+
     def tab(self, url: str) -> tuple[int, int] | None:
         """The monitors' view of a page's open tab: its requests in flight, bytes served to it."""
         tab = self.tabs.get(url)

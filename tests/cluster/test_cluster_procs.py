@@ -4,6 +4,7 @@ with a given Redis, control of one process, and `join`'s one-line refusals."""
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -80,7 +81,12 @@ def test_politeness_holds_across_two_processes(case, redis_url, rundir):
     starts = sorted(t for path, t, _end in stats["log"] if path != "/robots.txt")
     gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
     assert len(starts) == pages
-    assert min(gaps) >= DELAY - TOLERANCE, sorted(gaps)[:5]
+    # The server stamps a request when its handler runs: on a loaded machine one late stamp
+    # shortens one gap and lengthens the next, so single gaps can't be held to the delay.
+    # The median gap and the whole span can (each process's own gate alone gives a median
+    # near 0 and half the span); the Lua's arithmetic is exact in test_cluster_policy.py.
+    assert statistics.median(gaps) >= DELAY - TOLERANCE, sorted(gaps)
+    assert sum(g < DELAY / 2 for g in gaps) <= len(gaps) // 10, sorted(gaps)[:5]
     assert starts[-1] - starts[0] >= (pages - 1) * DELAY - TOLERANCE, starts[-1] - starts[0]
 
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -543,7 +545,7 @@ def zombies_of(parent: int) -> list[str]:
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
-async def test_no_chromium_outlives_crawltop_however_it_ends(serve, tmp_path, how):
+async def test_no_chromium_outlives_crawltop_however_it_ends(serve, how):
     """A real crawltop, its tab waiting on an image: killed with SIGKILL (nothing of it runs
     after) or stopped with SIGTERM, within seconds no process of its browser is left, its
     profile is removed, and crawltop itself is reaped."""
@@ -554,7 +556,10 @@ async def test_no_chromium_outlives_crawltop_however_it_ends(serve, tmp_path, ho
         return web.Response(body=b"x", content_type="image/png")
 
     site = await serve({"/": page("/a", extra='<img src="/never.png">'), "/a": page(), "/never.png": hold})
-    profiles = str(tmp_path / "crawltop-chromium-")  # its Chromium's profile is made under TMPDIR
+    # Its Chromium's profile and socket folder are made under TMPDIR: a short one, since a Unix
+    # socket's path has 107 bytes and pytest's tmp_path under xdist is long enough to pass that.
+    tmp_path = Path(tempfile.mkdtemp(prefix="ctb"))
+    profiles = str(tmp_path / "crawltop-chromium-")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "crawltop.cli", "crawl", site.url + "/", "--browser", "--headless",
         "--browser-quiet", "0.2", "--page-timeout", "60", "--timeout", "60", "-o", str(tmp_path / "out.jsonl"),
@@ -587,6 +592,7 @@ async def test_no_chromium_outlives_crawltop_however_it_ends(serve, tmp_path, ho
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+        shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 async def test_the_monitors_see_each_tabs_phase_and_the_browsers_memory(serve):
@@ -687,3 +693,61 @@ async def test_a_browser_that_keeps_dying_is_given_up_and_pages_say_why(serve):
     assert all("3 times in a row" in w for w in why[first:]), why
     assert crawler._browser is not None and crawler._browser.relaunches == 2
     assert chromium_left() == []
+
+
+def _tab_then(later: Any) -> tuple[Any, asyncio.Event]:
+    """/hang: first an HTML page whose tab loads /a.png and hangs on /never.png (so the tab
+    times out and what it loaded waits for the page's next try); then `later` for every try."""
+    never = asyncio.Event()
+    hits = {"n": 0}
+
+    async def hang(request: web.Request) -> web.StreamResponse:
+        hits["n"] += 1
+        if hits["n"] == 1:
+            return html(extra='<img src="/a.png"><img src="/never.png">')
+        return await later(request)
+
+    async def hold(request: web.Request) -> web.StreamResponse:
+        await never.wait()
+        return web.Response(text="late")
+
+    return {"/": page("/hang"), "/hang": hang, "/never.png": hold,
+            "/a.png": lambda r: _now(web.Response(body=b"\x89PNG", content_type="image/png"))}, never
+
+
+async def test_what_a_failed_tab_loaded_survives_a_retry_answered_503(serve):
+    """The page's tab times out, its next tries are answered 503: the image the first tab
+    loaded keeps its own answer, recorded once, whatever the later tries got."""
+    async def busy(request: web.Request) -> web.Response:
+        return web.Response(status=503, text="busy")
+    routes, never = _tab_then(busy)
+    site = await serve(routes)
+    try:
+        _, sink = await crawl(site.url + "/", **BROWSER, requisites=True, page_timeout=2.0, max_tries=3)
+    finally:
+        never.set()
+    by = sink.by_url()
+    assert len(sink.records) == len(by)
+    assert by[site.url + "/hang"].status == 503 and by[site.url + "/hang"].tries == 3
+    assert by[site.url + "/a.png"].status == 200 and by[site.url + "/a.png"].error is None, by[site.url + "/a.png"]
+    assert by[site.url + "/never.png"].error
+    assert site.hits["/a.png"] == 1 and site.hits["/never.png"] == 1
+
+
+async def test_what_a_failed_tab_loaded_is_recorded_when_the_last_try_finds_no_server(serve):
+    """The page's last try gets no answer at all (the connection dropped): its page fails,
+    and what its first tab loaded is recorded with that tab's answers, not as cancelled."""
+    async def drop(request: web.Request) -> web.Response:
+        request.transport.abort()  # type: ignore[union-attr]  (what is written after is lost)
+        return web.Response(text="lost")
+    routes, never = _tab_then(drop)
+    site = await serve(routes)
+    try:
+        _, sink = await crawl(site.url + "/", **BROWSER, requisites=True, page_timeout=2.0, max_tries=2)
+    finally:
+        never.set()
+    by = sink.by_url()
+    assert len(sink.records) == len(by)
+    assert by[site.url + "/hang"].error and by[site.url + "/hang"].tries == 2
+    image = by[site.url + "/a.png"]
+    assert image.status == 200 and image.error is None and image.error_kind != "cancelled", image
