@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
+from ..core.monitor import browsertext
 from ..core.monitor.sanitize import clean
 from ..core.monitor.stats import Snapshot
 from ..core.surface import Engine, Monitor
@@ -25,8 +26,15 @@ def progress_line(s: Snapshot) -> str:
         f"{n(s.rate_avg)}/s avg){beside} queue {n(s.queued)} seen {n(s.seen)} busy {s.busy}/{s.concurrency} "
         f"errors {n(s.errors)} merges {n(s.merges)}"
         + (f" skipped {n(s.skipped)}" if s.skipped else "") + (f" cancelled {n(s.cancelled)}" if s.cancelled else "")
-        + hosts_part(s) + (f"  [{s.notice}]" if s.notice else "")
+        + hosts_part(s) + browser_part(s) + (f"  [{s.notice}]" if s.notice else "")
     )
+
+
+def browser_part(s: Snapshot) -> str:
+    """--browser: Chromium's memory and restarts, as the Workers panel's title has them (an
+    operator of a headless crawl watches its memory too: past --browser-memory it restarts)."""
+    b = s.browser
+    return "" if b is None else "  " + browsertext.words(b.memory, b.restarts)
 
 
 def hosts_part(s: Snapshot) -> str:

@@ -10,7 +10,8 @@ the live screen mid-crawl (120x40 and 80x24), `p` (paused), `e` (the error list)
 `]` to finish sooner, and the summary the app shows when the crawl is done. Then (or alone,
 with `--only attached`) a detached demo crawl: `crawltop ls` and an attached monitor;
 (`--only hosts`) a polite crawl of ten hosts and its host queues (`H`); and
-(`--only cluster`) two processes sharing the demo crawl on Redis, watched from Redis.
+(`--only cluster`) two processes sharing the demo crawl on Redis, watched from Redis; and
+(`--only browser`) `demo --browser`, its Chromium tabs at work in the Workers panel.
 """
 from __future__ import annotations
 
@@ -103,6 +104,35 @@ async def shoot_queue(url: str, out: Path) -> list[Path]:
                   flush=True)
         crawler.stop()
     return saved
+
+
+async def shoot_browser(url: str, out: Path, warmup: float) -> list[Path]:
+    """`crawltop demo --browser`: the demo site and its section that JavaScript builds (a
+    second root), pages loaded in headless Chromium tabs, caught while tabs are open: the
+    Workers panel with each tab's phase, its requests and bytes, and Chromium's memory and
+    restarts on the panel's title. The crawl is stopped after."""
+    from crawltop.core.monitor.stats import BROWSER_PHASES
+
+    crawler = Crawler(CrawlConfig(roots=(url, url + "app/"), concurrency=6, timeout=10.0,  # demo's, as the CLI
+                                  requisites=True, external=True, fragments=True, browser=True))
+    app = CrawlApp(crawler)
+
+    def tabs_at_work() -> bool:
+        """Three tabs open, in two phases at least (most of a tab's time is `net idle`)."""
+        snap = app.last_snapshot
+        phases = [] if snap is None else [w.phase for w in snap.workers if w.phase in BROWSER_PHASES]
+        return len(phases) >= 3 and len(set(phases)) >= 2
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _until(pilot, lambda: crawler.stats.pages > 20, 120, "the first pages")
+        await pilot.pause(warmup)
+        await _until(pilot, lambda: (crawler.stats.browser is not None and crawler.stats.browser.memory > 0
+                                     and tabs_at_work()), 120, "tabs at work and Chromium's memory read")
+        app.save_screenshot(filename="browser.svg", path=str(out))
+        crawler.stop()
+    path = out / "browser.svg"
+    print(f"  {path.relative_to(REPO) if path.is_relative_to(REPO) else path}", flush=True)
+    return [path]
 
 
 async def shoot_hosts(out: Path, warmup: float) -> list[Path]:
@@ -310,13 +340,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds of crawl before the first shot")
-    parser.add_argument("--only", choices=("local", "attached", "queue", "hosts", "cluster", "dashboard"),
+    parser.add_argument("--only", choices=("local", "attached", "queue", "hosts", "cluster", "dashboard", "browser"),
                         default=None,
                         help="only the dashboard of five crawls (`crawltop` alone), "
                              "only the same-loop shots, only the attached monitor and `ls`, only "
                              "the queue view flagging the demo's calendar trap, only a polite crawl of "
-                             "ten hosts (the host queues, H), or only two processes sharing the demo "
-                             "crawl on Redis (default: all)")
+                             "ten hosts (the host queues, H), only two processes sharing the demo "
+                             "crawl on Redis, or only the demo crawled with --browser, its tabs at work "
+                             "(default: all)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.only in (None, "dashboard"):
@@ -331,7 +362,7 @@ def main() -> None:
         asyncio.run(shoot_hosts(args.out.resolve(), min(args.warmup, 12.0)))
         if args.only == "hosts":
             return
-    if args.only not in ("local", "queue"):
+    if args.only not in ("local", "queue", "browser"):
         asyncio.run(shoot_attached(args.out.resolve(), min(args.warmup, 5.0)))
         if args.only == "attached":
             return
@@ -341,9 +372,11 @@ def main() -> None:
         if not url.startswith("http"):
             raise SystemExit("screenshots: the demo site did not start")
         print(f"crawling the demo site at {url}", flush=True)
+        if args.only in (None, "browser"):
+            asyncio.run(shoot_browser(url, args.out.resolve(), min(args.warmup, 6.0)))
         if args.only in (None, "queue"):
             asyncio.run(shoot_queue(url, args.out.resolve()))
-        if args.only != "queue":
+        if args.only in (None, "local"):
             asyncio.run(shoot(url, args.out.resolve(), args.warmup))
     finally:
         site.terminate()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import RemoteError, UsageError
+from ...core.monitor import browsertext
 from ...core.monitor.sanitize import clean
 from ...core.sockets.blocking import Client
 from ...core.sockets.rundir import live_sockets, run_dir
@@ -52,14 +53,26 @@ def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     if not rows:
         print("no live crawls")
         return 0
-    table = [("NAME", "PID", "STATE", "MODE", "PAGES", "QUEUED", "PAGES/S", "STARTED", "ROOT")]
+    # CHROMIUM (memory, restarts) only when a crawl runs --browser: a plain list stays as it was
+    browsers = any(isinstance(r.get("browser"), dict) for r in rows)
+    table = [("NAME", "PID", "STATE", "MODE", "PAGES", "QUEUED", "PAGES/S") + (("CHROMIUM",) if browsers else ())
+             + ("STARTED", "ROOT")]
     for r in rows:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["started"])) if "started" in r else "?"
         table.append((r["name"], str(r.get("pid", "?")), r.get("state", "?"), r.get("mode", "?"),
                       str(r.get("pages", "?")), str(r.get("queued", "?")),
-                      f"{r['rate_now']:.0f}" if "rate_now" in r else "?",
-                      started, clean(r.get("root", ""), 80)))
+                      f"{r['rate_now']:.0f}" if "rate_now" in r else "?")
+                     + ((browser_cell(r.get("browser")),) if browsers else ())
+                     + (started, clean(r.get("root", ""), 80)))
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip())
     return 0
+
+
+def browser_cell(b: Any) -> str:
+    """'393M r2': Chromium's memory and restarts; '-' for a crawl without --browser."""
+    try:
+        return browsertext.cell(float(b["memory"]), int(b["restarts"]))
+    except (TypeError, KeyError, ValueError, OverflowError):  # a foreign or damaged reply
+        return "-"

@@ -33,6 +33,7 @@ MAX_DONE_ARGS = 20_000  # and its arguments (link-heavy pages): other processes 
 GAP_FLUSH = 0.03  # a request's start reaches Redis within this, if no DONE took it sooner
 MAX_SLEEP = 1.0  # nothing due here: look again at least this often (other processes' links)
 ROWS = 500  # host rows read back per heartbeat (the queues view)
+IGNORES = b"ignores"  # rung on the bell: the crawl's ignores changed (core/cluster/member.py)
 
 
 LINK = 4  # script arguments per link: fingerprint, host, lane, item
@@ -121,6 +122,7 @@ class RedisFrontier:
         self._back: dict[str, tuple[Item, float]] = {}  # requeued: done() gives these back instead
         self._ops: deque[Op] = deque()
         self._ops_args = 0  # their size in script arguments: pops wait while it is large
+        self._ops_made = self._ops_gone = 0  # ops queued and ops sent, ever: what a wait waits for
         self.hosts = RedisHosts(self)
         self._soon: asyncio.TimerHandle | None = None
         self._lanes = (_Lane(PAGES), _Lane(CHECKS))
@@ -138,6 +140,7 @@ class RedisFrontier:
         self._add = client.register_script(scripts.ADD)
         self._remove = client.register_script(scripts.REMOVE)
         self._hostctl = client.register_script(scripts.HOSTCTL)
+        self.on_ignores: Callable[[], None] | None = None  # the bell said IGNORES (set by Member)
 
     @property
     def on_error(self) -> Callable[[BaseException], None] | None:
@@ -220,6 +223,7 @@ class RedisFrontier:
         self._ops.append((raw, item.url, record, encode_item(back[0]) if back is not None else "",
                           round(back[1] * 1000) if back is not None else 0, int(err), links))
         self._ops_args += _op_size(self._ops[-1])
+        self._ops_made += 1
         self._kick_sender()
 
     def soon(self, within: float = GAP_FLUSH) -> None:
@@ -293,10 +297,59 @@ class RedisFrontier:
         return []
 
     async def remove_matching(self, predicate: Callable[[str], bool]) -> list[Item]:
-        """Scan every host's queue, a page of hosts at a time; the REMOVE script takes each
-        match only if it is still queued, and leases it to us: the caller records it and
-        calls done()."""
+        """Take every matching URL still queued, in its host's queue or waiting out a back-off
+        of its own (`later`), as MemoryFrontier's does: the REMOVE script takes each one only
+        if it is still there, and leases it to us: the caller records it and calls done().
+
+        First, every URL this process queued before the call reaches Redis: add() said yes
+        to it, so it is queued as far as the crawler knows, yet it may still be waiting here
+        (`_pending`), or ride in an ADD, a POP or a DONE not answered yet; a scan of Redis
+        alone would miss it and it would be fetched despite the ignore."""
+        await self._adds_sent()
         removed: list[Item] = []
+        for match in await self._matches(predicate):
+            args = self.std_args(self.lease_ms, *match)
+            got = await self.link.call(partial(self._remove, self.std_keys(), args))
+            for member in got:
+                member = member.decode()
+                item = decode_item(split_member(member)[1])
+                self._raw[item.url] = member
+                removed.append(item)
+        return removed
+
+    async def _adds_sent(self) -> None:
+        """Every link added and every op finished before this call is in Redis."""
+        target = self._ops_made
+        if self._adding is not None and not self._adding.done():
+            await asyncio.shield(self._adding)
+        async with self._popping:  # a POP on its way carries links too: let it land
+            pass
+        if self._pending:
+            await self._send_adds(self._take_pending())
+        while self._ops_gone < target:  # FIFO: the ops queued before the call, not every later one
+            self._kick_sender()
+            sender = self._sender
+            assert sender is not None  # _kick_sender() just made sure of it
+            await asyncio.shield(sender)
+
+    async def _matches(self, predicate: Callable[[str], bool]) -> list[list[str]]:
+        """(host, item) pairs, flat, of the matching URLs: first the `later` set's, a page at
+        a time (read first: a POP moves a due one into its host's queue, read next, never
+        back), then one list per page of hosts, their queues read in one pipeline. REMOVE
+        looks for each in both places."""
+        out: list[list[str]] = []
+        later: list[str] = []
+        at = 0
+        while True:
+            at, scores = await self.link.call(partial(self.redis.zscan, self.keys.later, at, count=500))
+            for member, _when in scores:
+                h, raw = split_member(text(member))
+                if predicate(decode_item(raw).url):
+                    later += (h, raw)
+            if not int(at):
+                break
+        if later:
+            out.append(later)
         cursor = 0
         while True:
             cursor, found = await self.link.call(partial(self.redis.sscan, self.keys.hosts, cursor, count=200))
@@ -312,15 +365,9 @@ class RedisFrontier:
                 for h, raws in zip(hosts, queues, strict=True):  # one queue read per host
                     match += [x for raw in raws if predicate(decode_item(raw).url) for x in (h, text(raw))]
                 if match:
-                    args = self.std_args(self.lease_ms, *match)
-                    got = await self.link.call(partial(self._remove, self.std_keys(), args))
-                    for member in got:
-                        member = member.decode()
-                        item = decode_item(split_member(member)[1])
-                        self._raw[item.url] = member
-                        removed.append(item)
+                    out.append(match)
             if not int(cursor):
-                return removed
+                return out
 
     def peek(self, n: int) -> list[Item]:
         return self._head[:n]
@@ -427,8 +474,9 @@ class RedisFrontier:
 
     async def _listen(self) -> None:
         """The bell (core/cluster/scripts.py): another process made a host of a lane (the
-        message) due while we slept. On its own connection; lost, it is simply opened again
-        (MAX_SLEEP covers)."""
+        message) due while we slept, or changed the crawl's ignores (IGNORES: `on_ignores`
+        reads them at once, not at the next beat). On its own connection; lost, it is simply
+        opened again (MAX_SLEEP covers; the beats, for the ignores)."""
         while not self.link.closed:
             pubsub = self.redis.pubsub()
             try:
@@ -436,6 +484,10 @@ class RedisFrontier:
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
                         data = message.get("data")
+                        if data == IGNORES:
+                            if self.on_ignores is not None:
+                                self.on_ignores()
+                            continue
                         for w in self._lanes:
                             if data not in (b"0", b"1") or data == b"%d" % w.lane:
                                 w.poke.set()
@@ -478,12 +530,15 @@ class RedisFrontier:
                 size += _op_size(ops[-1])
             self._ops_args -= size
             events = self.hosts.take_events(asyncio.get_running_loop().time())
-            while True:
-                try:
-                    await self.link.call(partial(self._send_ops, ops, events))
-                    break
-                except _Again:
-                    continue
+            try:
+                while True:
+                    try:
+                        await self.link.call(partial(self._send_ops, ops, events))
+                        break
+                    except _Again:
+                        continue
+            finally:  # sent, or given up on (a fatal error): either way nobody waits for them
+                self._ops_gone += len(ops)
 
     async def _send_ops(self, ops: list[Op], events: list[str | int]) -> None:
         """One DONE call for the host events and every op of the batch. EVALSHA by hand:

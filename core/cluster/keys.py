@@ -21,7 +21,7 @@ hash tag: all keys of one crawl land on one shard, so the scripts may touch them
                        due; DONE and ADD ring `bell` for them, POP leaves them what they want
   idle:checks   HASH   the same for POPs for checks
   bell          CHANNEL  the lane ("0" pages, "1" checks), published when one of its hosts
-                       comes due for an idle process
+                       comes due for an idle process; "ignores" when `ignores` changed
   later         ZSET   "HOST ITEM" -> when (ms): a URL retried after a back-off of its own
   seen          SET    8-byte fingerprints of every URL ever queued (blake2b-64 of the URL)
   leases        ZSET   "HOST ITEM" -> lease deadline (ms, the server's clock): URLs in flight

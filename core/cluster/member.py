@@ -27,8 +27,8 @@ from ..steering.ignores import IgnoreResult, Ignores, IgnoreSetView, IgnoreView
 from ..steering.steer import SeedResult
 from ..surface import HasRoots, Parts
 from . import scripts
-from .frontier import ROWS, RedisFrontier
-from .keys import decode_item
+from .frontier import IGNORES, ROWS, RedisFrontier
+from .keys import decode_item, text
 from .link import OUTAGE, cancel_and_wait
 from .procs import ProcessInfo
 
@@ -50,10 +50,16 @@ class Member:
         self._control: dict[str, str] = {}
         self._leaving = 0.0
         self._ignores: set[str] = set()
+        # reads of the shared ignores, numbered when asked: an answer older than one already
+        # acted on (a beat's, overtaken by a ring's or by our own add) must not undo it
+        self._asked = self._applied = 0
+        self._rang = False
+        self._reading: asyncio.Future[None] | None = None
         self._beat = frontier.redis.register_script(scripts.BEAT)
         self._leave = frontier.redis.register_script(scripts.LEAVE)
         self._live = frontier.redis.register_script(scripts.LIVE)
         frontier.link.on_down = self._on_down
+        frontier.on_ignores = self._ignores_rang
 
     # -- the engine's control surface, passed on --------------------------------------
     @property
@@ -139,6 +145,8 @@ class Member:
             await self.engine.crawl()
         finally:
             await cancel_and_wait(beat)  # not a bare cancel(): on 3.11 one can be lost (link.py)
+            if self._reading is not None:
+                await cancel_and_wait(self._reading)
             # A leave that cannot finish must not keep the process alive (seen: an
             # engine DONE for 14 minutes, retrying a Redis that was gone). Shortly before the
             # timeout the link stops waiting out outages, so no retry loop outlives it.
@@ -199,6 +207,7 @@ class Member:
                            workers=snap.concurrency, busy=snap.busy, pages=snap.pages, rate=round(snap.rate_now, 1))
         keys = f.std_keys(k.procs, k.beats, k.snap(f.proc), k.ctl, k.ctl_of(f.proc), k.ignores)
         args = f.std_args(info.to_json(), self._published(snap), SNAP_TTL_MS, f.lease_ms, f._cursor, ROWS, *f.held())
+        asked = self._ask()
         (ctl, mine, status, size, seen, _leased, _records, head, ignores, redis_now, cursor, rows, total, retired,
          over) = await f.link.call(lambda: self._beat(keys, args))
         if c.stats.notice.startswith("heartbeat:"):  # the last beat failed; this one did not
@@ -211,7 +220,7 @@ class Member:
         hosts.rows(rows, int(redis_now), asyncio.get_running_loop().time())
         hosts.total, hosts.retired, hosts.over_budget = int(total), int(retired), int(over)
         self._apply({**_pairs(ctl), **_pairs(mine)})
-        await self._sync_ignores({p.decode() for p in ignores})
+        await self._sync_ignores({p.decode() for p in ignores}, asked)
         if status in (b"stopped", "stopped"):
             c.stop()
         f._status(status)
@@ -224,24 +233,60 @@ class Member:
 
     # -- ignores: one set for the whole crawl ----------------------------------------
     async def add_ignore(self, pattern: str) -> IgnoreResult:
-        """Here at once; in every other process at its next beat (each takes the matches
-        it finds on the shared queue: REMOVE gives each item to one process only)."""
+        """Here at once; in every other process as soon as the bell tells it (IGNORES), at
+        its next beat at the latest (each takes the matches it finds on the shared queue:
+        REMOVE gives each item to one process only)."""
         result = await self.engine.steering.add_ignore(pattern)
-        if result.ok:  # in Redis first: a beat in between must not see it as removed
+        if result.ok:  # in Redis first: a read in between must not see it as removed
             f = self.frontier
             await f.link.call(lambda: f.redis.hset(f.keys.ignores, pattern, f.proc))
             self._ignores.add(pattern)
+            self._applied = self._ask()  # a read asked before the HSET is older than this
+            await f.link.call(lambda: f.redis.publish(f.keys.bell, IGNORES))
         return result
 
     def remove_ignore(self, pattern: str) -> bool:
         ok = self.engine.steering.remove_ignore(pattern)
-        if ok:  # kept in _ignores until a beat sees it gone from Redis, or it comes back
+        if ok:  # kept in _ignores until a read sees it gone from Redis, or it comes back
             f = self.frontier
-            f.link.background(f.link.call(lambda: f.redis.hdel(f.keys.ignores, pattern)))
+
+            async def unignore() -> None:
+                await f.link.call(lambda: f.redis.hdel(f.keys.ignores, pattern))
+                await f.link.call(lambda: f.redis.publish(f.keys.bell, IGNORES))
+            f.link.background(unignore())
         return ok
 
-    async def _sync_ignores(self, shared: set[str]) -> None:
-        """Act on what changed in Redis since the last beat, as for control."""
+    def _ask(self) -> int:
+        self._asked += 1
+        return self._asked
+
+    def _ignores_rang(self) -> None:
+        """The bell: some process changed the crawl's ignores. Read them now, not at the
+        next beat: until this process has a new pattern, it queues the links that match."""
+        self._rang = True
+        if self._reading is None or self._reading.done():
+            self._reading = asyncio.ensure_future(self._read_ignores())
+
+    async def _read_ignores(self) -> None:
+        f = self.frontier
+        while self._rang:
+            self._rang = False
+            asked = self._ask()
+            try:
+                shared = await f.link.call(lambda: f.redis.hkeys(f.keys.ignores))
+                await self._sync_ignores({text(p) for p in shared}, asked)
+            except (UsageError, *OUTAGE):  # the beats go on reading them
+                return
+            except Exception as exc:  # as in _beats: never let a monitor feature kill the crawl
+                self.engine.stats.notice = f"heartbeat: {exc}"
+                return
+
+    async def _sync_ignores(self, shared: set[str], asked: int) -> None:
+        """Act on what changed in Redis since the last read, as for control; a read asked
+        before the last one acted on is stale (replies on two connections can cross)."""
+        if asked < self._applied:
+            return
+        self._applied = asked
         added, removed = shared - self._ignores, self._ignores - shared
         self._ignores = shared
         for pattern in sorted(added):

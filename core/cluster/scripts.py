@@ -433,16 +433,18 @@ return {new, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN)
 """
 
 # ARGV[14..]: lease_ms (host item)...
-# Live ignores: take these items off their hosts' queues and lease them to the caller,
-# who records each (error_kind "ignored") and finishes it with DONE. An item another
-# process popped meanwhile is not ours: LREM finds nothing and it is skipped.
+# Live ignores: take these items off their hosts' queues, or out of `later` (a URL waiting
+# out a back-off of its own is queued too, as in core/queueing/hosts.py remove_if), and
+# lease them to the caller, who records each (error_kind "ignored") and finishes it with
+# DONE. Each is looked for in both places (a POP may have moved it from `later` to its
+# queue meanwhile); one another process popped meanwhile is not ours: found in neither, skipped.
 REMOVE = _HOSTS + """
 local lease = tonumber(ARGV[14])
 local out = {}
 for j = 15, #ARGV, 2 do
   local h, raw = ARGV[j], ARGV[j + 1]
-  if redis.call('LREM', qk(h), 1, raw) == 1 then
-    local m = h .. ' ' .. raw
+  local m = h .. ' ' .. raw
+  if redis.call('LREM', qk(h), 1, raw) == 1 or redis.call('ZREM', LATER, m) == 1 then
     redis.call('ZADD', LEASES, now + lease, m)
     redis.call('HSET', OWNER, cjson.decode(raw)[1], PROC)
     redis.call('SADD', HELD, m)

@@ -23,7 +23,7 @@ from ..steering.ignores import IgnoreResult, Ignores
 from ..surface import MonitorStats, Parts
 from . import commands
 from .combine import WORKER_BLOCK, Rings, merge
-from .frontier import LEASE
+from .frontier import IGNORES, LEASE
 from .keys import Keys
 from .link import OUTAGE, Link, cancel_and_wait
 from .member import Member
@@ -195,12 +195,17 @@ class ClusterView:
             return IgnoreResult(False, pattern, reason)
         if await self.link.once(self.redis.hsetnx(self.keys.ignores, pattern, "monitor")) == 0:
             return IgnoreResult(False, pattern, f"already an ignore pattern: {pattern}")
-        return IgnoreResult(True, pattern)  # each process drops its matches at its next beat
+        # each process drops its matches when the bell tells it, at its next beat at the latest
+        await self._quietly(self.redis.publish(self.keys.bell, IGNORES))
+        return IgnoreResult(True, pattern)
 
     def remove_ignore(self, pattern: str) -> bool:
         if self.local is not None:
             return bool(self.local.engine.remove_ignore(pattern))
-        asyncio.ensure_future(self._quietly(self.redis.hdel(self.keys.ignores, pattern)))
+        async def unignore() -> None:
+            await self._quietly(self.redis.hdel(self.keys.ignores, pattern))
+            await self._quietly(self.redis.publish(self.keys.bell, IGNORES))
+        asyncio.ensure_future(unignore())
         return True
 
     def pause_process(self, proc: str) -> None:

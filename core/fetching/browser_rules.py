@@ -1,4 +1,4 @@
-"""The crawl's rules for the requests a browser tab makes (core/fetching/browser.py `Rules`).
+"""The crawl's rules for the requests a browser tab makes (core/fetching/tabroutes.py `Rules`).
 
 What a page may load in its tab (--exclude, the ignores, robots.txt), and claiming what it
 loads, so that each such URL ends in one Record from the tab's answer (core/processing.py)

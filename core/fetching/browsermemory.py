@@ -1,6 +1,6 @@
 """How much memory one Chromium takes: the PSS of its processes, from /proc.
 
-`--browser-memory` restarts the browser (core/fetching/browser.py) once its processes
+`--browser-memory` restarts the browser (core/fetching/browserlife.py) once its processes
 together pass a limit. PSS (proportional set size) counts a page shared by n processes as
 1/n in each, so the sum over Chromium's many processes is what they take together; RSS
 would count its shared libraries once per process. A browser's processes are the ones whose

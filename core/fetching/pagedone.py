@@ -1,4 +1,4 @@
-"""When a page in a browser tab is done (core/fetching/browser.py), and what it made.
+"""When a page in a browser tab is done (core/fetching/tab.py), and what it made.
 
 Playwright's `networkidle` waits for *no* request for 500 ms, so one long poll or a hung
 image keeps it waiting to its timeout, and it says nothing about what the page did. Here the
@@ -39,7 +39,7 @@ class Traffic:
         self.inflight: set[Any] = set()
         self.made = 0
         self.failed = 0
-        self.bytes = 0  # bodies handed to the tab (the crawl serves every one: core/fetching/browser.py)
+        self.bytes = 0  # bodies handed to the tab (the crawl serves every one: core/fetching/tabroutes.py)
         self._changed = asyncio.Event()
         loop = asyncio.get_running_loop()
         self._clock = loop.time

@@ -1,6 +1,6 @@
 """No Chromium outlives crawltop, even when crawltop itself is killed with SIGKILL.
 
-A normal end closes the browser (core/fetching/browser.py `close`), and Playwright's driver
+A normal end closes the browser (core/fetching/browserlife.py `close`), and Playwright's driver
 kills its browsers when crawltop's end closes its pipe. Neither covers everything: a SIGKILL of
 crawltop's whole process group takes the driver too, and Chromium runs in a session of its own
 (Playwright starts it detached), so nothing would end it. A small watchdog does: a separate
@@ -9,7 +9,7 @@ profile directory the crawl launches Chromium on, through a pipe only crawltop h
 that pipe closes (crawltop ended, however it ended), it kills the process group of every
 process whose command line names one of those profiles, and removes the directories (and
 the temporary folder of Chromium's socket each one links to).
-Chromium's crash reporter, whose handler would leave the group, is off (browser.py's FLAGS).
+Chromium's crash reporter, whose handler would leave the group, is off (chromium.py's FLAGS).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from ..errors import kind_of
 from ..outcomes import CANCELLED, FAILED, OUTCOMES, SKIPPED, Tally, reason
-from .summary import SPARK, Summary
+from .summary import SPARK, Summary, browser_numbers
 
 HISTORY_SECONDS = 120
 RING = 500
@@ -403,7 +403,13 @@ class Stats:
                        concurrency=self.target_concurrency, requisites=self.requisites,
                        externals=self.externals, outcomes=dict(self.tally.counts),
                        fetched_classes=dict(self.tally.classes), host_counts=dict(self.host_counts()),
-                       spark=spark, notice=self.notice)
+                       spark=spark, notice=self.notice, browser=browser_numbers(self.browser_view()))
+
+    def browser_view(self) -> BrowserView | None:
+        """--browser's numbers now (None without it): the snapshot's and the summary's."""
+        gauge = self.browser
+        return None if gauge is None else BrowserView(gauge.memory, gauge.memory_limit,
+                                                      gauge.restarts + gauge.relaunches)
 
     def snapshot(self) -> Snapshot:
         self._roll()
@@ -468,8 +474,7 @@ class Stats:
             fetched_classes=dict(self.tally.classes),
             checks_busy=checks_busy,
             checks=self.target_checks,
-            browser=None if gauge is None else BrowserView(gauge.memory, gauge.memory_limit,
-                                                           gauge.restarts + gauge.relaunches),
+            browser=self.browser_view(),
         )
 
 

@@ -39,6 +39,9 @@ class Summary:
     host_counts: dict[str, int] = field(default_factory=dict)  # hosts by state (core/queueing/hosts.py STATES)
     spark: tuple[int, ...] = ()  # pages per second, oldest first, at most SPARK
     notice: str = ""
+    # --browser: Chromium's memory (bytes), memory_limit and restarts (core/monitor/stats.py
+    # BrowserView); empty for a crawl without it
+    browser: dict[str, int] = field(default_factory=dict)
 
     @property
     def failed(self) -> int:
@@ -55,7 +58,14 @@ def of_snapshot(snap: Any) -> Summary:
                    concurrency=snap.concurrency, requisites=snap.requisites, externals=snap.externals,
                    outcomes=dict(snap.outcomes), fetched_classes=dict(snap.fetched_classes),
                    host_counts=dict(snap.host_counts), spark=tuple(snap.history_pages[-SPARK:]),
-                   notice=snap.notice)
+                   notice=snap.notice, browser=browser_numbers(snap.browser))
+
+
+def browser_numbers(view: Any) -> dict[str, int]:
+    """A BrowserView's numbers as a summary carries them ({} without --browser)."""
+    if view is None:
+        return {}
+    return {"memory": view.memory, "memory_limit": view.memory_limit, "restarts": view.restarts}
 
 
 def to_wire(summary: Summary) -> dict[str, Any]:
@@ -74,7 +84,7 @@ def to_wire(summary: Summary) -> dict[str, Any]:
 
 _INTS = frozenset(("pages", "records", "queued", "seen", "concurrency", "requisites", "externals"))
 _FLOATS = frozenset(("elapsed", "rate_now", "rate_avg"))
-_COUNTS = frozenset(("outcomes", "fetched_classes", "host_counts"))
+_COUNTS = frozenset(("outcomes", "fetched_classes", "host_counts", "browser"))
 _LIMIT = 1e15  # no counter or duration of a real crawl comes near: anything past it is not a summary
 
 

@@ -134,7 +134,10 @@ def test_resume_reports_the_whole_crawl(demo: str, one: dict[str, str], tmp_path
     assert got["resumed"] == f"{before:,} records carried over from earlier runs"
     if how == "stop":  # the time and retries of the first run are kept in the state file
         assert seconds(got) >= seconds(report_fields(first))
-        assert got["retries"] == one["retries"]
+        # The first run's retries are kept; but a stop spends the try of each URL in flight,
+        # and a broken URL caught so on its first try gets its last one after the resume: one
+        # retry fewer than a crawl that ran through (cli/endreport.py SAVED), never more.
+        assert count(got, "retries") <= count(one, "retries"), (got["retries"], one["retries"])
 
 
 def test_a_stop_in_memory_reports_the_queue_cancelled(rundir: Path) -> None:

@@ -10,8 +10,8 @@ import pytest
 import redis.asyncio as aioredis
 from support.cluster import engines, slow_tree, tree
 from support.crawl import crawl
-from support.sites import page, slow
-from support.wait import wait_until, wait_value
+from support.sites import held, page, slow
+from support.wait import wait_until
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.cluster import connect as cluster
@@ -140,26 +140,51 @@ async def test_links_batched_fingerprints_compact(serve, redis_url):
 
 
 async def test_an_ignore_holds_for_the_whole_crawl(serve, redis_url):
-    """Added in one process, the pattern reaches the other at its next beat; every URL
-    still ends in exactly one record, the ignored ones as `ignored`."""
-    site = await serve(slow_tree(150, 0.03))
-    members = await engines(redis_url, "ign", CrawlConfig(roots=(site.url,), concurrency=2), 2)
+    """Two engines, two workers each, every worker holding one of the site's pages (held
+    until the test lets them go), 45 matching URLs queued in Redis behind them (by a third
+    process: the engines' links come out in no fixed order, so a page of theirs could not
+    keep them behind the held ones). The ignore, added in one engine, takes all 45 at once,
+    each with its `ignored` record; the other engine has it at its next beat; the matching
+    links the held pages reveal afterwards are refused by whichever engine fetched them
+    (never queued, never recorded); nothing matching is fetched, and every other URL has
+    exactly one record."""
+    release = asyncio.Event()
+    held_pages = [f"/h{i}" for i in range(4)]
+    matching = [f"/m{i}" for i in range(45)]
+    routes = {"/": page(*held_pages)}
+    routes.update({p: held(release, page(f"/m{100 + i}", f"/n{i}")) for i, p in enumerate(held_pages)})
+    routes.update({p: page() for p in [*matching, "/keep", *(f"/n{i}" for i in range(4))]})
+    site = await serve(routes)
+    base = site.url.rstrip("/")
+    config = CrawlConfig(roots=(site.url,), concurrency=2, robots=False, sitemaps=False)
+    members = await engines(redis_url, "ign", config, 2)
+    k = Keys("ign")
     r = cluster.client(redis_url)
-    run = asyncio.gather(*(m.crawl() for m in members))
-    await wait_value(lambda: r.hget(Keys("ign").count, "records"), lambda n: int(n or 0) >= 10, interval=0.02)
-    result = await members[0].add_ignore(r"/p1[0-9][0-9]$")
-    assert result.ok
-    await wait_until(lambda: r"/p1[0-9][0-9]$" in members[1].ignore_rules, what="the other engine's ignore")
-    await run
+    run = asyncio.ensure_future(asyncio.gather(*(m.crawl() for m in members)))
+    # the root's 4 links for 4 workers: each holds one, none is left to pop another
+    await wait_until(lambda: site.in_flight == 4, what="every worker holding a page")
+    adder = cluster.frontier(redis_url, "ign", config)
+    for p in [*matching, "/keep"]:
+        adder.add(Item(base + p, 10, 2, 0, base + "/h0", "LL"))
+    await adder.flush()
+    await adder.close()
+    assert int(await r.hget(k.count, "queued")) == 46 and await r.zcard(k.leases) == 4
+    result = await members[0].add_ignore(r"/m\d+$")
+    assert result.ok and result.dropped == 45
+    host = members[0].frontier.hosts.key(site.url)
+    assert [json.loads(x)[0] for x in await r.lrange(k.hq(host), 0, -1)] == [base + "/keep"]
+    await wait_until(lambda: r"/m\d+$" in members[1].ignore_rules, what="the other engine's ignore")
+    release.set()
+    await asyncio.wait_for(run, 30)
     shared = await records(redis_url, "ign")
     urls = [x["url"] for x in shared]
-    # links matching the pattern after it was in place are never queued: every URL that
-    # was queued (the seen set) has exactly one record, and nothing else has one
-    assert len(urls) == len(set(urls)) == await r.scard(Keys("ign").seen)
-    assert len(urls) < 154
-    ignored = [x for x in shared if x["error_kind"] == "ignored"]
-    assert ignored and all(x["url"].rsplit("/p", 1)[1].startswith("1") for x in ignored)
-    assert await r.hkeys(Keys("ign").ignores) == [rb"/p1[0-9][0-9]$"]
+    others = {canonical(site.url), *(base + p for p in ["/keep", *held_pages, *(f"/n{i}" for i in range(4))])}
+    assert len(urls) == len(set(urls)) and set(urls) == others | {base + p for p in matching}
+    assert {x["url"] for x in shared if x["error_kind"] == "ignored"} == {base + p for p in matching}
+    assert not any(p.startswith("/m") for p in site.hits)  # nothing matching was fetched
+    assert await r.scard(k.seen) == len(urls)  # /m100.. found after the ignore: never queued
+    assert (members[0].stats.ignored, members[1].stats.ignored) == (45, 0)
+    assert await r.hkeys(k.ignores) == [rb"/m\d+$"]
     await r.aclose()
 
 

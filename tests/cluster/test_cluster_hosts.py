@@ -123,8 +123,10 @@ async def test_two_engines_twenty_hosts_each_host_gapped_across_both(serve, redi
 async def test_a_429_seen_by_one_engine_stops_the_host_for_both(serve, redis_url):
     """Host 127.0.0.2 answers its 3rd request 429 with Retry-After: 1. Whichever engine
     saw it, neither sends that host anything for 1 s, while both go on with the others.
-    Real time, a lower bound only: load can make a request later, never earlier. The
-    back-off's arithmetic: test_cluster_policy.py."""
+    Real time, a lower bound only: load can make a request later, never earlier. Which
+    engine takes the busy host's URLs is up to the race for them (one may take them all);
+    that the host's wait is shared, not kept per engine, is test_cluster_policy.py's, with
+    the back-off's arithmetic."""
     first: list[float] = []
     count = [0]
 
@@ -151,8 +153,6 @@ async def test_a_429_seen_by_one_engine_stops_the_host_for_both(serve, redis_url
     recs = await recorded(redis_url, "r429")
     assert len({p for p, _r in recs}) == 2
     assert len(recs) == 21 + 4 * 30 and all(r["status"] == 200 for _p, r in recs)
-    # the two engines alternate on the busy host: the 429 reached one, the wait held both
-    assert len({p for p, r in recs if r["url"].startswith(busy.url)}) == 2
 
 
 async def test_retirement_records_each_queued_url_once(serve, redis_url):

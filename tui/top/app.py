@@ -20,6 +20,7 @@ from textual.widgets import Input
 
 from ...core.dashboard.board import Board, Row
 from ...core.errors import RemoteError
+from ...core.monitor import browsertext
 from ...core.monitor.sanitize import clean
 from ...core.outcomes import outcome_line
 from .. import fmt
@@ -169,6 +170,7 @@ class TopApp(App[Open | None]):
             first.append((f"  pid {row.pid}", "dim"))
         if s is not None and row.live:
             first.append((f"  {s.concurrency} workers", "dim"))
+            first += browser_parts(s.browser)
         hosts = host_numbers(row)
         if hosts is not None:
             first.append((f"  hosts: {hosts[0]} ready, {hosts[1]} waiting, {hosts[2]} backing off", "dim"))
@@ -407,3 +409,14 @@ class TopApp(App[Open | None]):
 
     async def action_quit(self) -> None:
         self.exit(None)
+
+
+def browser_parts(numbers: dict[str, int]) -> list[Any]:
+    """A --browser crawl's Chromium memory and restarts, worded as its Workers panel's title
+    (tui/panels/workers.py) has them; nothing for a crawl without a browser."""
+    if not numbers:
+        return []
+    mem, limit = numbers.get("memory", 0), numbers.get("memory_limit", 0)
+    near = limit and mem > 0.8 * limit
+    return [("  chromium ", "dim"), (browsertext.memory(mem), "bold $warning" if near else ""),
+            ("  restarts ", "dim"), str(numbers.get("restarts", 0))]
