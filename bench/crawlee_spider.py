@@ -24,7 +24,7 @@ async def main(url: str, concurrency: int, chromium: str) -> None:
         concurrency_settings=ConcurrencySettings(min_concurrency=concurrency, max_concurrency=concurrency,
                                                  desired_concurrency=concurrency),
         max_request_retries=0,
-        # As crawltop: a fresh context for each page, and no made-up browser fingerprints.
+        # A context of its own for each page (crawltop: a new tab of one profile), and no made-up fingerprints.
         use_incognito_pages=True, fingerprint_generator=None,
     )
     pages = 0

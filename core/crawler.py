@@ -120,7 +120,7 @@ class Crawler:
         else:
             self.stats.state = "PAUSED"
         self.steering = Steering(frontier=store, sched=sched, stats=self.stats, scope=self.scope, roots=self.roots,
-                                 config=config, admit=self._admit, emit=self._emit)
+                                 config=config, admit=self._admit, emit=self._emit, ended=self._ended)
         # read on every link and every item: kept here, one attribute away
         self._ignores, self._queue_stats = self.steering.ignore_rules, self.steering.queue_stats
         # what a page adds to the crawl, by kind (core/queueing/follow.py)
@@ -289,9 +289,11 @@ class Crawler:
                 record = new_record(item, tries=item.tries)
                 record.fail(errors.Cancelled("crawl stopped before this URL was fetched"))
                 self._emit(record)
-                if self._browser is not None:  # what its failed tab loaded, kept for a next try
-                    self._processing.lost(item, self._browser.lost(item.url))
+                self._ended(item)
                 self.frontier.done(item)
+            if self._browser is not None:  # pages kept in a state file: what their failed tabs loaded
+                for item, loads in self._browser.leftovers():
+                    self._processing.lost(item, loads)
         finally:
             if self._limit is not None:
                 self._limit.cancel()
@@ -447,8 +449,16 @@ class Crawler:
                 record.elapsed_ms = round((self.stats.clock() - started) * 1000, 1)
                 self._emit(record)
                 raise
+            except Exception as exc:  # the archive's disk (the crawl stops), a surprise: said on the page
+                record.fail(exc)
         record.elapsed_ms = round((self.stats.clock() - started) * 1000, 1)
         self._emit(record)
+
+    def _ended(self, item: Item) -> None:
+        """An item that ends without its next try (a stop, an ignore): what a failed tab of
+        its page loaded is seen, so each URL gets its Record now."""
+        if self._browser is not None and (loads := self._browser.lost(item.url)):
+            self._processing.lost(item, loads)
 
     def _emit(self, record: Record) -> None:
         self.stats.records += 1

@@ -165,7 +165,15 @@ class Processing:
         tab (its host retired, robots.txt said no, its last try failed before a tab): each
         URL its Record with the answer the tab had, archived as the page's own loads are."""
         written: list[Awaitable[None]] = []
-        records = [self._loaded(page, page_record, ld, written) for ld in loads]
+        records = []
+        for ld in loads:
+            try:
+                records.append(self._loaded(page, page_record, ld, written))
+            except Exception as exc:  # a surprise in one load fails its Record, not the others'
+                record = new_record(self._load_item(page, ld), tries=1)
+                record.kind = REQUISITE
+                record.fail(exc)
+                records.append(record)
         try:
             if written:
                 await self._written(written, page_record)

@@ -145,6 +145,7 @@ class Member:
             await self.engine.crawl()
         finally:
             await cancel_and_wait(beat)  # not a bare cancel(): on 3.11 one can be lost (link.py)
+            self.frontier.on_ignores = None  # a ring while we leave must not start another read
             if self._reading is not None:
                 await cancel_and_wait(self._reading)
             # A leave that cannot finish must not keep the process alive (seen: an

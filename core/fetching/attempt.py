@@ -153,7 +153,7 @@ class Attempt:
                 record.fail(exc, network_error(exc, self.config.timeout))
                 return None
             if browser is not None:  # what an earlier tab loaded waits for the next try
-                browser.keep(item.url)
+                browser.keep(item)
             self.stats.retries += 1
             raise Retry(attempt, 0.0 if reach else self._url_backoff(attempt)) from None
         except BaseException:  # a cancel under a tab: what it claimed is seen, so recorded now
@@ -174,7 +174,7 @@ class Attempt:
                 # is tried again (a new tab, or a new browser), as a network error would be
                 self.bodies.give(resp.held)
                 resp.held = 0
-                browser.carry(item.url, resp)
+                browser.carry(item, resp)
                 self.stats.retries += 1
                 raise Retry(attempt, self._url_backoff(attempt))
             return resp
@@ -187,7 +187,7 @@ class Attempt:
         if last or host.flags & RETIRED:
             return resp
         if browser is not None and fetcher is browser:  # what an earlier tab loaded waits for the next try
-            browser.carry(item.url, resp)
+            browser.carry(item, resp)
         self.stats.retries += 1
         raise Retry(attempt, 0.0 if host_wide else self._url_backoff(attempt))
 

@@ -68,6 +68,7 @@ from .tabshare import SHARED_BYTES, Shared
 
 if TYPE_CHECKING:
     from ..config import CrawlConfig
+    from ..queueing.frontier import Item
     from .session import CrawlSession
 
 __all__ = ["DEFAULT_PATH", "FLAGS", "FLAGS_ENV", "MAX_DEATHS", "MEMORY", "MEMORY_EVERY", "PAGE_TIMEOUT",
@@ -91,12 +92,14 @@ class BrowserFetcher(BrowserLife):
         self._unfinished: dict[str, list[Loaded]] = {}
         # what a failed tab loaded for a page that will be tried again: recorded with its last try
         self._carried: dict[str, list[Loaded]] = {}
+        self._carried_items: dict[str, Item] = {}  # their pages, for a stop that leaves them queued
         # each open tab's page URL -> what it is doing now (the monitors' phase, requests, bytes)
         self.tabs: dict[str, Tab] = {}
 
     async def fetch(self, url: str, reading: Callable[[], None], sent: Callable[[], None] | None,
                     phase: Callable[[str], None]) -> Response:
         carried = self._carried.pop(url, None)
+        self._carried_items.pop(url, None)
         try:
             resp = await self.http.fetch(url, reading, sent, phase)
         except BaseException:
@@ -113,18 +116,27 @@ class BrowserFetcher(BrowserLife):
         del self._unfinished[url]
         return resp
 
-    def carry(self, url: str, resp: Response) -> None:
+    def carry(self, item: Item, resp: Response) -> None:
         """The page failed in its tab and will be tried again: what it loaded is seen (never
         loaded again), so it is kept to be recorded with the page's next try."""
         if resp.loaded:
-            self._carried.setdefault(url, []).extend(resp.loaded)
+            self._carried.setdefault(item.url, []).extend(resp.loaded)
+            self._carried_items[item.url] = item
         resp.loaded = None
 
-    def keep(self, url: str) -> None:
+    def keep(self, item: Item) -> None:
         """The page's try failed before its tab answered and it will be tried again: what an
         earlier tab loaded for it waits for that try (`carry`), not recorded as cancelled."""
-        if left := self._unfinished.pop(url, None):
-            self._carried.setdefault(url, []).extend(left)
+        if left := self._unfinished.pop(item.url, None):
+            self._carried.setdefault(item.url, []).extend(left)
+            self._carried_items[item.url] = item
+
+    def leftovers(self) -> list[tuple[Item, list[Loaded]]]:
+        """At the end: pages still waiting for a next try (kept in a state file, not drained)
+        with what their failed tabs loaded, each URL to get its Record."""
+        out = [(self._carried_items.pop(url), loads) for url, loads in self._carried.items()]
+        self._carried.clear()
+        return out
 
     def tab(self, url: str) -> tuple[int, int] | None:
         """The monitors' view of a page's open tab: its requests in flight, bytes served to it."""
@@ -136,6 +148,7 @@ class BrowserFetcher(BrowserLife):
         """What a page's tab claimed when its fetch() did not return (cancelled): each URL is
         seen and must still end in a Record, which the caller gives it. So are the loads a
         failed try left for the page's next one (`carry`), when that try never comes (a stop)."""
+        self._carried_items.pop(url, None)
         return self._unfinished.pop(url, []) + self._carried.pop(url, [])
 
     async def _tabs(self, url: str, resp: Response, phase: Callable[[str], None]) -> None:

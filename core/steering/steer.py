@@ -19,7 +19,7 @@ from ..monitor.queueview import QueueStats, QueueView
 from ..monitor.stats import HostView, Stats, as_paused, host_view
 from ..output.records import Record
 from ..parsing.urls import canonical
-from ..queueing.frontier import Frontier
+from ..queueing.frontier import Frontier, Item
 from ..queueing.hosts import STATES, Host, Hosts
 from ..queueing.parts import Settings
 from ..queueing.patterns import PatternSet
@@ -71,9 +71,11 @@ class Steering:
 
     def __init__(self, *, frontier: Frontier, sched: Hosts, stats: Stats, scope: Scope, roots: list[str],
                  config: CrawlConfig, admit: Callable[[str, int, int, str | None, str], bool],
-                 emit: Callable[[Record], None]) -> None:
+                 emit: Callable[[Record], None], ended: Callable[[Item], None] = lambda item: None) -> None:
         self.frontier, self._sched, self.stats, self.scope = frontier, sched, stats, scope
         self.roots, self.config, self._admit, self._emit = roots, config, admit, emit
+        # an item taken off the queue for good: what it still holds (a failed tab's loads) ends too
+        self._ended = ended
         self.ignore_rules = Ignores()
         self.queue_stats = QueueStats(clock=stats.clock)
         self._settings = frontier if isinstance(frontier, Settings) else None
@@ -109,6 +111,7 @@ class Steering:
             record = Record(url=item.url, depth=item.depth, tries=item.tries, via=item.via, discovery=item.discovery)
             record.fail(errors.Ignored(pattern))
             self._emit(record)
+            self._ended(item)
             self.frontier.done(item)
         rule.dropped += len(removed)
         self.stats.ignored += len(removed)
@@ -141,6 +144,7 @@ class Steering:
             record = Record(url=item.url, depth=item.depth, tries=item.tries, via=item.via, discovery=item.discovery)
             record.fail(errors.Ignored(rule.reason()))
             self._emit(record)
+            self._ended(item)
             self.frontier.done(item)
         self.stats.ignored += len(removed)
         self.ignore_rules.changed()

@@ -751,3 +751,47 @@ async def test_what_a_failed_tab_loaded_is_recorded_when_the_last_try_finds_no_s
     assert by[site.url + "/hang"].error and by[site.url + "/hang"].tries == 2
     image = by[site.url + "/a.png"]
     assert image.status == 200 and image.error is None and image.error_kind != "cancelled", image
+
+
+@pytest.mark.parametrize("end", ["ignore", "stop with a state file"])
+async def test_what_a_failed_tab_loaded_ends_with_its_page_taken_off_the_queue(serve, tmp_path, end):
+    """The page's tab times out and the page waits out a long back-off for its next try;
+    then an ignore takes it off the queue, or a stop leaves it queued in a state file: each
+    URL its first tab loaded still gets its one Record."""
+    from support.wait import wait_until
+
+    async def never_again(request: web.Request) -> web.Response:
+        raise AssertionError("the page is never tried again here")
+    routes, never = _tab_then(never_again)
+    site = await serve(routes)
+    from crawltop.core.storage.open_state import open_state
+
+    sink = ListSink()
+    config = CrawlConfig(roots=(site.url + "/",), **BROWSER, requisites=True, page_timeout=2.0, max_tries=3,
+                         backoff=60.0)
+    store = None
+    if end == "ignore":
+        crawler = Crawler(config, sinks=[sink])
+    else:  # the queue is kept in the file at a stop: nothing is drained
+        config, store = open_state(str(tmp_path / "s.db"), config, {})
+        crawler = Crawler(config, frontier=store, sinks=[sink, store.sink])
+    task = asyncio.ensure_future(crawler.crawl())
+    try:
+        await wait_until(lambda: crawler.stats.retries >= 1, what="the page's first tab to fail")
+        if end == "ignore":
+            done = await crawler.steering.add_ignore("/hang$")
+            assert done.ok and done.dropped == 1, done
+        else:
+            crawler.stop()
+        await asyncio.wait_for(task, 60)
+    finally:
+        never.set()
+        if not task.done():
+            task.cancel()
+        if store is not None:
+            store.close()
+    by = sink.by_url()
+    assert len(sink.records) == len(by), sorted(r.url for r in sink.records)
+    assert site.url + "/a.png" in by and site.url + "/never.png" in by, sorted(by)
+    if end == "ignore":
+        assert by[site.url + "/hang"].error_kind == "ignored", by[site.url + "/hang"]
