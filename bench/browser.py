@@ -28,19 +28,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CRAWLTOP, WORK, ensure_work, free_port, wait_port  # noqa: E402
+from common import CRAWLTOP, WORK, ensure_venv, ensure_work, free_port, wait_port  # noqa: E402
 
 CHROMIUM = "/usr/lib/chromium/chromium"
 CRAWLEE_VENV = WORK / "crawlee-venv"
 
 
 def ensure_crawlee() -> Path:
-    py = CRAWLEE_VENV / "bin" / "python"
-    if not py.exists():
-        print(f"creating {CRAWLEE_VENV} and installing crawlee[playwright]", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(CRAWLEE_VENV)], check=True)
-        subprocess.run([str(CRAWLEE_VENV / "bin" / "pip"), "install", "-q", "crawlee[playwright]"], check=True)
-    return py
+    return ensure_venv(CRAWLEE_VENV, "crawlee[playwright]", "python")
 
 
 def tree_pss_kb(root: int) -> int:

@@ -37,14 +37,20 @@ def ensure_work() -> Path:
     return WORK
 
 
+def ensure_venv(venv: Path, package: str, program: str) -> Path:
+    """`program` of a tool kept in a venv of its own under bench/_work, installed with pip
+    on first use (the tools people compare against never share crawltop's venv)."""
+    path = venv / "bin" / program
+    if not path.exists():
+        print(f"creating {venv} and installing {package}", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", package], check=True)
+    return path
+
+
 def ensure_scrapy() -> Path:
-    """Scrapy in its own venv (bench/_work/scrapy-venv), installed with pip on first use."""
-    scrapy = SCRAPY_VENV / "bin" / "scrapy"
-    if not scrapy.exists():
-        print(f"creating {SCRAPY_VENV} and installing scrapy", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(SCRAPY_VENV)], check=True)
-        subprocess.run([str(SCRAPY_VENV / "bin" / "pip"), "install", "-q", "scrapy"], check=True)
-    return scrapy
+    """Scrapy in its own venv (bench/_work/scrapy-venv)."""
+    return ensure_venv(SCRAPY_VENV, "scrapy", "scrapy")
 
 
 def free_port() -> int:
