@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import tempfile
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,18 @@ def check(path: str | None) -> str:
     return exe
 
 
+# Chromium puts its singleton socket in a folder under TMPDIR; a Unix socket's path has 107
+# bytes, so under a longer TMPDIR it cannot start (and says only that it closed).
+SOCKET_ROOM = 60
+
+
+def _short_tmpdir() -> dict[str, str]:
+    """TMPDIR for Chromium: the user's, unless too long for its socket; then /tmp."""
+    if len(tempfile.gettempdir()) <= SOCKET_ROOM or not os.access("/tmp", os.W_OK):
+        return {}
+    return {"TMPDIR": "/tmp"}
+
+
 async def launch(pw: Playwright, exe: str | None, profile: str, agent: str,
                  closed: Callable[[], None]) -> BrowserContext:
     """A headless Chromium on `profile`, its first window closed; `closed` is called when it
@@ -87,7 +100,7 @@ async def launch(pw: Playwright, exe: str | None, profile: str, agent: str,
         args=[*FLAGS, *os.environ.get(FLAGS_ENV, "").split()],
         # the crash handler, which Debian's Chromium starts whatever the flags say, runs
         # outside the browser's process group: its database in the profile names it as ours
-        env={**os.environ, "BREAKPAD_DUMP_LOCATION": os.path.join(profile, "crashes")})
+        env={**os.environ, "BREAKPAD_DUMP_LOCATION": os.path.join(profile, "crashes"), **_short_tmpdir()})
     context.on("close", lambda _: closed())
     context.on("page", _popup)  # a page a script opened: its tab's route does not cover it
     # A tab's own route answers all of its requests; this one is left for pages nobody

@@ -795,3 +795,25 @@ async def test_what_a_failed_tab_loaded_ends_with_its_page_taken_off_the_queue(s
     assert site.url + "/a.png" in by and site.url + "/never.png" in by, sorted(by)
     if end == "ignore":
         assert by[site.url + "/hang"].error_kind == "ignored", by[site.url + "/hang"]
+
+
+async def test_a_long_tmpdir_does_not_keep_chromium_from_starting(serve):
+    """Chromium's singleton socket goes under TMPDIR and a Unix socket's path has 107 bytes:
+    under a TMPDIR longer than that leaves room for, crawltop gives Chromium /tmp instead."""
+    site = await serve({"/": page("/a"), "/a": page()})
+    base = Path(tempfile.mkdtemp(prefix="ctb"))
+    long = base / ("d" * 90)
+    long.mkdir()
+    try:
+        out = long / "out.jsonl"
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "crawltop.cli", "crawl", site.url + "/", "--browser", "--headless", "-q",
+            "--browser-quiet", "0.2", "--no-sitemaps", "-o", str(out),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env={**os.environ, "TMPDIR": str(long)})
+        _, err = await asyncio.wait_for(proc.communicate(), 120)
+        assert proc.returncode == 0, err.decode()[-500:]
+        assert site.hits["/a"] == 1 and out.read_text().count('"status":200') == 2
+        assert not list(long.glob("crawltop-chromium-*"))  # the profile, removed at the end
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
