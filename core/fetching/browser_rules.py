@@ -34,7 +34,7 @@ class BrowserRules:
             return False
         return True
 
-    def claim(self, url: str) -> bool:
+    async def claim(self, url: str) -> bool:
         """Seen from now on, to be recorded from the tab's answer; not with --no-requisites,
         nor past --max-pages."""
         if not self.kinds.requisites:

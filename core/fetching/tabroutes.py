@@ -60,7 +60,7 @@ class Rules(Protocol):
         refused here may get its skip Record from the crawl.)"""
         ...
 
-    def claim(self, url: str) -> bool:
+    async def claim(self, url: str) -> bool:
         """Mark the URL seen for this tab to record; False if seen before, or not to be
         recorded (--no-requisites, --max-pages)."""
         ...
@@ -140,7 +140,7 @@ class TabRoutes:
         kind = request.resource_type
         if self.closed:
             await route.abort("blockedbyclient")
-        elif self.rules.claim(url):
+        elif await self.rules.claim(url):
             loaded = Loaded(url, "E" if frame is not None else LETTERS.get(kind, "O"), self.url, False)
             share = answers.share(url) if kind in SHAREABLE else None
             self.claimed.append((loaded, share))
@@ -199,7 +199,7 @@ class TabRoutes:
                 await route.abort("blockedbyclient")
                 return
             before, loaded, fut = loaded, None, None
-            if before is not None and self.rules.claim(url):
+            if before is not None and await self.rules.claim(url):
                 loaded = Loaded(url, before.letter, before.url, True)
                 self.claimed.append((loaded, None))
                 self.loaded.append(loaded)
