@@ -220,7 +220,10 @@ def hosts_memory(urls: int, hosts: int) -> dict:
         sample = [url_of(i)[0].split("/")[2] for i in range(0, hosts, max(1, hosts // 1000))]
         per_q = median([await r.memory_usage(k.hq(h), samples=0) or 0 for h in sample])
         parts = {name: int(await r.memory_usage(key, samples=0) or 0)
-                 for name, key in (("seen", k.seen), ("ready", k.ready), ("hosts", k.hosts))}
+                 for name, key in (("ready", k.ready), ("hosts", k.hosts))}
+        # the seen set is buckets (core/cluster/seen.py): every seen:* key, summed
+        parts["seen"] = sum([int(await r.memory_usage(key, samples=0) or 0)
+                             async for key in r.scan_iter(match=k.seen + ":*", count=1000)])
         queued = int(await r.hget(k.count, "queued"))
         # every host once: POP (one URL a host: --delay 1), a success, the URL given back
         loop = asyncio.get_running_loop()

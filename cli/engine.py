@@ -87,7 +87,7 @@ def _end_report(member: Member, url: str, name: str, reports: bool) -> str:
 def _last_out(url: str, name: str) -> bool:
     """The crawl is not finished and no process beats any more (a `q` here stops this
     process, `ctl stop` every one): nobody else is left to report it."""
-    r = redis.Redis.from_url(url, socket_timeout=5)
+    r = cluster.sync_client(url, socket_timeout=5)
     try:
         k = Keys(name)
         if text(r.hget(k.meta, "status") or b"") == "finished":
@@ -118,7 +118,7 @@ def whole_report(url: str, name: str, *, totals: Totals | None = None, wall: flo
     (merged as the monitor merges them; `wall` seconds if none is left). URLs still queued
     are kept when the Redis stays (`keep`: its URL, to join with), else cancelled."""
     k = Keys(name)
-    r = redis.Redis.from_url(url, socket_timeout=30)
+    r = cluster.sync_client(url, socket_timeout=30)
     try:
         if totals is None:
             totals = Totals.of_records(StreamRecords(r, name))

@@ -21,6 +21,7 @@ from typing import IO
 
 import redis
 
+from ..core.cluster.connect import sync_client
 from ..core.cluster.records import Tail
 from .endreport import Totals
 
@@ -32,7 +33,7 @@ class Gather:
     def __init__(self, url: str, name: str, output: str | None) -> None:
         self.url, self.name, self.output = url, name, output
         # no retries of its own: a step that finds Redis away is simply tried again 0.1 s later
-        self._r = redis.Redis.from_url(url, socket_timeout=5, retry=None)
+        self._r = sync_client(url, socket_timeout=5, retry=None)
         self._tmp = f"{output}.tmp" if output else None
         self._file: IO[str] | None = None
         if self._tmp is not None:

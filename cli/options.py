@@ -370,14 +370,15 @@ def browser_options(args: argparse.Namespace) -> dict[str, Any]:
     """--browser checked before anything starts: without Playwright or a Chromium, one line
     saying what to install, exit 2."""
     if not getattr(args, "browser", False):
-        return {}
-    # Refused rather than half done: the tab's own requests would go around the proxy, and two
-    # engines would each claim (and archive) what their tabs loaded.
-    if getattr(args, "proxy", None):
-        raise UsageError("--browser and --proxy don't mix yet: the browser's own requests would not go "
-                         "through the proxy")
-    if getattr(args, "redis", None) or getattr(args, "processes", None) or args.command == "join":
-        raise UsageError("--browser runs in one process: it does not mix with --redis, --processes or join yet")
+        # `resume STATE --browser-path PATH` of a --browser crawl: this machine's Chromium
+        # (checked when the crawl starts its browser), not the path dropped
+        path = getattr(args, "browser_path", None)
+        return {"browser_path": os.path.abspath(path)} if path else {}
+    # Refused rather than half done: Chromium resolves its tabs' names itself, with the
+    # system's resolver, and takes no name server from outside (docs/fetched.md).
+    if getattr(args, "dns_servers", None):
+        raise UsageError("--browser and --dns-server don't mix: Chromium looks names up with the system's "
+                         "resolver, not the crawl's")
     from ..core.fetching.browser import check
 
     path = getattr(args, "browser_path", None)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import redis
 
+from ..core.cluster.connect import sync_client
 from ..core.cluster.keys import Keys, text
 from ..core.cluster.oneshot import start
 from ..core.cluster.server import RedisServer, die_with_parent
@@ -48,7 +49,7 @@ def supervise(args: argparse.Namespace, name: str, config: CrawlConfig, join: Ma
         server = RedisServer.start(state_dir() / "redis" / name)
         url = server.url
     try:
-        asyncio.run(start(url, name, config))
+        asyncio.run(start(url, name, config, expect_urls=getattr(args, "expect_urls", None)))
         logs = state_dir() / "log"
         logs.mkdir(mode=0o700, parents=True, exist_ok=True)
         children = [child(join, url, name, config.concurrency, logs / f"{name}.p{i}.log", args.output, i,
@@ -83,7 +84,7 @@ def one_output(url: str, name: str, output: str, parts: Sequence[str]) -> None:
     from ..core.storage.export import export_jsonl
 
     tmp = f"{output}.tmp"
-    r = redis.Redis.from_url(url, socket_timeout=30)
+    r = sync_client(url, socket_timeout=30)
     try:
         n = export_jsonl(StreamRecords(r, name), tmp)
         os.replace(tmp, output)
@@ -244,7 +245,7 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
     Redis URL to print when the crawl's Redis stays (a stop keeps its queue for a join);
     None: a private one, stopped at the end, so the URLs left are cancelled."""
     keys = Keys(name)
-    r = redis.Redis.from_url(url, socket_timeout=5)
+    r = sync_client(url, socket_timeout=5)
     stopping = stop_now  # (--on-hangup stop after the monitor's terminal went away)
     grace = stop_grace()
 
@@ -318,7 +319,7 @@ def escalate(children: list[Forked], since_stop: float, grace: float = STOP_GRAC
 def claim_report(url: str, name: str) -> bool:
     """The whole crawl's report is written once: by us, unless a process that joined from
     elsewhere left after our engines and claimed it (then it says who)."""
-    r = redis.Redis.from_url(url, socket_timeout=5)
+    r = sync_client(url, socket_timeout=5)
     try:
         me = f"processes:{socket.gethostname()}:{os.getpid()}"
         meta = Keys(name).meta

@@ -21,6 +21,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--processes", type=whole(1, MAX_PROCESSES), default=None, metavar="N",
                    help=f"N (at most {MAX_PROCESSES}) engine processes on this machine and one monitor; without "
                         "--redis a private redis-server is started (default: this process is the engine)")
+    p.add_argument("--expect-urls", type=whole(1), default=None, metavar="N",
+                   help="with --redis/--processes: the URLs a new crawl expects, which sizes its seen set's "
+                        "buckets in Redis (it grows past N on its own, a little slower; default: 1,000,000)")
 
 
 def wants_cluster(args: argparse.Namespace) -> bool:
@@ -29,6 +32,8 @@ def wants_cluster(args: argparse.Namespace) -> bool:
 
 def check_mix(args: argparse.Namespace) -> None:
     """Options that cannot go with a shared crawl: a one-line refusal, not a silent ignore."""
+    if getattr(args, "expect_urls", None) and not wants_cluster(args):
+        raise UsageError("--expect-urls sizes a crawl's seen set in Redis: it goes with --redis or --processes")
     if not wants_cluster(args) or args.command in ("join", "export"):
         return
     if getattr(args, "state", None):

@@ -122,9 +122,12 @@ class Processing:
         self.stats.page(host, resp.status, record.size, ms, kind)
         if resp.truncated:
             self.stats.truncated += 1
+        # a tab's request keeps the page's method (core/fetching/tabanswer.py): a script's POST
+        method = getattr(resp, "method", "GET")
         for sink in self.sinks:
             w = sink.response(item.url, resp.status, resp.reason, list(resp.headers.items()), resp.body,
-                              list(resp.request_headers.items()), truncated=resp.truncated, digest=resp.digest)
+                              list(resp.request_headers.items()), truncated=resp.truncated, method=method,
+                              digest=resp.digest)
             if w is not None:
                 written.append(w)
 

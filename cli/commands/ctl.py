@@ -236,6 +236,7 @@ def run_shared(args: argparse.Namespace) -> int:
     from ...core.cluster import connect as cluster
     from ...core.cluster.keys import Keys, text
     from ...core.cluster.view import ClusterView
+    from ...core.monitor.summary import browser_numbers
     from ...core.sockets.rundir import check_name
 
     name = check_name(args.name)
@@ -261,7 +262,9 @@ def run_shared(args: argparse.Namespace) -> int:
             print(json.dumps({"name": name, "status": view.status, "state": snap.state, "records": view.records,
                               "pages": snap.pages, "requisites": snap.requisites, "externals": snap.externals,
                               "queued": snap.queued, "seen": snap.seen,
-                              "in_flight": snap.in_flight, "processes": [
+                              "in_flight": snap.in_flight,
+                              # --browser: the engines' Chromiums summed (each process's own below)
+                              "browser": browser_numbers(snap.browser) or None, "processes": [
                                   {"proc": p.proc, **dataclasses.asdict(p.info), "lost": p.lost, "leases": p.leases,
                                    "heartbeat_age": round(p.beat_age, 1)} for p in view.processes()]}))
             return 0

@@ -99,6 +99,7 @@ def _shared(args: argparse.Namespace) -> int:
 
     import redis
 
+    from ...core.cluster.connect import sync_client
     from ...core.cluster.oneshot import join
     from ...core.cluster.records import StreamRecords
     from ...core.errors import UsageError
@@ -106,7 +107,7 @@ def _shared(args: argparse.Namespace) -> int:
     from ...core.storage.export import export_csv, export_jsonl
 
     name = check_name(args.state)
-    r = redis.Redis.from_url(args.redis, socket_timeout=30)
+    r = sync_client(args.redis, socket_timeout=30)
     try:
         # reachable, ours, exists (an older format's records export too): or a one-line error
         asyncio.run(join(args.redis, name, resume=False, old_ok=True))

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ...core.config import CrawlConfig
 from ...core.errors import UsageError
 from ...core.monitor.sanitize import clean
 from ...core.secrets import require
@@ -33,6 +35,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     hangup.add_argument(join)
     add_warc(join, wacz=False)  # this process's own WARC files of the series (cli/archive.py)
     add_session_options(join, join=True)  # the secrets: never in Redis, given to each process
+    join.add_argument("--browser-path", default=None, metavar="PATH",
+                      help="a crawl made with --browser: the Chromium this process launches (default: the crawl's "
+                           "--browser-path if this machine has it, else /usr/lib/chromium/chromium, else "
+                           "Playwright's own)")
     # --processes' children: their parent writes the whole crawl's report, once
     join.add_argument("--no-final-report", action="store_true", help=argparse.SUPPRESS)
     crawl_level(join)
@@ -71,9 +77,27 @@ def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     if status == "finished":
         return shared.finished(args.redis, name)
     overrides = {"output": args.output, **({"concurrency": args.concurrency} if args.concurrency else {})}
-    config = dataclasses.replace(config, **overrides, **_own_secrets(args))
+    config = dataclasses.replace(config, **overrides, **_own_secrets(args), **_own_browser(args, config))
     require(config, f"joining {name}")
     return engine(args, args.redis, name, config)
+
+
+def _own_browser(args: argparse.Namespace, config: CrawlConfig) -> dict[str, Any]:
+    """A crawl made with --browser runs a Chromium in every engine, this one too (each its
+    own, -c tabs, gone with its process), so the tabs of every engine load the site's pages
+    alike: checked here as `crawl --browser` checks it, one line and exit 2 when this machine
+    lacks Playwright or a Chromium. The crawl's --browser-path is another machine's path:
+    used here if it exists, else this machine's default, unless --browser-path names one."""
+    if not config.browser:
+        if args.browser_path:
+            raise UsageError(f"--browser-path: crawl {args.name!r} was not made with --browser")
+        return {}
+    from ...core.fetching.browser import check
+
+    path = args.browser_path or (config.browser_path if config.browser_path and os.path.exists(config.browser_path)
+                                 else None)
+    check(path)
+    return {"browser_path": os.path.abspath(path) if path else None}
 
 
 def _own_secrets(args: argparse.Namespace) -> dict[str, Any]:

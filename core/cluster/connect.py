@@ -12,14 +12,18 @@ import os
 import time
 from typing import Any, cast
 
+import redis
 import redis.asyncio as aioredis
+import redis.cluster
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import AbstractConnection
-from redis.exceptions import AuthenticationError, ResponseError
+from redis.exceptions import AuthenticationError, RedisClusterException, RedisError, ResponseError
 from redis.utils import HIREDIS_AVAILABLE
 
 from ..config import CrawlConfig
 from ..errors import UsageError
 from ..storage.schema import config_from_json, config_to_json
+from . import seen
 from .frontier import OUTAGE, RedisFrontier
 from .keys import MAGIC, OLD_MAGICS, Keys, process_id
 
@@ -33,15 +37,64 @@ def client(url: str, *, timeout: float = 10.0, linked: bool = False) -> aioredis
     frontier, a monitor's view), whose tasks are cancelled when they end. It gets no
     socket timeout, so redis-py never wraps a write in `asyncio.wait_for`, which loses a
     cancel on Python 3.11 (link.py says how); the Link bounds each round trip instead.
-    Connecting stays bounded by `timeout` either way."""
+    Connecting stays bounded by `timeout` either way.
+
+    A node of a Redis Cluster gives redis-py's asyncio `RedisCluster` (every master, each
+    command sent to the node serving its key's slot, MOVED followed); anything else a
+    plain client. It is typed as a plain one: it answers every command this package sends
+    (scripts and pipelines routed by their keys); the wake-up channel differs and goes
+    through core/cluster/bell.py."""
+    socket_timeout = None if linked else timeout
     try:
-        r = aioredis.Redis.from_url(url, socket_timeout=None if linked else timeout,
+        if cluster_node(url, timeout):
+            rc = RedisCluster.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=timeout,
+                                       health_check_interval=30)
+            return cast(aioredis.Redis, rc)
+        r = aioredis.Redis.from_url(url, socket_timeout=socket_timeout,
                                     socket_connect_timeout=timeout, health_check_interval=30)
-    except ValueError as exc:
+    except (ValueError, RedisClusterException) as exc:
         raise UsageError(f"bad --redis URL {url!r}: {exc} (want redis://HOST:PORT/DB or unix:///PATH)") from None
     pool = r.connection_pool
     pool.connection_class = _packed_by_hiredis(pool.connection_class)
     return r
+
+
+def sync_client(url: str, **kwargs: Any) -> redis.Redis:
+    """The blocking client of the same kind (the export, the record tail, the WARC
+    writer's digest map): a cluster's for a cluster node."""
+    if cluster_node(url, float(kwargs.get("socket_timeout") or 10.0)):
+        try:  # it reads the cluster's shape at once: a cluster short of slots or nodes says so here
+            return cast(redis.Redis, redis.cluster.RedisCluster.from_url(url, **kwargs))
+        except (RedisError, RedisClusterException) as exc:
+            raise UsageError(f"Redis Cluster at {url}: {_one_line(exc)}") from None
+    return redis.Redis.from_url(url, **kwargs)
+
+
+_CLUSTER: dict[str, bool] = {}  # URL -> a cluster node: asked once per URL and process
+
+
+def cluster_node(url: str, timeout: float = 10.0) -> bool:
+    """Whether `url` is a node of a Redis Cluster (INFO's cluster_enabled). Every caller
+    makes its client synchronously, so this asks synchronously: once per URL and process,
+    one round trip (a Unix socket is never a cluster: not even that). A server that cannot
+    be asked (down, a password wanted, INFO hidden) is taken as a plain one, whose first
+    command then says what is wrong."""
+    if url in _CLUSTER:
+        return _CLUSTER[url]
+    if url.startswith("unix:"):
+        return False
+    try:
+        probe = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    except ValueError:
+        return False
+    try:
+        enabled = str(probe.info("cluster").get("cluster_enabled", "0")) == "1"
+    except (redis.RedisError, OSError):
+        return False
+    finally:
+        probe.close()
+    _CLUSTER[url] = enabled
+    return enabled
 
 
 _PACKED: dict[type[AbstractConnection], type[AbstractConnection]] = {}  # one subclass per class
@@ -94,20 +147,35 @@ async def check(r: aioredis.Redis, url: str) -> None:
         raise UsageError(f"Redis at {url}: {exc}") from None
     except OUTAGE as exc:
         raise UsageError(f"cannot reach Redis at {url}: {exc}") from None
-    await _not_a_cluster(r, url)
+    except RedisClusterException as exc:  # no node of the cluster answers, or slots without a master
+        raise UsageError(f"Redis Cluster at {url}: {_one_line(exc)} (redis-cli --cluster check HOST:PORT "
+                         f"says what is wrong)") from None
+    if isinstance(r, RedisCluster):
+        await _whole_cluster(r, url)
 
 
-async def _not_a_cluster(r: aioredis.Redis, url: str) -> None:
-    """A crawl's keys share one hash tag, so on a Redis Cluster every command about it is
-    answered MOVED by all masters but one: refuse at once, saying so, rather than misread
-    the redirection as another program's data."""
+async def _whole_cluster(r: aioredis.Redis, url: str) -> None:
+    """On a cluster, every slot served (a crawl's keys may be in any of them) and every
+    master reachable, or a one-line UsageError: better than a crawl that stops at its
+    first key on a missing slot."""
+    rc = cast(RedisCluster, r)
     try:
-        info = await r.info("cluster")
-    except ResponseError:  # a server that hides INFO (renamed commands, ACLs): it says no more
-        return
-    if str(info.get("cluster_enabled", "0")) == "1":
-        raise UsageError(f"Redis at {url} is a node of a Redis Cluster; a crawl runs on one Redis server "
-                         f"(or Valkey) today: point --redis at a standalone server")
+        infos = await rc.cluster_info(target_nodes=RedisCluster.PRIMARIES)
+    except (RedisError, RedisClusterException, OSError) as exc:
+        raise UsageError(f"Redis Cluster at {url}: a master does not answer ({_one_line(exc)})") from None
+    # one master: its answer; more: node name -> its answer
+    answers: dict[str, Any] = {url: infos} if "cluster_state" in infos else dict(infos)
+    for node, info in answers.items():
+        info = info if isinstance(info, dict) else {}
+        state, ok = info.get("cluster_state", "?"), info.get("cluster_slots_ok", "?")
+        if state != "ok" or str(ok) != "16384":
+            raise UsageError(f"Redis Cluster at {url} is not whole: node {node} says cluster_state:{state}, "
+                             f"{ok} of 16384 slots ok; fix the cluster (redis-cli --cluster check HOST:PORT) "
+                             f"and start again")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 async def _meta(r: aioredis.Redis, keys: Keys, *, old_ok: bool = False) -> dict[str, str] | None:
@@ -122,8 +190,8 @@ async def _meta(r: aioredis.Redis, keys: Keys, *, old_ok: bool = False) -> dict[
     if meta:
         if meta.get("magic") in OLD_MAGICS and not old_ok:
             raise UsageError(
-                f"crawl {keys.name!r} in Redis is in an older crawltop's format ({meta['magic']}: one queue, "
-                f"no per-host queues) and cannot be continued; export its records with `crawltop export "
+                f"crawl {keys.name!r} in Redis is in an older crawltop's format ({meta['magic']}: "
+                f"{OLD_MAGICS[meta['magic']]}) and cannot be continued; export its records with `crawltop export "
                 f"--redis URL {keys.name} --jsonl FILE`, then delete its keys (crawltop:{{{keys.name}}}:*) "
                 f"or use another --name")
         if meta.get("magic") != MAGIC and meta.get("magic") not in OLD_MAGICS:
@@ -134,8 +202,11 @@ async def _meta(r: aioredis.Redis, keys: Keys, *, old_ok: bool = False) -> dict[
     return None
 
 
-async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig) -> tuple[bool, str]:
+async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig, *,
+                expect_urls: int | None = None) -> tuple[bool, str]:
     """Create crawl NAME, or continue it if it exists with the same settings.
+    `expect_urls` (--expect-urls) plans its seen set (core/cluster/seen.py): fixed at
+    creation; given again for an existing crawl, it must be the same.
     Returns (created, status before)."""
     await check(r, url)
     keys = Keys(name)
@@ -144,9 +215,13 @@ async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig) -> 
     if meta is None:
         created = await r.hsetnx(keys.meta, "magic", MAGIC)
         if created:
+            expect = expect_urls or seen.PLANNED
+            limit = await _intset_limit(r)
             await r.hset(keys.meta, mapping={"config": json.dumps(mine, sort_keys=True),
                                              "roots": json.dumps(list(config.roots)),
-                                             "status": "running", "created": str(time.time())})
+                                             "status": "running", "created": str(time.time()),
+                                             "expect": str(expect), "sb": str(seen.plan(expect, limit)),
+                                             "sl": str(limit)})
             return True, "new"
         meta = await _meta(r, keys) or {}
     theirs = json.loads(meta.get("config", "{}"))
@@ -154,7 +229,24 @@ async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig) -> 
         diff = sorted(k for k in set(theirs) | set(mine) if theirs.get(k) != mine.get(k))
         raise UsageError(f"crawl {name!r} exists in Redis with other settings ({', '.join(diff)}); "
                          f"join it with: crawltop join {name} --redis URL")
+    if expect_urls is not None and str(expect_urls) != meta.get("expect"):
+        raise UsageError(f"crawl {name!r} exists in Redis planned for --expect-urls {meta.get('expect', '?')}, "
+                         f"not {expect_urls}: its seen set's buckets are fixed at creation (they grow past "
+                         f"the plan on their own); leave --expect-urls out to continue it")
     return False, await _running(r, keys, meta)
+
+
+async def _intset_limit(r: aioredis.Redis) -> int:
+    """The server's set-max-intset-entries: a seen bucket holds at most that many, so it stays
+    an intset (on a cluster, the smallest of its masters'). A server that hides CONFIG (a
+    managed Redis, ACLs) is taken to have Redis's default."""
+    try:
+        got: Any = await r.config_get("set-max-intset-entries")
+    except (RedisError, RedisClusterException):
+        return seen.INTSET_MAX
+    values = [got] if "set-max-intset-entries" in got else list(got.values())  # a cluster: per node
+    limits = [seen.limit_of(v.get("set-max-intset-entries", seen.INTSET_MAX)) for v in values if isinstance(v, dict)]
+    return min(limits) if limits else seen.INTSET_MAX
 
 
 async def join(r: aioredis.Redis, url: str, name: str, *, resume: bool = True,

@@ -12,13 +12,14 @@ from __future__ import annotations
 import redis
 
 from ..output.dedup import Digests, raw
+from .connect import sync_client
 from .keys import Keys, text
 
 
 class SharedDigests(Digests):
     def __init__(self, url: str, name: str) -> None:
         super().__init__()
-        self._redis = redis.Redis.from_url(url, socket_timeout=5.0)
+        self._redis = sync_client(url, socket_timeout=5.0)
         self._key = Keys(name).digests
         self.errors = 0  # round trips that failed (the copy was kept whole)
 

@@ -14,16 +14,19 @@ from functools import partial
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import NoScriptError, RedisError
+from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError, RedisClusterException, RedisError
 
 from ..errors import UsageError
 from ..output.records import Record
 from ..queueing.frontier import Item
 from ..queueing.hosts import CHECKS, PAGES
 from . import scripts
+from .bell import is_cluster, listen
 from .hosts import RedisHosts
-from .keys import Keys, decode_item, encode_item, fingerprint, split_member, text
+from .keys import Keys, decode_item, encode_item, split_member, text
 from .link import OUTAGE, Link
+from .seen import fingerprint
 
 LEASE = 15.0  # seconds a popped URL stays ours without a heartbeat
 KNOWN_MAX = 1_000_000  # URL hashes remembered locally before starting over
@@ -69,13 +72,21 @@ class _Lane:
 
 class RecordStash:
     """The frontier's Sink: a Record waits here for its URL's done(), which sends both
-    in one script call, so Redis accepts it only from the lease holder."""
+    in one script call, so Redis accepts it only from the lease holder. A URL this process's
+    browser tab claimed (`claim`) has no lease: its Record goes to the stream on its own,
+    before the DONE of the page that loaded it (core/processing.py emits it first)."""
 
     def __init__(self, frontier: RedisFrontier) -> None:
         self._frontier = frontier
 
     def write(self, record: Record) -> None:
-        self._frontier._records[record.url] = (record.to_json(), record.error is not None)
+        f = self._frontier
+        if record.url in f._claims:
+            f._claims.discard(record.url)
+            f._claimed.append((record.url, record.to_json()))
+            f._kick_sender()
+            return
+        f._records[record.url] = (record.to_json(), record.error is not None)
 
     def close(self) -> None:
         pass
@@ -119,6 +130,8 @@ class RedisFrontier:
         self._pending: list[bytes | str | int] = []  # fp, host, lane, item, fp, ...
         self._records: dict[str, tuple[str, bool]] = {}  # url -> (record JSON, an error)
         self._raw: dict[str, str] = {}  # url -> the exact lease member Redis gave us
+        self._claims: set[str] = set()  # claimed by our tabs (claim), their Records not yet written
+        self._claimed: list[tuple[str, str]] = []  # (url, record JSON) of those, for the sender
         self._back: dict[str, tuple[Item, float]] = {}  # requeued: done() gives these back instead
         self._ops: deque[Op] = deque()
         self._ops_args = 0  # their size in script arguments: pops wait while it is large
@@ -135,11 +148,14 @@ class RedisFrontier:
         self._listener: asyncio.Future[Any] | None = None
         self._sender: asyncio.Future[Any] | None = None
         self._add_soon: asyncio.TimerHandle | None = None
-        self._pop = client.register_script(scripts.POP)
-        self._done = client.register_script(scripts.DONE)
-        self._add = client.register_script(scripts.ADD)
-        self._remove = client.register_script(scripts.REMOVE)
-        self._hostctl = client.register_script(scripts.HOSTCTL)
+        self.cluster = is_cluster(client)  # a Redis Cluster's client: the bell is sharded (bell.py)
+        self._pop = self.script(scripts.POP)
+        self._done = self.script(scripts.DONE)
+        self._add = self.script(scripts.ADD)
+        self._remove = self.script(scripts.REMOVE)
+        self._hostctl = self.script(scripts.HOSTCTL)
+        self._seen_add_script = self.script(scripts.SEEN_ADD)
+        self._seen_has = self.script(scripts.SEEN_HAS)
         self.on_ignores: Callable[[], None] | None = None  # the bell said IGNORES (set by Member)
 
     @property
@@ -160,6 +176,10 @@ class RedisFrontier:
     @property
     def round_trips(self) -> int:
         return self.link.round_trips
+
+    def script(self, text: str) -> AsyncScript:
+        """A script of core/cluster/scripts.py, as this client's server wants it."""
+        return self.redis.register_script(scripts.for_client(text, self.cluster))
 
     def std_keys(self, *extra: str) -> list[str]:
         """The KEYS every host script starts with (core/cluster/scripts.py)."""
@@ -247,7 +267,8 @@ class RedisFrontier:
         """Pause, resume or a live delay for one host, for the whole crawl."""
         args = self.std_args(op, host, value)
 
-        self.background(self.link.call(lambda: self._hostctl(self.std_keys(), args)))
+        keys = self.std_keys(self.keys.hq(host), self.keys.h(host))
+        self.background(self.link.call(lambda: self._hostctl(keys, args)))
 
     def seen(self, url: str) -> bool:
         return hash(url) in self._known
@@ -269,15 +290,41 @@ class RedisFrontier:
         if hash(url) in self._known:
             return True
         fp = fingerprint(url)
-        # redis-py sends bytes members as they are; its stubs say str
-        return bool(await self.link.call(lambda: self.redis.sismember(self.keys.seen, fp)))  # type: ignore[arg-type]
+        return bool(await self.link.call(lambda: self._seen_has(self._seen_keys(), [fp])))
+
+    def _seen_keys(self) -> list[str]:
+        """The KEYS of SEEN_ADD and SEEN_HAS: the seen set's one way in (core/cluster/seen.py)."""
+        k = self.keys
+        return [k.meta, k.count, k.seen]
+
+    async def _seen_add(self, url: str, cap: int = 0) -> int:
+        """1: `url` was new and is seen now; 0: seen already; -1: refused by `cap` (seen is full)."""
+        fp = fingerprint(url)
+        got = await self.link.call(lambda: self._seen_add_script(self._seen_keys(), [cap, fp]))
+        return int(got[0])
 
     def mark_seen(self, url: str) -> bool:
         if not self._remember(url):
             return False
-        fp = fingerprint(url)
-        self.background(self.link.call(lambda: self.redis.sadd(self.keys.seen, fp)))
+        self.background(self._seen_add(url))
         return True
+
+    async def claim(self, url: str) -> bool:
+        """mark_seen, exactly across the cluster: a browser tab's load is recorded from that
+        tab's answer, so of two processes whose tabs load the same requisite, one only may
+        have it. Adding its fingerprint to the seen set (SEEN_ADD, core/cluster/seen.py)
+        answers 1 to one caller; under --max-pages it is refused once seen is full, as the
+        ADD script refuses links (core/cluster/scripts.py
+        add_links), so claims and links share one cap. Taken or not, it is seen from now
+        on here (`_known`), unless the cap refused it: then it was never seen."""
+        if hash(url) in self._known:
+            return False
+        got = await self._seen_add(url, self.max_pages)
+        if int(got) >= 0:
+            self._remember(url)
+        if int(got) == 1:
+            self._claims.add(url)  # its Record has no lease to ride with (RecordStash)
+        return int(got) == 1
 
     def _remember(self, url: str) -> bool:
         """False if this process already sent `url` to Redis. A 64-bit hash: a wrong
@@ -478,12 +525,9 @@ class RedisFrontier:
         reads them at once, not at the next beat). On its own connection; lost, it is simply
         opened again (MAX_SLEEP covers; the beats, for the ignores)."""
         while not self.link.closed:
-            pubsub = self.redis.pubsub()
-            try:
-                await pubsub.subscribe(self.keys.bell)
-                async for message in pubsub.listen():
-                    if message.get("type") == "message":
-                        data = message.get("data")
+            try:  # aclosing: a cancel closes the subscription now, not when the loop collects it
+                async with contextlib.aclosing(listen(self.redis, self.keys.bell)) as bell:
+                    async for data in bell:
                         if data == IGNORES:
                             if self.on_ignores is not None:
                                 self.on_ignores()
@@ -491,13 +535,8 @@ class RedisFrontier:
                         for w in self._lanes:
                             if data not in (b"0", b"1") or data == b"%d" % w.lane:
                                 w.poke.set()
-            except (RedisError, *OUTAGE):
+            except (RedisError, RedisClusterException, *OUTAGE):
                 await asyncio.sleep(MAX_SLEEP)
-            finally:
-                try:
-                    await pubsub.aclose()
-                except (RedisError, *OUTAGE):
-                    pass
 
     def _hand(self, w: _Lane, item: Item) -> None:
         while w.waiters:
@@ -522,7 +561,11 @@ class RedisFrontier:
             await asyncio.shield(sender)
 
     async def _send_loop(self) -> None:
-        while self._ops or self.hosts.events:
+        while self._ops or self.hosts.events or self._claimed:
+            if self._claimed:  # first: the DONE of the page that loaded them may be in this batch
+                await self._send_claimed()
+                if not self._ops and not self.hosts.events:
+                    continue
             ops: list[Op] = []
             size = 0
             while self._ops and len(ops) < MAX_DONE and size < MAX_DONE_ARGS:
@@ -540,6 +583,19 @@ class RedisFrontier:
             finally:  # sent, or given up on (a fatal error): either way nobody waits for them
                 self._ops_gone += len(ops)
 
+    async def _send_claimed(self) -> None:
+        """The Records of URLs our tabs claimed, in the stream as DONE puts a leased URL's
+        (the claim made this process their only writer), counted with the crawl's records."""
+        batch, self._claimed = self._claimed, []
+
+        def send() -> Awaitable[Any]:  # a fresh pipeline per try
+            pipe = self.redis.pipeline(transaction=False)  # (one connection: in order)
+            for url, data in batch:
+                pipe.xadd(self.keys.rec, {"url": url, "data": data, "new": 0, "proc": self.proc})
+            pipe.hincrby(self.keys.count, "records", len(batch))
+            return pipe.execute()
+        await self.link.call(send)
+
     async def _send_ops(self, ops: list[Op], events: list[str | int]) -> None:
         """One DONE call for the host events and every op of the batch. EVALSHA by hand:
         a Script object asks SCRIPT EXISTS first, a second round trip for every batch."""
@@ -550,7 +606,7 @@ class RedisFrontier:
         try:
             _accepted, status, _rejected, size, seen = await self.redis.evalsha(self._done.sha, len(keys), *keys, *args)
         except NoScriptError:  # a restarted Redis forgot it: load, then run the batch again
-            await self.redis.script_load(scripts.DONE)
+            await self.redis.script_load(self._done.script)
             raise _Again() from None
         self._totals(size, seen)
         self._status(status)

@@ -1,7 +1,9 @@
 """Where a shared crawl lives in Redis: one key prefix per crawl name (docs/scaling.md, "What lives where").
 
 Every key of crawl NAME starts with `crawltop:{NAME}:` (the braces are a Redis Cluster
-hash tag: all keys of one crawl land on one shard, so the scripts may touch them all).
+hash tag: all keys of one crawl land on one slot, so the scripts may touch them all).
+
+  meta          HASH   also expect (--expect-urls), sb and sl: the seen set's plan (seen.py)
 
   meta          HASH   magic, config (JSON), roots, status (running|finished|stopped), created
   hosts         SET    every host (the --queue-by key) that ever had a URL queued
@@ -21,9 +23,11 @@ hash tag: all keys of one crawl land on one shard, so the scripts may touch them
                        due; DONE and ADD ring `bell` for them, POP leaves them what they want
   idle:checks   HASH   the same for POPs for checks
   bell          CHANNEL  the lane ("0" pages, "1" checks), published when one of its hosts
-                       comes due for an idle process; "ignores" when `ignores` changed
+                       comes due for an idle process; "ignores" when `ignores` changed (on a
+                       Redis Cluster a sharded channel: core/cluster/bell.py)
   later         ZSET   "HOST ITEM" -> when (ms): a URL retried after a back-off of its own
-  seen          SET    8-byte fingerprints of every URL ever queued (blake2b-64 of the URL)
+  seen:I[.BITS] SETS   the seen set: 64-bit fingerprints of every URL ever queued, as integers,
+                       in buckets that stay intsets (core/cluster/seen.py); `seen` names no key
   leases        ZSET   "HOST ITEM" -> lease deadline (ms, the server's clock): URLs in flight
   owner         HASH   url -> process id holding its lease
   held:PROC     SET    the "HOST ITEM"s PROC holds (its heartbeat renews exactly these)
@@ -34,7 +38,7 @@ hash tag: all keys of one crawl land on one shard, so the scripts may touch them
   left          SET    processes that left: a monitor reads each one's final snapshot once
   rec           STREAM one entry per Record: url, data (JSON), new (links it queued), proc
   count         HASH   records, rejected (records refused: lease lost), queued (URLs in host
-                       queues and later), retired (hosts), over (URLs over budget)
+                       queues and later), retired (hosts), over (URLs over budget), seen (URLs)
   ctl           HASH   whole-crawl control: paused (0|1), stop (0|1), concurrency
   ctl:PROC      HASH   the same for one process; overrides the whole-crawl fields
   ignores       HASH   live ignore patterns of the whole crawl (pattern -> who added it)
@@ -48,13 +52,14 @@ from __future__ import annotations
 
 import os
 import socket
-from hashlib import blake2b
 
 from ..jsonfast import dumps_str, loads
 from ..queueing.item import Item
 
-MAGIC = "crawltop-cluster/2"  # /2: per-host queues
-OLD_MAGICS = ("crawltop-cluster/1",)  # one FIFO and a gate: exported, never continued
+MAGIC = "crawltop-cluster/3"  # /2: per-host queues; /3: the seen set in intset buckets
+# Older layouts: exported, never continued (what each one lacks, for the refusal)
+OLD_MAGICS = {"crawltop-cluster/1": "one queue, no per-host queues",
+              "crawltop-cluster/2": "its seen set one set of strings, not buckets of integers"}
 
 
 class Keys:
@@ -86,12 +91,6 @@ class Keys:
 
     def h(self, host: str) -> str:
         return f"{self.prefix}h:{host}"
-
-
-def fingerprint(url: str) -> bytes:
-    """8 bytes per URL in the seen set: a collision (a URL wrongly taken as seen) has odds
-    of about n²/2⁶⁵, one in 300,000 for a 10-million-URL crawl."""
-    return blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
 def encode_item(item: Item) -> str:

@@ -21,13 +21,24 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
-from redis.exceptions import AuthenticationError, BusyLoadingError, RedisError
+from redis.exceptions import (
+    AuthenticationError,
+    BusyLoadingError,
+    ClusterError,
+    RedisError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..errors import UsageError
 
-OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)  # TimeoutError is an OSError
+# TimeoutError is an OSError. On a Redis Cluster, a failover is an outage too: a master lost
+# and its replica not promoted yet (CLUSTERDOWN, TRYAGAIN, a slot without a master, redis-py
+# giving up its own retries: ClusterError), never a reason to stop the crawl.
+OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError, ClusterError, TryAgainError,
+          SlotNotCoveredError)
 MAX_WAIT = 2.0  # seconds between tries at most, while Redis is away
 TIMEOUT = 10.0  # one round trip at most: a Redis that does not answer is an outage
 

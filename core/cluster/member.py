@@ -22,11 +22,13 @@ from ..crawler import Crawler
 from ..errors import UsageError
 from ..monitor.queueview import QueueView
 from ..monitor.stats import HostView, Snapshot, Stats
+from ..monitor.summary import browser_numbers
 from ..sockets.protocol import encode_snapshot, rings
 from ..steering.ignores import IgnoreResult, Ignores, IgnoreSetView, IgnoreView
 from ..steering.steer import SeedResult
 from ..surface import HasRoots, Parts
 from . import scripts
+from .bell import ring
 from .frontier import IGNORES, ROWS, RedisFrontier
 from .keys import decode_item, text
 from .link import OUTAGE, cancel_and_wait
@@ -55,9 +57,9 @@ class Member:
         self._asked = self._applied = 0
         self._rang = False
         self._reading: asyncio.Future[None] | None = None
-        self._beat = frontier.redis.register_script(scripts.BEAT)
-        self._leave = frontier.redis.register_script(scripts.LEAVE)
-        self._live = frontier.redis.register_script(scripts.LIVE)
+        self._beat = frontier.script(scripts.BEAT)
+        self._leave = frontier.script(scripts.LEAVE)
+        self._live = frontier.script(scripts.LIVE)
         frontier.link.on_down = self._on_down
         frontier.on_ignores = self._ignores_rang
 
@@ -204,8 +206,10 @@ class Member:
     async def beat(self) -> None:
         f, k, c = self.frontier, self.frontier.keys, self.engine
         snap = c.stats.snapshot()
+        # its Chromium's numbers in the small row too: the dashboard sums them every tick
         info = ProcessInfo(host=socket.gethostname(), pid=_pid(f.proc), state=snap.state,
-                           workers=snap.concurrency, busy=snap.busy, pages=snap.pages, rate=round(snap.rate_now, 1))
+                           workers=snap.concurrency, busy=snap.busy, pages=snap.pages, rate=round(snap.rate_now, 1),
+                           browser=browser_numbers(snap.browser) or None)
         keys = f.std_keys(k.procs, k.beats, k.snap(f.proc), k.ctl, k.ctl_of(f.proc), k.ignores)
         args = f.std_args(info.to_json(), self._published(snap), SNAP_TTL_MS, f.lease_ms, f._cursor, ROWS, *f.held())
         asked = self._ask()
@@ -243,7 +247,7 @@ class Member:
             await f.link.call(lambda: f.redis.hset(f.keys.ignores, pattern, f.proc))
             self._ignores.add(pattern)
             self._applied = self._ask()  # a read asked before the HSET is older than this
-            await f.link.call(lambda: f.redis.publish(f.keys.bell, IGNORES))
+            await f.link.call(lambda: ring(f.redis, f.keys.bell, IGNORES))
         return result
 
     def remove_ignore(self, pattern: str) -> bool:
@@ -253,7 +257,7 @@ class Member:
 
             async def unignore() -> None:
                 await f.link.call(lambda: f.redis.hdel(f.keys.ignores, pattern))
-                await f.link.call(lambda: f.redis.publish(f.keys.bell, IGNORES))
+                await f.link.call(lambda: ring(f.redis, f.keys.bell, IGNORES))
             f.link.background(unignore())
         return ok
 

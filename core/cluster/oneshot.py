@@ -18,11 +18,11 @@ from .keys import Keys, text
 from .records import StreamRecords
 
 
-async def start(url: str, name: str, config: CrawlConfig) -> str:
+async def start(url: str, name: str, config: CrawlConfig, *, expect_urls: int | None = None) -> str:
     """Create crawl NAME (or continue it with the same settings); its status."""
     r = cluster.client(url)
     try:
-        return (await cluster.start(r, url, name, config))[1]
+        return (await cluster.start(r, url, name, config, expect_urls=expect_urls))[1]
     finally:
         await r.aclose()
 
@@ -47,13 +47,13 @@ def check_crawl(url: str, name: str | None) -> str:
 
 def status(url: str, name: str) -> str:
     """Crawl NAME's status ("?" if it has none); a RedisError if Redis is unreachable."""
-    return text(redis.Redis.from_url(url, socket_timeout=5).hget(Keys(name).meta, "status") or b"?")
+    return text(cluster.sync_client(url, socket_timeout=5).hget(Keys(name).meta, "status") or b"?")
 
 
 def records(url: str, name: str) -> Iterator[dict[str, Any]]:
     """The records of a crawl on Redis (those not yet trimmed by `export --trim`)."""
     try:
         name = check_crawl(url, name)
-        yield from StreamRecords(redis.Redis.from_url(url, socket_timeout=30), name)
+        yield from StreamRecords(cluster.sync_client(url, socket_timeout=30), name)
     except (UsageError, redis.RedisError) as exc:
         raise ReportError(f"Redis at {url}: {exc}" if isinstance(exc, redis.RedisError) else str(exc)) from None

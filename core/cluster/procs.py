@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 
 @dataclass(frozen=True)
@@ -15,13 +15,17 @@ class ProcessInfo:
     busy: int
     pages: int
     rate: float  # pages/s now
+    # --browser: its Chromium's memory (bytes), --browser-memory and restarts, as a Summary
+    # carries them (core/monitor/summary.py browser_numbers); None without a browser
+    browser: dict[str, int] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
 
     @classmethod
     def from_json(cls, raw: str | bytes) -> ProcessInfo:
-        return cls(**json.loads(raw))
+        """Fields this version does not know (a newer engine's) are left out."""
+        return cls(**{k: v for k, v in json.loads(raw).items() if k in _FIELDS})
 
 
 @dataclass(frozen=True)
@@ -33,3 +37,6 @@ class ProcessRow:
     lost: bool  # no heartbeat for longer than a lease: its leases are running out
     leases: int  # URLs it holds
     lease_left: float | None  # seconds until its earliest lease expires (None: holds none)
+
+
+_FIELDS = frozenset(f.name for f in fields(ProcessInfo))

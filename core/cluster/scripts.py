@@ -6,9 +6,12 @@ and how"); the calling convention of the host scripts is at `_HOSTS` below.
 from __future__ import annotations
 
 from ..queueing.politeness import NEVER_ANSWERED_STRIKES
+from . import seen
 
 # Fields of h:HOST that BEAT reads back for the queues view, in this order.
 HOST_FIELDS = ("n", "d", "src", "f", "x", "u", "w", "o", "p", "r", "ok", "er", "ms", "le", "k", "an", "l")
+
+SHEBANG = "#!lua\n"  # flags on: on a cluster, Redis refuses a key outside the slot of the declared ones
 
 _NOW = """
 local t = redis.call('TIME')
@@ -40,8 +43,12 @@ end
 local META, COUNT, READY, LATER, LEASES, OWNER, HELD, SEEN, REC, HOSTS, IDLE =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local READIES, IDLES = {[0] = READY, [1] = KEYS[12]}, {[0] = IDLE, [1] = KEYS[13]}
+""" + seen.LUA + """
 local NEVER = """ + str(NEVER_ANSWERED_STRIKES) + """
-local P, PROC = ARGV[1], ARGV[2]
+-- Every key is KEYS' or built from the prefix of KEYS[1] (meta), so it carries the crawl's
+-- hash tag: one slot by construction (a host key's own braces come after the tag, which is
+-- the first pair), and `#!lua` has Redis refuse any other.
+local P, PROC = string.sub(KEYS[1], 1, -5), ARGV[2]
 local DELAY, CAP, MAXCD, FACTOR = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local MAXFAIL, BUDGET, BACKOFF, MAXBACKOFF = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local MAXPAGES = tonumber(ARGV[11])
@@ -125,8 +132,8 @@ local function add_links(first, last)
   -- ARGV[first..last]: quadruplets of fingerprint, host, lane (its host's, if it is new), item
   local new = 0
   for i = first, last, 4 do
-    if MAXPAGES > 0 and redis.call('SCARD', SEEN) >= MAXPAGES then break end
-    if redis.call('SADD', SEEN, ARGV[i]) == 1 then
+    if MAXPAGES > 0 and seen_count() >= MAXPAGES then break end
+    if seen_add(ARGV[i]) == 1 then
       local h = ARGV[i + 1]
       local admit = true
       if BUDGET > 0 then
@@ -150,6 +157,7 @@ local function add_links(first, last)
     end
   end
   if new > 0 then redis.call('HINCRBY', COUNT, 'queued', new) end
+  seen_flush()
   return new
 end
 -- A process whose last POP for a lane found nothing due is in that lane's IDLE and sleeps
@@ -207,7 +215,7 @@ end
 # one gives its share. A retired host's URLs come out at once, flagged (delay -1), for
 # their HostRetired records; each is leased, so each is recorded exactly once.
 # Returns {members, delays, status, new, queued, seen, wake_ms (-1: nothing could come due)}.
-POP = _HOSTS + """
+POP = SHEBANG + _HOSTS + """
 local n, lease, lane = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])
 local Q, IDLEQ = READIES[lane], IDLES[lane]  -- this lane's: the other's hosts are never looked at
 local new = add_links(17, #ARGV)
@@ -316,7 +324,7 @@ local later = redis.call('ZRANGE', LATER, 0, 0, 'WITHSCORES')
 if #later > 0 and (wake < 0 or tonumber(later[2]) - now < wake) then wake = math.max(0, tonumber(later[2]) - now) end
 if room < tonumber(ARGV[14]) and #out == 0 then wake = math.max(wake, 20) end  -- yielded: look again soon
 local status = finish_if_done()
-return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN), wake}
+return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), seen_count(), wake}
 """
 
 # ARGV[14..]: e, then e host events of 6 args (kind host a b c why), then per finished URL:
@@ -335,7 +343,7 @@ return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), redi
 # URLs: record == '' gives the URL back as `back` (first in its host's queue, or in
 # after_ms); else the record is written, only by the lease holder. A batch sent again
 # after a lost reply finds its leases gone: its URLs count as `rejected`.
-DONE = _HOSTS + """
+DONE = SHEBANG + _HOSTS + """
 local e = tonumber(ARGV[14])
 local i = 15
 for _ = 1, e do
@@ -422,14 +430,14 @@ if accepted > 0 then redis.call('HINCRBY', COUNT, 'records', accepted) end
 if rejected > 0 then redis.call('HINCRBY', COUNT, 'rejected', rejected) end
 local status = finish_if_done()
 bell(status)
-return {accepted, status, rejected, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN)}
+return {accepted, status, rejected, num(redis.call('HGET', COUNT, 'queued')), seen_count()}
 """
 
 # ARGV[14..]: (fp host lane item)...   (links found outside a page: roots, seeds, sitemaps)
-ADD = _HOSTS + """
+ADD = SHEBANG + _HOSTS + """
 local new = add_links(14, #ARGV)
 bell('running')
-return {new, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN)}
+return {new, num(redis.call('HGET', COUNT, 'queued')), seen_count()}
 """
 
 # ARGV[14..]: lease_ms (host item)...
@@ -438,7 +446,7 @@ return {new, num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN)
 # lease them to the caller, who records each (error_kind "ignored") and finishes it with
 # DONE. Each is looked for in both places (a POP may have moved it from `later` to its
 # queue meanwhile); one another process popped meanwhile is not ours: found in neither, skipped.
-REMOVE = _HOSTS + """
+REMOVE = SHEBANG + _HOSTS + """
 local lease = tonumber(ARGV[14])
 local out = {}
 for j = 15, #ARGV, 2 do
@@ -457,9 +465,10 @@ end
 return out
 """
 
-# ARGV[14..]: op host [seconds_ms]   op: pause, resume, delay ('' ms: no live delay)
+# KEYS[14..]: hq:HOST h:HOST   ARGV[14..]: op host [seconds_ms]
+#   op: pause, resume, delay ('' ms: no live delay)
 # Steering one host for the whole crawl. Returns the URLs queued for it.
-HOSTCTL = _HOSTS + """
+HOSTCTL = SHEBANG + _HOSTS + """
 local op, h = ARGV[14], ARGV[15]
 redis.call('SADD', HOSTS, h)
 if op == 'pause' then
@@ -482,7 +491,7 @@ return redis.call('LLEN', qk(h))
 # read back control and totals, the next URLs of the first hosts due, and a page of host
 # rows for the queues view (SSCAN from `cursor`: every host comes round in turn), all in
 # one round trip.
-BEAT = _HOSTS + """
+BEAT = SHEBANG + _HOSTS + """
 local deadline = now + tonumber(ARGV[17])
 for j = 20, #ARGV do
   redis.call('ZADD', LEASES, 'XX', deadline, ARGV[j])
@@ -507,7 +516,7 @@ for _, h in ipairs(scan[2]) do
   for j = 1, #row do rows[#rows + 1] = row[j] or '' end
 end
 return {redis.call('HGETALL', KEYS[17]), redis.call('HGETALL', KEYS[18]), redis.call('HGET', META, 'status'),
-        num(redis.call('HGET', COUNT, 'queued')), redis.call('SCARD', SEEN), redis.call('ZCARD', LEASES),
+        num(redis.call('HGET', COUNT, 'queued')), seen_count(), redis.call('ZCARD', LEASES),
         redis.call('HGET', COUNT, 'records') or 0, head, redis.call('HKEYS', KEYS[19]),
         now, scan[1], rows, redis.call('SCARD', HOSTS), num(redis.call('HGET', COUNT, 'retired')),
         num(redis.call('HGET', COUNT, 'over'))}
@@ -541,7 +550,7 @@ end
 # in-flight counts come down), its rows go, its final snapshot stays a while for the
 # monitors (what it did still counts in their totals); then LIVE's answer (the last one
 # out writes the final report).
-LEAVE = _HOSTS + _LIVE + """
+LEAVE = SHEBANG + _HOSTS + _LIVE + """
 for _, m in ipairs(redis.call('SMEMBERS', HELD)) do
   if redis.call('ZREM', LEASES, m) == 1 then
     local h, raw = release(m, PROC)
@@ -559,6 +568,44 @@ redis.call('HDEL', KEYS[15], PROC)
 return live_or_claim(KEYS[15], META, PROC, tonumber(ARGV[14]), ARGV[15])
 """
 
-LIVE = _NOW + _LIVE + """
+LIVE = SHEBANG + _NOW + _LIVE + """
 return live_or_claim(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3])
 """
+
+
+# KEYS: any key of the crawl (it routes the call on a cluster). The server's clock, in a
+# pipeline of the crawl's keys (a cluster's pipeline refuses TIME, which has no key).
+CLOCK = SHEBANG + "return redis.call('TIME')"
+
+
+# The seen set on its own (core/cluster/seen.py): KEYS meta count seen.
+_SEEN = """
+local META, COUNT, SEEN = KEYS[1], KEYS[2], KEYS[3]
+""" + seen.LUA
+
+# ARGV: cap (--max-pages: seen never passes it; 0: none), fp...   Per fp: 1 added (new), 0
+# seen already, -1 refused (the cap).
+SEEN_ADD = SHEBANG + _SEEN + """
+local cap = tonumber(ARGV[1])
+local out = {}
+for i = 2, #ARGV do
+  if cap > 0 and seen_count() >= cap then out[#out + 1] = -1 else out[#out + 1] = seen_add(ARGV[i]) end
+end
+seen_flush()
+return out
+"""
+
+# ARGV: fp   1 if seen, else 0.
+SEEN_HAS = SHEBANG + _SEEN + """
+return seen_has(ARGV[1])
+"""
+
+
+def for_client(script: str, cluster: bool) -> str:
+    """The script as the client's server wants it: on a Redis Cluster the bell is a sharded
+    channel (SPUBLISH: core/cluster/bell.py says why)."""
+    return script.replace("redis.call('PUBLISH'", "redis.call('SPUBLISH'") if cluster else script
+
+
+ALL = {"POP": POP, "DONE": DONE, "ADD": ADD, "REMOVE": REMOVE, "HOSTCTL": HOSTCTL, "BEAT": BEAT,
+       "LEAVE": LEAVE, "LIVE": LIVE, "SEEN_ADD": SEEN_ADD, "SEEN_HAS": SEEN_HAS}

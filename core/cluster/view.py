@@ -16,12 +16,13 @@ from typing import Any, Protocol
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from ..monitor.stats import Snapshot
+from ..monitor.stats import BrowserView, Snapshot
 from ..sockets.client import HeldStats
 from ..sockets.protocol import SnapshotDecoder
 from ..steering.ignores import IgnoreResult, Ignores
 from ..surface import MonitorStats, Parts
-from . import commands
+from . import commands, scripts
+from .bell import ring
 from .combine import WORKER_BLOCK, Rings, merge
 from .frontier import IGNORES, LEASE
 from .keys import Keys
@@ -139,9 +140,11 @@ class ClusterView:
         if own is not None:
             self._rings.absorb("", own)
         queued, seen, in_flight = self._totals
-        return merge(snaps, state=self._state(snaps), queued=queued, seen=seen, in_flight=in_flight,
+        snap = merge(snaps, state=self._state(snaps), queued=queued, seen=seen, in_flight=in_flight,
                      notice="REDIS DOWN: retrying" if self.down else self.problem or (own.notice if own else ""),
                      rings=self._rings.current())
+        browser = browsers(snaps)
+        return snap if browser is None else dataclasses.replace(snap, browser=browser)
 
     def _state(self, snaps: list[Snapshot]) -> str:
         if self.local is not None:
@@ -196,7 +199,7 @@ class ClusterView:
         if await self.link.once(self.redis.hsetnx(self.keys.ignores, pattern, "monitor")) == 0:
             return IgnoreResult(False, pattern, f"already an ignore pattern: {pattern}")
         # each process drops its matches when the bell tells it, at its next beat at the latest
-        await self._quietly(self.redis.publish(self.keys.bell, IGNORES))
+        await self._quietly(ring(self.redis, self.keys.bell, IGNORES))
         return IgnoreResult(True, pattern)
 
     def remove_ignore(self, pattern: str) -> bool:
@@ -204,7 +207,7 @@ class ClusterView:
             return bool(self.local.engine.remove_ignore(pattern))
         async def unignore() -> None:
             await self._quietly(self.redis.hdel(self.keys.ignores, pattern))
-            await self._quietly(self.redis.publish(self.keys.bell, IGNORES))
+            await self._quietly(ring(self.redis, self.keys.bell, IGNORES))
         asyncio.ensure_future(unignore())
         return True
 
@@ -268,18 +271,18 @@ class ClusterView:
         processes, usually none)."""
         k = self.keys
         pipe = self.redis.pipeline(transaction=False)
-        pipe.time()
+        pipe.eval(scripts.CLOCK, 1, k.meta)  # TIME has no key: a cluster's pipeline takes it only so
         pipe.hget(k.meta, "status")
         pipe.hgetall(k.procs)
         pipe.hgetall(k.beats)
         pipe.hget(k.count, "queued")
-        pipe.scard(k.seen)
+        pipe.hget(k.count, "seen")
         pipe.zcard(k.leases)
         pipe.hget(k.count, "records")
         pipe.smembers(k.left)
         now_t, status, procs, beats, queued, seen, leased, records, left = await self.link.once(pipe.execute())
         self.records = int(records or 0)  # every record of the crawl in Redis, from all processes
-        now = now_t[0] * 1000 + now_t[1] // 1000
+        now = int(now_t[0]) * 1000 + int(now_t[1]) // 1000
         own = self.local.engine.frontier.proc if self.local is not None else None
         ids = sorted(p.decode() for p in procs)
         pipe = self.redis.pipeline(transaction=False)
@@ -324,7 +327,7 @@ class ClusterView:
         others += [_retired(snap) for proc, snap in self._last.items() if proc not in live and proc not in self._final]
         self.rows, self._others = rows, others
         self.status = status.decode() if status else "running"
-        self._totals = (int(queued or 0), int(seen), int(leased))
+        self._totals = (int(queued or 0), int(seen or 0), int(leased))
         if self.local is None:
             running = [r for r in rows if not r.lost]
             self._paused = bool(running) and all(r.info.state == "PAUSED" for r in running)
@@ -333,8 +336,21 @@ class ClusterView:
         self.stats.snap = self.merged(self.local.stats.snapshot() if self.local is not None else None)
 
 
+def browsers(snaps: list[Snapshot]) -> BrowserView | None:
+    """The crawl's Chromiums (--browser: one per engine) as one: memory and its limit summed
+    over the engines running one (a gone engine's Chromium is gone: 0), restarts over every
+    engine; None for a crawl without a browser."""
+    views = [s.browser for s in snaps if s.browser is not None]
+    if not views:
+        return None
+    return BrowserView(sum(b.memory for b in views), sum(b.memory_limit for b in views),
+                       sum(b.restarts for b in views))
+
+
 def _retired(snap: Snapshot) -> Snapshot:
-    """A gone process's last snapshot: its counters, none of its live gauges."""
+    """A gone process's last snapshot: its counters, none of its live gauges (its Chromium
+    is gone with it: only its restarts count)."""
+    browser = None if snap.browser is None else BrowserView(0, 0, snap.browser.restarts)
     return dataclasses.replace(snap, concurrency=0, busy=0, idle=0, rate_now=0.0, workers=(),
                                hosts=tuple(dataclasses.replace(h, in_flight=0, parked=0) for h in snap.hosts),
-                               history_pages=(), history_queue=(), history_errors=())
+                               history_pages=(), history_queue=(), history_errors=(), browser=browser)

@@ -3,7 +3,8 @@
 One pipelined read per crawl and tick, of small hashes only: its meta (status, roots), its
 processes' heartbeat rows (pages, rate, workers, state), its counts and controls. The
 outcome counts live in each process's snapshot (`snap:PROC`, a full snapshot): those are
-read every OUTCOMES_EVERY seconds, not per frame. Gone processes' pages are not in the
+read every OUTCOMES_EVERY seconds, not per frame. Chromium's numbers (--browser) ride in
+the heartbeat rows, so they are summed per tick. Gone processes' pages are not in the
 `procs` hash any more: a shared crawl's pages here are those of its live processes (its
 monitor, `attach --redis`, reads their final snapshots too).
 """
@@ -78,7 +79,7 @@ class RedisCrawl:
             rate_now=rate, rate_avg=0.0,
             concurrency=int(ctl.get("concurrency") or sum(int(i.get("workers", 0)) for i in infos)),
             outcomes=dict(counts) or dict.fromkeys(OUTCOMES, 0), fetched_classes=dict(classes),
-            host_counts=dict(hosts), spark=tuple(self._spark))
+            host_counts=dict(hosts), spark=tuple(self._spark), browser=browsers(infos))
 
     async def _read_outcomes(self, r: aioredis.Redis, procs: list[str]) -> None:
         """Each live process's outcome counts and host counts, from its snapshot, summed."""
@@ -103,6 +104,15 @@ class RedisCrawl:
             if sum(host_counts.values()) > sum(hosts.values()):  # the shared queue: one process's view
                 hosts = {str(a): int(b) for a, b in host_counts.items()}
         self._outcomes = (counts, classes, hosts)
+
+
+def browsers(infos: list[dict[str, Any]]) -> dict[str, int]:
+    """--browser: the live engines' Chromiums (one each) summed from their heartbeat rows, as
+    the crawl's monitor sums them (core/cluster/view.py browsers); {} without a browser."""
+    rows = [b for i in infos if isinstance(b := i.get("browser"), dict)]
+    if not rows:
+        return {}
+    return {k: sum(int(b.get(k, 0)) for b in rows) for k in ("memory", "memory_limit", "restarts")}
 
 
 async def names(r: aioredis.Redis) -> list[str]:

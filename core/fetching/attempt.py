@@ -123,6 +123,8 @@ class Attempt:
         browser = self.browser
         if browser is not None and record.kind == PAGE and not ws.check and not is_sitemap(item.discovery):
             fetcher = browser  # --browser: the site's pages in a tab
+            # whose turns its tabs' requests wait for (core/fetching/tabturns.py)
+            browser.turns.hosts, browser.turns.robots = sched, self.robots
         headers_in: list[bool] = []
 
         def reading() -> None:

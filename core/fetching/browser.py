@@ -7,23 +7,26 @@ external checks, robots.txt and sitemaps stay on aiohttp. A page's life:
    body cap, the session's headers, cookies, proxy and resolver, retries and error kinds
    all stay as they are, and a URL that is no HTML (or no 2xx) is an ordinary Record of
    that one response, never opened in a tab.
-2. An HTML 2xx is opened in a tab, its document served from that response (`route.fulfill`):
+2. An HTML 2xx is opened in a tab, its document served from that response (`Fetch.fulfillRequest`):
    the server sees one request for it. When the page is done is core/fetching/pagedone.py's:
    `load`, the tab's own network idle, scrolling to the bottom in steps, idle again; then
    `page.content()` is the HTML the scripts made, for links, with those of same-origin
-   frames added. Dialogs are dismissed, popups closed (their requests aborted), downloads
-   cancelled (their URL becomes a link of the page), and a script that moves the page to
+   frames added. Dialogs are dismissed, popups blocked, downloads never sent (their URL
+   becomes a link of the page), and a script that moves the page to
    another URL is recorded as the page's redirect (`Response.moved`), not followed here.
-3. Every request the tab makes passes the crawl's rules first (`Rules.allow`: --exclude,
-   ignores, robots.txt): a refused one is aborted in the browser. A URL never seen is
+3. Chromium's own network stack sends the tab's requests (--proxy included), each paused
+   through DevTools `Fetch` (core/fetching/devtools.py) before it leaves and once its answer's
+   headers are in. It passes the crawl's rules first (`Rules.allow`: --exclude, ignores,
+   robots.txt): a refused one fails in the browser (blocked by client). A URL never seen is
    *claimed* (`Rules.claim`: marked seen), so aiohttp never fetches it; its answer comes
    back in `Response.loaded` for its own Record and WARC records. A URL seen before is not
    requested again: served from what this browser already loaded when it can be, else an
-   image, font or media file is aborted (links never depend on them) and anything else
-   goes out unrecorded (a page's scripts need it). What goes out is sent by the route itself
-   (`route.fetch`, redirects off): Chromium routes no redirect's target, so each hop is
-   followed there and passes the rules too; a claimed URL's target is claimed as its redirect.
-   A load that failed, or no whole 2xx, is not served to other tabs: they ask again.
+   image, font or media file is refused (links never depend on them) and anything else
+   goes out unrecorded (a page's scripts need it). What goes out waits for its host's turn
+   (core/fetching/tabturns.py). A claimed answer is recorded with its method, its body
+   streamed and cut at --max-bytes; a redirect is recorded and Chromium follows it, its
+   target paused again: it passes the rules too, and a claimed URL's target is claimed as its
+   redirect. A load that failed, or no whole 2xx, is not served to other tabs: they ask again.
 4. One hard limit (--page-timeout) bounds the tab: a hung tab, one that crashes (its `crash`
    event ends it at once) or a browser that dies under it gives the page its reason
    (`Response.error`: `browser: page timed out`, `browser: tab crashed`, `browser: restarted`),

@@ -2,7 +2,8 @@
 
 What a page may load in its tab (--exclude, the ignores, robots.txt), and claiming what it
 loads, so that each such URL ends in one Record from the tab's answer (core/processing.py)
-and aiohttp never fetches it again. Made by the crawl only with --browser.
+and aiohttp never fetches it again, in this process or any other of a shared crawl. Made
+by the crawl only with --browser.
 """
 from __future__ import annotations
 
@@ -36,9 +37,12 @@ class BrowserRules:
 
     async def claim(self, url: str) -> bool:
         """Seen from now on, to be recorded from the tab's answer; not with --no-requisites,
-        nor past --max-pages."""
+        nor past --max-pages. The frontier's claim is exact across processes (on Redis the
+        seen set answers yes to one engine only, and holds --max-pages there: `seen_count`
+        here is as of the last round trip, low, so it only spares a call once the cap is
+        reached)."""
         if not self.kinds.requisites:
             return False
         if self.config.max_pages is not None and self.frontier.seen_count >= self.config.max_pages:
             return False
-        return self.frontier.mark_seen(url)
+        return await self.frontier.claim(url)

@@ -26,11 +26,13 @@ from urllib.parse import urlsplit
 
 from ..errors import UsageError
 from ..parsing.urls import keep_routes
+from ..secrets import split_proxy
 from . import browsermemory
 from .chromium import add_cookies, check, executable, first_line, launch
 from .pagedone import QUIET
 from .reaper import Reaper
 from .session import host_key
+from .tabturns import Turns
 
 if TYPE_CHECKING:  # playwright is the optional extra crawltop[browser]: imported when a crawl asks
     from playwright.async_api import BrowserContext, Playwright
@@ -58,6 +60,16 @@ class BrowserLife:
         # seconds of (almost) no traffic: the page is idle
         self.quiet = config.browser_quiet if config is not None else QUIET
         self.restart_pages = config.browser_restart if config is not None else RESTART_PAGES
+        # --proxy for the browser's own requests too (loopback included), its user and
+        # password answered to the proxy's challenge by each tab (core/fetching/devtools.py)
+        self.proxy: str | None = None
+        self.proxy_login: tuple[str, str] | None = None
+        if config is not None and config.proxy:
+            self.proxy, self.proxy_login = _proxy(config.proxy)
+        self.env_proxy = config.env_proxy if config is not None else False
+        # each tab request's turn on its host (core/fetching/tabturns.py); the attempt
+        # gives it the crawl's scheduler
+        self.turns = Turns(config.max_wait if config is not None else 60.0)
         self.memory_limit = config.browser_memory if config is not None else MEMORY
         self.restarts = 0  # restarts asked for (pages, memory), not relaunches after a death
         self.relaunches = 0  # new browsers after one died
@@ -107,7 +119,7 @@ class BrowserLife:
         self.profiles.append(profile)
         generation = self._generation
         context = await launch(self._pw, exe or executable(self.path), profile, self.agent,
-                               lambda: self._died(generation))
+                               lambda: self._died(generation), proxy=self.proxy, env_proxy=self.env_proxy)
         await add_cookies(context, self.session)
         self.context = context
 
@@ -255,6 +267,12 @@ class BrowserLife:
                 return True
             await asyncio.sleep(0.025)
         return False
+
+
+def _proxy(url: str) -> tuple[str, tuple[str, str] | None]:
+    """--proxy's URL without credentials, and its user and password if it has them."""
+    bare, user, password = split_proxy(url)
+    return bare, (user, password or "") if user is not None else None
 
 
 def _memory(profile: str) -> int:

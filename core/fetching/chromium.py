@@ -8,8 +8,10 @@ FLAGS, and a flag or the lookup changes here without touching a page's life.
 
 Chromium is the system's (`--browser-path`, else Debian's /usr/lib/chromium/chromium, else
 Playwright's own if installed), headless, its own background traffic off, in a fresh profile
-directory per launch; the windows scripts open (popups) are closed and nothing they ask for
-reaches the network.
+directory per launch; the windows scripts open (popups) are blocked by Chromium's own popup
+blocker (one that opens anyway is closed), every frame of a page runs in the page's renderer
+(so the tab's DevTools session pauses all of its requests, core/fetching/devtools.py), and
+--proxy is Chromium's own (`proxy_flags`).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError
 
 if TYPE_CHECKING:  # playwright is the optional extra crawltop[browser]: imported when a crawl asks
-    from playwright.async_api import BrowserContext, Page, Playwright, Route
+    from playwright.async_api import BrowserContext, Page, Playwright
 
     from .session import CrawlSession
 
@@ -35,6 +37,14 @@ DISABLED_FEATURES = (
     "HttpsFirstBalancedModeAutoEnable", "LensOverlay", "PaintHolding", "ThirdPartyStoragePartitioning",
     "AvoidCorsURLLoaderRestartOnRedirect", "NetworkTimeServiceQuerying", "AimEnabled", "PreconnectToSearch",
     "OptimizationHints", "MediaRouter", "Translate",
+    # One renderer for every frame of a page: the tab's DevTools session pauses the requests
+    # of its own renderer only (core/fetching/devtools.py), so a frame in a process of its
+    # own (another site's, a sandboxed one) would load around the crawl's rules
+    "IsolateOrigins", "site-per-process", "IsolateSandboxedIframes",
+    # A document the crawl fulfilled has no address of its own, so Chromium would take it for
+    # a public page and refuse its requests to a private or loopback host (Local Network
+    # Access): the crawl's rules decide what a page may load, not where its document came from
+    "LocalNetworkAccessChecks",
 )
 FLAGS = (
     "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -43,7 +53,11 @@ FLAGS = (
     "--disable-client-side-phishing-detection", "--disable-dev-shm-usage",
     # no crash reporter: its handler leaves Chromium's process group and would outlive a killed crawl
     "--disable-breakpad", "--disable-crash-reporter",
+    "--disable-site-isolation-trials",
 )
+# Playwright's switches the crawl takes back: with Chromium's popup blocker on, a script's
+# window.open() opens nothing (no tab of the crawl's own would pause its requests)
+UNDONE = ("--disable-popup-blocking",)
 # More Chromium flags, space-separated (e.g. --js-flags=--max-old-space-size=64): for a
 # renderer's limits, and for tests that need a tab to crash
 FLAGS_ENV = "CRAWLTOP_CHROMIUM_FLAGS"
@@ -89,23 +103,35 @@ def _short_tmpdir() -> dict[str, str]:
     return {"TMPDIR": "/tmp"}
 
 
-async def launch(pw: Playwright, exe: str | None, profile: str, agent: str,
-                 closed: Callable[[], None]) -> BrowserContext:
+def proxy_flags(proxy: str | None, env_proxy: bool) -> list[str]:
+    """The crawl's proxy for Chromium's network stack. Chromium bypasses loopback by default
+    (`<loopback>`): `<-loopback>` takes that back, so a site on 127.0.0.1 goes through the
+    proxy as it does on aiohttp. No --proxy and no HTTP_PROXY wanted (--no-proxy): no proxy,
+    whatever the environment says (Chromium reads it on Linux)."""
+    if proxy:
+        return [f"--proxy-server={proxy}", "--proxy-bypass-list=<-loopback>"]
+    return [] if env_proxy else ["--no-proxy-server"]
+
+
+async def launch(pw: Playwright, exe: str | None, profile: str, agent: str, closed: Callable[[], None], *,
+                 proxy: str | None = None, env_proxy: bool = False) -> BrowserContext:
     """A headless Chromium on `profile`, its first window closed; `closed` is called when it
-    goes away (closed or dead)."""
+    goes away (closed or dead). `proxy` has no credentials: Playwright's `proxy=` would
+    answer the proxy's challenge by intercepting every request itself, so each tab answers
+    it (core/fetching/devtools.py `authorize`)."""
     context = await pw.chromium.launch_persistent_context(
         profile, executable_path=exe, headless=True,
         chromium_sandbox=os.geteuid() != 0,  # --no-sandbox only as root, where the sandbox cannot run
         user_agent=agent, service_workers="block", accept_downloads=False,
-        args=[*FLAGS, *os.environ.get(FLAGS_ENV, "").split()],
+        args=[*FLAGS, *proxy_flags(proxy, env_proxy), *os.environ.get(FLAGS_ENV, "").split()],
+        ignore_default_args=list(UNDONE),
         # the crash handler, which Debian's Chromium starts whatever the flags say, runs
         # outside the browser's process group: its database in the profile names it as ours
         env={**os.environ, "BREAKPAD_DUMP_LOCATION": os.path.join(profile, "crashes"), **_short_tmpdir()})
     context.on("close", lambda _: closed())
-    context.on("page", _popup)  # a page a script opened: its tab's route does not cover it
-    # A tab's own route answers all of its requests; this one is left for pages nobody
-    # asked for (popups): nothing they ask reaches the network
-    await context.route("**/*", _refuse)
+    # a page a script opened anyway (the popup blocker lets one through on a user's gesture,
+    # which no crawl makes): closed at once
+    context.on("page", _popup)
     for page in context.pages:  # the window a persistent profile opens with
         await page.close()
     return context
@@ -129,15 +155,10 @@ async def add_cookies(context: BrowserContext, session: CrawlSession | None) -> 
 
 
 async def _popup(page: Page) -> None:
-    """A window a script opened: closed (the context's route refused its requests)."""
+    """A window a script opened: closed."""
     with contextlib.suppress(Exception):
         if await page.opener() is not None:  # not one of the crawl's own tabs
             await page.close(run_before_unload=False)
-
-
-async def _refuse(route: Route) -> None:
-    with contextlib.suppress(Exception):
-        await route.abort("blockedbyclient")
 
 
 def first_line(exc: BaseException) -> str:

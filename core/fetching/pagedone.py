@@ -39,7 +39,7 @@ class Traffic:
         self.inflight: set[Any] = set()
         self.made = 0
         self.failed = 0
-        self.bytes = 0  # bodies handed to the tab (the crawl serves every one: core/fetching/tabroutes.py)
+        self.bytes = 0  # bodies the crawl handed to the tab (core/fetching/tabroutes.py)
         self._changed = asyncio.Event()
         loop = asyncio.get_running_loop()
         self._clock = loop.time

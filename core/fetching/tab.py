@@ -8,7 +8,7 @@ how it can end:
   for it). When the page is done is core/fetching/pagedone.py's: `load`, the tab's own
   network idle, scrolling to the bottom in steps, idle again; then `page.content()` is the
   HTML the scripts made, for links, with those of same-origin frames added.
-- Dialogs are dismissed, downloads cancelled (their URL becomes a link of the page), and a
+- Dialogs are dismissed, downloads never sent (their URL becomes a link of the page), and a
   script that moves the page is recorded as its redirect (`Response.moved`), not followed.
 - One hard limit (--page-timeout) bounds the tab: a hung tab, one that crashes (its `crash`
   event ends it at once) or a browser that dies under it (`Died`) gives the page its reason,
@@ -21,6 +21,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from ..errors import CrawlError
+from ..parsing.urls import canonical
 from .chromium import first_line
 from .pagedone import IDLE_CAP, Traffic, frame_links, scroll, with_links
 from .tabroutes import TabRoutes
@@ -59,12 +60,11 @@ class Died(Exception):
 
 
 class Tab(TabRoutes):
-    """One page in one tab: its routes, the answers it claimed, its final HTML."""
+    """One page in one tab: its paused requests' routes, the answers it claimed, its final HTML."""
 
     def __init__(self, browser: BrowserLife, answers: Shared, rules: Rules, url: str, resp: Response,
                  phase: Callable[[str], None] | None = None) -> None:
         super().__init__(browser, answers, rules, url, resp, phase)
-        self.links: list[str] = []  # what the page offered but no tab loads: downloads
         self.read = False  # the final DOM is in hand: a limit reached after it cuts no page
 
     async def open(self, tabs: dict[str, Tab]) -> None:
@@ -130,9 +130,10 @@ class Tab(TabRoutes):
         caller's hard limit bounds it all."""
         traffic = self.traffic = Traffic()
         traffic.watch(page)
+        page.on("requestfailed", lambda request: self.gone(canonical(request.url) or ""))
         page.on("dialog", _dismiss)
         page.on("download", self._download)
-        await page.route("**/*", self._route)
+        await self.intercept(await page.context.new_cdp_session(page))
         phase = self.phase
         phase("navigating")
         await page.goto(self.url, wait_until="load", timeout=0)  # the hard limit is the caller's
@@ -146,7 +147,7 @@ class Tab(TabRoutes):
         await traffic.idle(quiet, IDLE_CAP)
         phase("reading links")
         dom = await page.content()
-        self.resp.dom = with_links(dom, [*await frame_links(page), *self.links])
+        self.resp.dom = with_links(dom, [*await frame_links(page), *self.downloads])
         self.read = True
         # idle allows one request in flight: what the tab claimed is given its time to end,
         # so its Record holds its answer rather than "still loading"
@@ -154,8 +155,9 @@ class Tab(TabRoutes):
             await asyncio.wait_for(self._claims_done.wait(), self.browser.timeout)
 
     async def _download(self, download: Download) -> None:
-        """Not saved: its URL is a link of the page, fetched (and recorded) as any link."""
-        self.links.append(download.url)
+        """One Chromium started anyway (its request is failed where it is paused): not saved,
+        its URL a link of the page, fetched (and recorded) as any link."""
+        self.downloads.append(download.url)
         with contextlib.suppress(Exception):
             await download.cancel()
 

@@ -42,6 +42,9 @@ class Frontier(Protocol):
         """(never seen, seen before): a page's links in one pass, as `seen` says of each."""
     def mark_seen(self, url: str) -> bool:
         """Mark seen without queueing (e.g. a URL we record but never fetch)."""
+    async def claim(self, url: str) -> bool:
+        """Mark seen without queueing, exactly: True for one caller only, whichever process
+        of the crawl asks (a browser tab's load, recorded from the tab's answer)."""
     async def join(self) -> None: ...
     def drain(self) -> list[Item]:
         """Take every queued item at stop. A persistent store returns [] and keeps them."""
@@ -227,6 +230,10 @@ class MemoryFrontier(DueWaiters):
             return False
         self._seen.add(url)
         return True
+
+    async def claim(self, url: str) -> bool:
+        """One process: mark_seen is exact already."""
+        return self.mark_seen(url)
 
     async def join(self) -> None:
         await self._joined.wait()

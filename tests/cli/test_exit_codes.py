@@ -142,10 +142,12 @@ async def test_a_code_of_its_own_goes_before_141() -> None:
 
 
 def test_browser_mode_refuses_what_it_cannot_do_yet_in_one_line() -> None:
-    """--browser with --proxy (the tab's own requests would go around it) or across processes
-    (each engine would claim what its tabs loaded): exit 2, one line, nothing started."""
-    for extra in (["--proxy", "http://127.0.0.1:1"], ["--processes", "2"], ["--redis", "redis://127.0.0.1:1"]):
+    """--browser with --dns-server (Chromium looks names up itself): exit 2, one line, nothing
+    started. Across processes it runs (tests/cluster/test_cluster_browser.py), so an
+    unreachable --redis is what the one line says then."""
+    for extra, said in ((["--dns-server", "127.0.0.1:53"], "--browser"),
+                        (["--redis", "redis://127.0.0.1:1"], "cannot reach Redis")):
         proc = subprocess.run([sys.executable, "-m", "crawltop.cli", "crawl", "http://127.0.0.1:9/", "--browser",
                                *extra], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (extra, proc.stderr)
-        assert "--browser" in proc.stderr, proc.stderr
+        assert said in proc.stderr, proc.stderr

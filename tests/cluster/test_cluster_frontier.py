@@ -8,7 +8,7 @@ import json
 
 import pytest
 import redis.asyncio as aioredis
-from support.cluster import engines, slow_tree, tree
+from support.cluster import engines, slow_tree, tree, unique
 from support.crawl import crawl
 from support.sites import held, page, slow
 from support.wait import wait_until
@@ -16,8 +16,9 @@ from support.wait import wait_until
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.cluster import connect as cluster
 from crawltop.core.cluster.frontier import RedisFrontier
-from crawltop.core.cluster.keys import Keys, fingerprint
+from crawltop.core.cluster.keys import Keys
 from crawltop.core.cluster.member import Member
+from crawltop.core.cluster.seen import fingerprint
 from crawltop.core.errors import UsageError
 from crawltop.core.output.records import Record
 from crawltop.core.parsing.urls import canonical
@@ -33,7 +34,7 @@ async def shared_crawl(url: str, name: str, root: str, processes: int = 1, **opt
 
 
 async def records(url: str, name: str) -> list[dict]:
-    r = aioredis.Redis.from_url(url)
+    r = cluster.client(url)
     entries = await r.xrange(Keys(name).rec)
     await r.aclose()
     out = []
@@ -60,10 +61,12 @@ async def test_same_records_as_the_memory_frontier(serve, redis_url):
     assert sum(r["num_new_urls"] for r in shared) == len(shared) - 1  # every URL but the root was new once
 
 
-async def test_two_processes_one_record_per_url(serve, redis_url):
+@pytest.mark.redis
+async def test_two_processes_one_record_per_url(serve, shared_url):
     site = await serve(tree(120))
-    members = await shared_crawl(redis_url, "two", site.url, processes=2, concurrency=4)
-    shared = await records(redis_url, "two")
+    name = unique("two")
+    members = await shared_crawl(shared_url, name, site.url, processes=2, concurrency=4)
+    shared = await records(shared_url, name)
     urls = [r["url"] for r in shared]
     assert len(urls) == len(set(urls)) == 124  # root, 120 pages, merge, loop a and b
     assert {r["proc"] if "proc" in r else None for r in shared} == {None}
@@ -76,50 +79,54 @@ async def test_two_processes_one_record_per_url(serve, redis_url):
     assert rt <= 3, (rt, pages)
 
 
-async def test_a_dead_process_leases_come_back(serve, redis_url):
+@pytest.mark.redis
+async def test_a_dead_process_leases_come_back(serve, shared_url):
     """A process pops URLs and dies without a word: after its lease they are reaped, and a
     live process fetches them; the dead one's late done() is refused."""
     site = await serve(tree(10))
     config = CrawlConfig(roots=(site.url,))
+    redis_url, name = shared_url, unique("dead")
     r = cluster.client(redis_url)
-    await cluster.start(r, redis_url, "dead", config)
-    ghost = RedisFrontier(cluster.client(redis_url), Keys("dead"), "ghost:1:0", lease=0.5)
+    await cluster.start(r, redis_url, name, config)
+    ghost = RedisFrontier(cluster.client(redis_url), Keys(name), "ghost:1:0", lease=0.5)
     root = canonical(site.url)
     ghost.add(Item(root, 10, 0))
     taken = await ghost.pop()  # the root, leased to a process that will never finish it
     assert taken.url == root
-    live = cluster.frontier(redis_url, "dead", config)
+    live = cluster.frontier(redis_url, name, config)
     crawler = Crawler(config, frontier=live, sinks=[live.sink])
     await Member(crawler, live).crawl()
     # the ghost comes back and tries to write its record: refused, nothing twice
     ghost.sink.write(Record(url=root, status=200))
     ghost.done(taken)
     await ghost.flush()
-    shared = await records(redis_url, "dead")
+    shared = await records(redis_url, name)
     urls = [x["url"] for x in shared]
     assert len(urls) == len(set(urls)) == 14
     assert next(x for x in shared if x["url"] == root)["tries"] == 2  # the dead process spent one try
-    assert int(await r.hget(Keys("dead").count, "rejected")) == 1
+    assert int(await r.hget(Keys(name).count, "rejected")) == 1
     await r.aclose()
     await ghost.close()
 
 
-async def test_settings_and_foreign_data_are_refused(redis_url):
+@pytest.mark.redis
+async def test_settings_and_foreign_data_are_refused(shared_url):
+    redis_url, (s, f, g) = shared_url, (unique(x) for x in "sfg")  # a cluster lives for the whole session
     r = cluster.client(redis_url)
     a = CrawlConfig(roots=("http://127.0.0.1:1/",), concurrency=3)
-    assert (await cluster.start(r, redis_url, "s", a))[0] is True
-    assert (await cluster.start(r, redis_url, "s", CrawlConfig(roots=a.roots, concurrency=9)))[0] is False
+    assert (await cluster.start(r, redis_url, s, a))[0] is True
+    assert (await cluster.start(r, redis_url, s, CrawlConfig(roots=a.roots, concurrency=9)))[0] is False
     with pytest.raises(UsageError, match="other settings.*max_depth"):
-        await cluster.start(r, redis_url, "s", CrawlConfig(roots=a.roots, max_depth=2))
-    await r.set("crawltop:{f}:q", "someone else's")
+        await cluster.start(r, redis_url, s, CrawlConfig(roots=a.roots, max_depth=2))
+    await r.set(f"crawltop:{{{f}}}:q", "someone else's")
     with pytest.raises(UsageError, match="foreign data"):
-        await cluster.start(r, redis_url, "f", a)
-    await r.set("crawltop:{g}:meta", "a string")
+        await cluster.start(r, redis_url, f, a)
+    await r.set(f"crawltop:{{{g}}}:meta", "a string")
     with pytest.raises(UsageError, match="foreign data"):
-        await cluster.start(r, redis_url, "g", a)
+        await cluster.start(r, redis_url, g, a)
     with pytest.raises(UsageError, match="no crawl named"):
-        await cluster.join(r, redis_url, "nobody")
-    config, status = await cluster.join(r, redis_url, "s")
+        await cluster.join(r, redis_url, unique("nobody"))
+    config, status = await cluster.join(r, redis_url, s)
     assert config.roots == a.roots and status == "running"
     await r.aclose()
     dead = cluster.client("redis://127.0.0.1:1/0", timeout=1)
@@ -131,15 +138,19 @@ async def test_links_batched_fingerprints_compact(serve, redis_url):
     site = await serve(tree(30))
     await shared_crawl(redis_url, "fp", site.url)
     r = aioredis.Redis.from_url(redis_url)
-    members = await r.smembers(Keys("fp").seen)
-    assert len(members) == 34 and all(len(m) == 8 for m in members)
-    assert fingerprint(canonical(site.url)) in members
+    buckets = [key async for key in r.scan_iter(match="crawltop:{fp}:seen:*")]
+    members = set().union(*[await r.smembers(key) for key in buckets])
+    assert len(members) == 34 and all(-2**63 <= int(m) < 2**63 for m in members)  # 64-bit integers
+    assert {await r.object("encoding", key) for key in buckets} == {b"intset"}
+    assert fingerprint(canonical(site.url)).encode() in members
+    assert int(await r.hget(Keys("fp").count, "seen")) == 34
     assert int(await r.hget(Keys("fp").count, "queued") or 0) == 0 and await r.zcard(Keys("fp").leases) == 0
     assert (await r.hget(Keys("fp").meta, "status")) == b"finished"
     await r.aclose()
 
 
-async def test_an_ignore_holds_for_the_whole_crawl(serve, redis_url):
+@pytest.mark.redis
+async def test_an_ignore_holds_for_the_whole_crawl(serve, shared_url):
     """Two engines, two workers each, every worker holding one of the site's pages (held
     until the test lets them go), 45 matching URLs queued in Redis behind them (by a third
     process: the engines' links come out in no fixed order, so a page of theirs could not
@@ -157,13 +168,14 @@ async def test_an_ignore_holds_for_the_whole_crawl(serve, redis_url):
     site = await serve(routes)
     base = site.url.rstrip("/")
     config = CrawlConfig(roots=(site.url,), concurrency=2, robots=False, sitemaps=False)
-    members = await engines(redis_url, "ign", config, 2)
-    k = Keys("ign")
+    redis_url, name = shared_url, unique("ign")
+    members = await engines(redis_url, name, config, 2)
+    k = Keys(name)
     r = cluster.client(redis_url)
     run = asyncio.ensure_future(asyncio.gather(*(m.crawl() for m in members)))
     # the root's 4 links for 4 workers: each holds one, none is left to pop another
     await wait_until(lambda: site.in_flight == 4, what="every worker holding a page")
-    adder = cluster.frontier(redis_url, "ign", config)
+    adder = cluster.frontier(redis_url, name, config)
     for p in [*matching, "/keep"]:
         adder.add(Item(base + p, 10, 2, 0, base + "/h0", "LL"))
     await adder.flush()
@@ -176,13 +188,13 @@ async def test_an_ignore_holds_for_the_whole_crawl(serve, redis_url):
     await wait_until(lambda: r"/m\d+$" in members[1].ignore_rules, what="the other engine's ignore")
     release.set()
     await asyncio.wait_for(run, 30)
-    shared = await records(redis_url, "ign")
+    shared = await records(redis_url, name)
     urls = [x["url"] for x in shared]
     others = {canonical(site.url), *(base + p for p in ["/keep", *held_pages, *(f"/n{i}" for i in range(4))])}
     assert len(urls) == len(set(urls)) and set(urls) == others | {base + p for p in matching}
     assert {x["url"] for x in shared if x["error_kind"] == "ignored"} == {base + p for p in matching}
     assert not any(p.startswith("/m") for p in site.hits)  # nothing matching was fetched
-    assert await r.scard(k.seen) == len(urls)  # /m100.. found after the ignore: never queued
+    assert int(await r.hget(k.count, "seen")) == len(urls)  # /m100.. found after the ignore: never queued
     assert (members[0].stats.ignored, members[1].stats.ignored) == (45, 0)
     assert await r.hkeys(k.ignores) == [rb"/m\d+$"]
     await r.aclose()

@@ -17,7 +17,8 @@ import redis.asyncio as aioredis
 
 from crawltop.core.cluster import scripts
 from crawltop.core.cluster.frontier import RedisFrontier
-from crawltop.core.cluster.keys import Keys, encode_item, fingerprint
+from crawltop.core.cluster.keys import Keys, encode_item
+from crawltop.core.cluster.seen import fingerprint
 from crawltop.core.queueing import politeness as rules
 from crawltop.core.queueing.hosts import CHECKS, PAGES
 from crawltop.core.queueing.item import Item

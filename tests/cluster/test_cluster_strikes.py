@@ -13,11 +13,12 @@ import sys
 import pytest
 import redis.asyncio as aioredis
 from aiohttp import web
-from support.cluster import engines
+from support.cluster import engines, unique
 from support.sites import page
 from support.wait import wait_value
 
 from crawltop.core import CrawlConfig
+from crawltop.core.cluster import connect as cluster
 from crawltop.core.cluster.keys import Keys
 
 pytestmark = pytest.mark.timeout(120)
@@ -77,13 +78,14 @@ class Raw:
 
 
 async def recorded(url: str, name: str) -> list[dict]:
-    r = aioredis.Redis.from_url(url)
+    r = cluster.client(url)
     entries = await r.xrange(Keys(name).rec)
     await r.aclose()
     return [json.loads(f[b"data"]) for _id, f in entries]
 
 
-async def test_connections_to_hosts_that_never_answered_across_two_processes(serve, redis_url):
+@pytest.mark.redis
+async def test_connections_to_hosts_that_never_answered_across_two_processes(serve, shared_url):
     """`crawl --processes 2 -c 10 --timeout 1`: a site whose root links to 30 URLs on each of
     three outside hosts. One accepts and stays silent: 3 connections at most. One closes
     each connection at once: 12 at most. One answers, but drops its very first connection:
@@ -93,16 +95,17 @@ async def test_connections_to_hosts_that_never_answered_across_two_processes(ser
     hosts = {"silent": silent, "fin": fin, "healthy": healthy}
     urls = {name: [f"{raw.url}/{name}{i}" for i in range(30)] for name, raw in hosts.items()}
     site = await serve({"/": page("/a", *(u for name in hosts for u in urls[name])), "/a": page("/")})
+    redis_url, crawl = shared_url, unique("strikes")
     try:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "crawltop.cli", "crawl", site.url + "/", "--processes", "2", "-c", "10",
-            "--timeout", "1", "--redis", redis_url, "--name", "strikes", "--headless", "--quiet", "--no-sitemaps",
+            "--timeout", "1", "--redis", redis_url, "--name", crawl, "--headless", "--quiet", "--no-sitemaps",
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             env=dict(os.environ))
         out, err = await asyncio.wait_for(proc.communicate(), 90)
         assert proc.returncode in (0, 1), err.decode()[-2000:]  # 1: broken links were found
         assert silent.connections <= 3 and fin.connections <= 12, (silent.connections, fin.connections)
-        recs = await recorded(redis_url, "strikes")
+        recs = await recorded(redis_url, crawl)
         by_url = {}
         for rec in recs:
             assert rec["url"] not in by_url, rec["url"]  # one record each, whole crawl
@@ -113,8 +116,8 @@ async def test_connections_to_hosts_that_never_answered_across_two_processes(ser
             assert kinds.count("host-retired") >= 27, (name, kinds)
         assert [by_url[u]["status"] for u in urls["healthy"]] == [200] * 30
         assert healthy.connections >= 31  # 30 pages, robots.txt, the dropped one
-        r = aioredis.Redis.from_url(redis_url)
-        k = Keys("strikes")
+        r = cluster.client(redis_url)
+        k = Keys(crawl)
         state = {name: await r.hgetall(k.h(raw.netloc)) for name, raw in hosts.items()}
         await r.aclose()
         assert state["silent"].get(b"r") == state["fin"].get(b"r") == b"1"

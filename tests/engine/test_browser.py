@@ -351,9 +351,9 @@ async def test_a_failed_load_is_not_served_to_later_tabs(serve):
 
 
 async def test_redirects_a_tab_follows_pass_the_crawls_rules(serve):
-    """Chromium routes no redirect's target: each hop is followed by the crawl, so one into
-    --exclude or robots.txt's Disallow is never requested; an allowed one is the first's
-    redirect, recorded once."""
+    """Chromium follows a redirect and its target is paused again before it leaves: each hop
+    passes the crawl's rules, so one into --exclude or robots.txt's Disallow is never
+    requested; an allowed one is the first's redirect, recorded once."""
     robots = web.Response(text="User-agent: *\nDisallow: /secret/\n", content_type="text/plain")
     img = web.Response(body=b"\x89PNG", content_type="image/png")
     site = await serve({
@@ -399,7 +399,7 @@ async def test_what_loads_only_on_scroll_is_recorded_and_the_record_counts_the_t
 
 async def test_dialogs_popups_downloads_frames_and_a_page_that_moves_itself(serve):
     """alert/confirm/prompt are dismissed (the script goes on to make its link); a popup is
-    closed, its request never sent; a download is not saved, its URL becomes a link of the
+    blocked, its request never sent; a download is not saved, its URL becomes a link of the
     page, fetched as any link; a same-origin frame's script-made link is followed; a page that
     sets `location` to another host is recorded as a redirect there, not followed."""
     other = await serve({"/elsewhere": page()}, "127.0.0.2")
@@ -409,10 +409,11 @@ async def test_dialogs_popups_downloads_frames_and_a_page_that_moves_itself(serv
     by = sink.by_url()
     assert by[base + "/after-dialogs"].status == 200  # made by the script after its three dialogs
     assert "/popped" not in site.hits and base + "/popped" not in by
-    # Chromium's download manager sends its request outside the tab's routes (its answer is
-    # dropped); the crawl then fetches the URL as a link of the page, its one Record
+    # the download manager's request is paused as the page's and failed there; the crawl
+    # fetches the URL as a link of the page: its one Record, the server's one request
     download = by[base + "/file.bin"]
-    assert download.status == 200 and download.via == base + "/" and site.hits["/file.bin"] == 2, download
+    assert download.status == 200 and download.via == base + "/" and site.hits["/file.bin"] == 1, download
+    assert by[base + "/"].next_url is None  # a download is no move of the page
     frame = by[base + "/frame"]
     assert frame.status == 200 and frame.discovery.endswith("E") and site.hits["/frame"] == 1, frame
     assert by[base + "/from-frame"].status == 200 and by[base + "/from-frame"].via == base + "/"

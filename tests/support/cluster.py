@@ -67,3 +67,14 @@ async def engines(url: str, name: str, config: CrawlConfig, n: int) -> list[Memb
 def slow_tree(n: int, delay: float) -> dict:
     """tree(n), each response `delay` seconds late."""
     return {p: slow(delay, handler) for p, handler in tree(n).items()}
+
+
+def sync_redis(url: str) -> redis.Redis:
+    """A blocking client for the tests' own reads, of the kind crawltop uses for `url`: a
+    Redis Cluster's (which follows each key to its node) for a cluster node."""
+    return cluster.sync_client(url)
+
+
+def unique(name: str) -> str:
+    """A crawl name of its own: the clusters live for a whole session, shared by its tests."""
+    return f"{name}-{os.urandom(3).hex()}"

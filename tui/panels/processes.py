@@ -1,12 +1,15 @@
 """The processes panel of a shared crawl: one row per engine process, lost ones in red
 with their leases counting down. Shown only when the crawl has a `Cluster` part
-(core/surface.py; core/cluster/view.py); `P`, `R` and `K` pause, resume and stop the selected process."""
+(core/surface.py; core/cluster/view.py); `P`, `R` and `K` pause, resume and stop the selected process.
+With --browser each engine runs its own Chromium: a column says its memory and restarts (the
+crawl's sum is on the Workers panel's title), shown only for such a crawl."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
 from ...core.cluster.procs import ProcessRow
+from ...core.monitor import browsertext
 from .. import fmt
 from ..widgets.line import Line
 from ..widgets.table import Cell, Col, DiffTable, cell
@@ -34,6 +37,18 @@ def process_cells(row: ProcessRow) -> tuple[Cell, ...]:
     )
 
 
+def chromium_cell(row: ProcessRow) -> Cell:
+    """'393M r2', as `crawltop ls` has it; '-' for an engine without a browser (or lost: its
+    numbers are as old as its last heartbeat)."""
+    b = row.info.browser
+    if not b or row.lost:
+        return cell("-", "dim")
+    try:
+        return cell(browsertext.cell(float(b["memory"]), int(b["restarts"])))
+    except (KeyError, TypeError, ValueError, OverflowError):  # a foreign or damaged row
+        return cell("-", "dim")
+
+
 class ProcessesTable(DiffTable):
     COLUMNS = (
         Col("host", "host", None, 10),
@@ -46,8 +61,16 @@ class ProcessesTable(DiffTable):
         Col("leases", "leases", 13),
     )
 
+    BROWSER = (Col("chromium", "chromium", 9, justify="right"),)
+
     def show(self, rows: list[ProcessRow]) -> None:
-        self.sync((row.proc, process_cells(row)) for row in rows)
+        browsers = any(row.info.browser for row in rows)
+        if browsers:  # a --browser crawl: its engines' Chromiums (once seen, the column stays)
+            self.set_columns(ProcessesTable.COLUMNS + self.BROWSER)
+        if len(self.COLUMNS) > len(ProcessesTable.COLUMNS):
+            self.sync((row.proc, (*process_cells(row), chromium_cell(row))) for row in rows)
+        else:
+            self.sync((row.proc, process_cells(row)) for row in rows)
 
 
 class ProcessesPanel(Vertical):

@@ -32,7 +32,7 @@ from ..screens.steer import TextPrompt
 from ..terminal import driver_class
 from ..widgets.line import Line
 from .dialogs import ConfirmDismiss, ConfirmStop, NewCrawlPrompt
-from .launch import parse_command, parse_secrets, start_crawl
+from .launch import browser_refusal, parse_command, parse_secrets, start_crawl
 from .table import SORTS, CrawlsTable, cells, host_numbers, sorted_rows
 
 REFRESH = 0.5  # seconds: 2 Hz, the floor; a summary is O(1), so more would be cheap too
@@ -334,6 +334,9 @@ class TopApp(App[Open | None]):
                 args, secrets = parse_command(line), parse_secrets(secret)
             except ValueError as exc:
                 return str(exc)
+            refusal = browser_refusal(args, self.cwd)
+            if refusal is not None:
+                return refusal
             ok, said = await start_crawl(args, secrets, self.cwd)
             if not ok:
                 return said

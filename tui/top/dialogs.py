@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Input, Static
+from textual.widgets import Checkbox, Input, Static
 
 from ...core.monitor.sanitize import clean
 from .. import fmt
@@ -79,12 +79,22 @@ class ConfirmDismiss(Confirm):
 Start = Callable[[str, str], Awaitable[str | None]]
 
 
-class NewCrawlPrompt(ModalScreen[str | None]):
-    """A URL and options as on the command line, and a hidden field for --header and
-    --proxy (what is typed there is never shown). `start(line, secret)` returns None when
-    the crawl started, else the reason, shown under the fields."""
+class BrowserSwitch(Checkbox, inherit_bindings=False):
+    """The form's --browser switch: space turns it on or off, and enter starts the crawl
+    from here too (the key bar says so), as from either field."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="new-cancel")]
+    BINDINGS = [Binding("space", "toggle_button", "Switch", show=False)]
+
+
+class NewCrawlPrompt(ModalScreen[str | None]):
+    """A URL and options as on the command line, a switch for --browser (a site whose pages
+    scripts build; it only adds --browser to the line, so typing it does the same), and a
+    hidden field for --header and --proxy (what is typed there is never shown).
+    `start(line, secret)` returns None when the crawl started, else the reason, shown under
+    the fields (no Playwright or no Chromium: the line `crawl --browser` would say)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="new-cancel"),
+                Binding("enter", "submit", "Start", show=False)]  # (a field's own enter comes first)
 
     def __init__(self, start: Start, cwd: str) -> None:
         super().__init__(id="new-crawl")
@@ -97,12 +107,13 @@ class NewCrawlPrompt(ModalScreen[str | None]):
             yield Static(Content("Start a crawl (detached): a URL and options, as after `crawltop crawl`"),
                          classes="dialog-title")
             yield Input(placeholder="https://example.com/ -c 8 -o out.jsonl", id="new-line")
+            yield BrowserSwitch("load its pages in Chromium, for sites scripts build (--browser)", id="new-browser")
             yield Static(Content("--header / --proxy (hidden, never shown or kept):"), classes="dialog-help")
             yield Input(password=True, placeholder='--header "Authorization: Bearer …"', id="new-secret")
             yield Static(Content(""), id="new-error", classes="prompt-error")
             yield Static(Content(f"paths are relative to {self.cwd} · enter starts · escape cancels"),
                          classes="dialog-help")
-        yield KeyBar(hints=[("⏎", "Start"), ("tab", "Next field")])
+        yield KeyBar(hints=[("⏎", "Start"), ("tab", "Next field"), ("space", "Switch")])
 
     def on_mount(self) -> None:
         for inp in self.query(Input):
@@ -115,6 +126,9 @@ class NewCrawlPrompt(ModalScreen[str | None]):
     @on(Input.Submitted)
     async def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        await self.action_submit()
+
+    async def action_submit(self) -> None:
         if self.busy:
             return
         line = self.query_one("#new-line", Input).value.strip()
@@ -122,6 +136,8 @@ class NewCrawlPrompt(ModalScreen[str | None]):
         if not line:
             self.dismiss(None)
             return
+        if self.query_one("#new-browser", Checkbox).value and "--browser" not in line.split():
+            line += " --browser"
         self.busy = True
         self._say("starting…", "$text-muted")
         try:

@@ -5,7 +5,9 @@ was started in, so relative paths (`-o`, `--state`, `--warc`, `--save-cookies`) 
 they would have meant on the command line there. `--header` and `--proxy` are typed in a
 field of their own that shows nothing; they reach the crawl through its environment, as a
 detaching parent passes them (core/secrets.py SECRET_ARGS), never on a command line or a
-screen. The environment of the crawl's own process keeps them for its life (/proc/PID/environ,
+screen. A line with --browser (the form's switch) is checked here first, as the crawl would
+check it: without Playwright or a Chromium the form says why and nothing starts. The
+environment of the crawl's own process keeps the secrets for its life (/proc/PID/environ,
 readable by the same user and root only: os.environ.pop does not erase it); this process
 drops its copy once the child is started, though Python may not overwrite the memory.
 """
@@ -63,6 +65,26 @@ def parse_secrets(text: str) -> list[str]:
         if "=" not in w and next(it, None) is None:
             raise ValueError(f"{name} needs a value")
     return words
+
+
+def browser_refusal(words: list[str], cwd: Path) -> str | None:
+    """With --browser in the line (the form's switch adds it): what `crawl --browser` would
+    refuse it with (no Playwright, no Chromium, a --browser-path that is no executable),
+    asked here with the same check (core/fetching/browser.py), so the form says it at once
+    and no crawl is started; None when its browser can run, or none is asked for."""
+    if "--browser" not in words:
+        return None
+    from ...core.errors import UsageError
+    from ...core.fetching.browser import check
+
+    path = next((w.partition("=")[2] for w in words if w.startswith("--browser-path=")), None)
+    if path is None and "--browser-path" in words[:-1]:
+        path = words[words.index("--browser-path") + 1]
+    try:
+        check(str(cwd / path) if path else None)  # relative to where the crawl will run
+    except UsageError as exc:
+        return str(exc)
+    return None
 
 
 async def start_crawl(args: list[str], secrets: list[str], cwd: Path) -> tuple[bool, str]:
