@@ -2,8 +2,11 @@
 
 Playwright's `networkidle` waits for *no* request for 500 ms, so one long poll or a hung
 image keeps it waiting to its timeout, and it says nothing about what the page did. Here the
-tab's own requests are counted from its events: a page is idle once no more than one request
-has been in flight for a quiet time (about 2 s by default), capped. After `load` and idle,
+tab's own requests are counted from its events: a page is idle once no request has been in
+flight for a quiet time (about 2 s by default), or no more than one for at least ONE_LEFT
+seconds (a long poll), capped. A shorter quiet (--browser-quiet) never shortens the wait on
+the one request left: on a loaded machine that one is most often the fetch of the page's
+own content, and reading the DOM before it lands loses the page's links. After `load` and idle,
 the page is scrolled to the bottom in steps (lazy images and infinite lists load as they
 come into view), a bounded number of steps, then idle again; then its links are read from
 the final DOM, same-origin frames included. The caller bounds the whole under one hard
@@ -19,7 +22,8 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from playwright.async_api import Page
 
-QUIET = 2.0  # seconds with at most one request in flight: the page is idle
+QUIET = 2.0  # seconds with no request in flight: the page is idle
+ONE_LEFT = 2.0  # seconds with one request left in flight (a long poll, a hung image): idle too
 IDLE_CAP = 10.0  # the most one wait for idle takes (a page that polls is read as it is)
 SCROLL_STEPS = 30  # at most this many screens scrolled: an endless list ends somewhere
 # One step: a screen down; says whether the bottom was reached, and how tall the page is
@@ -44,6 +48,7 @@ class Traffic:
         loop = asyncio.get_running_loop()
         self._clock = loop.time
         self.quiet_since: float | None = self._clock()  # when at most one request was left in flight
+        self.empty_since: float | None = self.quiet_since  # when none was
 
     def watch(self, page: Page) -> None:
         page.on("request", self._started)
@@ -65,24 +70,31 @@ class Traffic:
         self._moved()
 
     def _moved(self) -> None:
-        if len(self.inflight) > 1:
+        n = len(self.inflight)
+        if n > 1:
             self.quiet_since = None
         elif self.quiet_since is None:
             self.quiet_since = self._clock()
+        if n:
+            self.empty_since = None
+        elif self.empty_since is None:
+            self.empty_since = self._clock()
         self._changed.set()
 
     async def idle(self, quiet: float, cap: float) -> bool:
-        """Wait until at most one request has been in flight for `quiet` seconds (True), or
-        `cap` seconds passed (False)."""
+        """Wait until no request has been in flight for `quiet` seconds, or at most one for
+        max(quiet, ONE_LEFT) (True), or `cap` seconds passed (False)."""
         end = self._clock() + cap
+        one = max(quiet, ONE_LEFT)
         while True:
             now = self._clock()
-            since = self.quiet_since
-            if since is not None and now - since >= quiet:
+            ready = [since + after for since, after in ((self.empty_since, quiet), (self.quiet_since, one))
+                     if since is not None]
+            if ready and now >= min(ready):
                 return True
             if now >= end:
                 return False
-            wait = end - now if since is None else min(end - now, since + quiet - now)
+            wait = min([end, *ready]) - now
             self._changed.clear()
             try:
                 await asyncio.wait_for(self._changed.wait(), max(wait, 0.001))

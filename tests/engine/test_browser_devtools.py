@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gzip
+import statistics
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -239,8 +240,13 @@ async def test_a_tabs_requests_wait_for_their_hosts_turns(serve):
     for url in [*(f"{site.url}/i{n}.png" for n in range(4)), *(f"{other.url}/o{n}.png" for n in range(2))]:
         assert by[url].status == 200 and by[url].kind == "requisite", by[url]
     assert len(site.times) == 6 and len(other.times) == 3, (site.times, other.times)  # robots.txt first
+    # A server stamps a request when its handler runs, late by up to a loaded machine's lag,
+    # which shortens the gap after a late stamp: the span of a server's stamps loses at most
+    # one lag, while one request let through early would cost it a whole delay.
     for server in (site, other):
-        assert min(_gaps(server)) >= 0.4 - 0.03, (_gaps(server), server.times)
+        gaps = _gaps(server)
+        assert sum(gaps) >= 0.4 * len(gaps) - 0.1 and min(gaps) >= 0.2, (gaps, server.times)
+        assert statistics.median(gaps) >= 0.4 - 0.03, (gaps, server.times)
 
 
 async def test_per_host_holds_for_a_tabs_requests(serve):
