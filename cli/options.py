@@ -240,8 +240,8 @@ def add_crawl_options(p: argparse.ArgumentParser, *, timeout: float | None = Non
              f"reading its links included; a page past it is recorded 'browser: page timed out' "
              f"(default {d.page_timeout:g})")
     add("--browser-quiet", type=positive(float), default=d.browser_quiet, metavar="SECONDS",
-        help=f"with --browser: a page is idle once no more than one of its requests has been in flight this "
-             f"long; it is read then, or at --page-timeout (default {d.browser_quiet:g})")
+        help=f"with --browser: a page is idle once none of its requests has been in flight this long (one "
+             f"left: at least 2 s, a long poll); it is read then, or at --page-timeout (default {d.browser_quiet:g})")
     add("--browser-restart", type=whole(0), default=d.browser_restart, metavar="PAGES",
         help=f"with --browser: restart the browser after this many pages, 0 never (default {d.browser_restart})")
     add("--browser-memory", type=size, default=d.browser_memory, metavar="SIZE",
