@@ -194,8 +194,11 @@ def redis_cost(rs: RedisServer, used0: int, name: str = "fm") -> dict:
     """What crawl NAME costs Redis, once its crawler has exited (no client buffers left)."""
     p = f"crawltop:{{{name}}}:"  # core/cluster/keys.py; the harness does not import crawltop
     with rs.client() as r:
-        seen = int(r.scard(p + "seen"))
-        size = {k: int(r.memory_usage(p + k, samples=0) or 0) for k in ("seen", "rec")}
+        # the seen set is buckets of integers (core/cluster/seen.py), counted in `count`
+        seen = int(r.hget(p + "count", "seen") or 0)
+        size = {"rec": int(r.memory_usage(p + "rec", samples=0) or 0)}
+        size["seen"] = sum(int(r.memory_usage(key, samples=0) or 0) for key in r.scan_iter(match=p.replace(
+            "{", "\\{").replace("}", "\\}") + "seen:*", count=1000))
         # one queue per host: the site here is one host, so one or a few lists
         size["q"] = sum(int(r.memory_usage(key, samples=0) or 0) for key in r.scan_iter(match=p.replace(
             "{", "\\{").replace("}", "\\}") + "hq:*", count=1000))

@@ -601,11 +601,56 @@ return seen_has(ARGV[1])
 """
 
 
+# On a Redis Cluster, the first command of every script: two keys of the crawl's slot that
+# never exist. While the slot is being moved to another master (resharding), its keys are
+# half here, half there, and a script would read a key already moved as missing (on the
+# new master, under ASKING) or fail at one on the old (after writes it cannot take back).
+# Redis answers this command there with "non local key" (old master: ASK; new: TRYAGAIN)
+# before the script wrote anything, so the call is an outage retried whole
+# (core/cluster/link.py) until the slot has one master again. Elsewhere it costs a lookup.
+SLOT_GUARD = "if KEYS[1] then redis.call('EXISTS', KEYS[1] .. ':~0', KEYS[1] .. ':~1') end\n"
+
+
 def for_client(script: str, cluster: bool) -> str:
     """The script as the client's server wants it: on a Redis Cluster the bell is a sharded
-    channel (SPUBLISH: core/cluster/bell.py says why)."""
-    return script.replace("redis.call('PUBLISH'", "redis.call('SPUBLISH'") if cluster else script
+    channel (SPUBLISH: core/cluster/bell.py says why), and the slot guard comes first. One
+    server gets it without `#!lua`, which Redis 6 cannot compile: there one slot is moot."""
+    if not cluster:
+        return script[len(SHEBANG):] if script.startswith(SHEBANG) else script
+    if script.startswith(SHEBANG):
+        script = SHEBANG + SLOT_GUARD + script[len(SHEBANG):]
+    return script.replace("redis.call('PUBLISH'", "redis.call('SPUBLISH'")
 
 
 ALL = {"POP": POP, "DONE": DONE, "ADD": ADD, "REMOVE": REMOVE, "HOSTCTL": HOSTCTL, "BEAT": BEAT,
        "LEAVE": LEAVE, "LIVE": LIVE, "SEEN_ADD": SEEN_ADD, "SEEN_HAS": SEEN_HAS}
+
+
+# ARGV[14..]: host lent mine crawl_delay_ms ('': not known)
+# A browser tab's request's turn on its host (core/fetching/tabturns.py): granted when the
+# host is due (its next-allowed time and back-off passed) and under its cap, counting the
+# crawl's leased fetches there (`f`, less the page's own lease `lent` to its tab) and this
+# process's tab requests in flight (`mine`: they hold no lease, so an engine that dies
+# leaves nothing counted behind); a grant moves its next-allowed time on by its delay, as
+# POP does. A Crawl-delay the tab's rules just read is the host's from here (DONE's `c`).
+# Returns {1 granted | 0 wait | -1 refused (paused, retired), ms until due, 1 if under its cap}.
+TURN = SHEBANG + _HOSTS + """
+local h, lent, mine = ARGV[14], tonumber(ARGV[15]), tonumber(ARGV[16])
+if ARGV[17] ~= '' then
+  redis.call('HSET', hk(h), 'cd', ARGV[17])
+  recompute(h)
+end
+local s = redis.call('HMGET', hk(h), 'n', 'u', 'f', 'p', 'r', 'k', 'an', 'd')
+if s[4] == '1' or s[5] == '1' then return {-1, 0, 0} end
+local cap = cap_of(s[6], s[7])
+local due = math.max(num(s[1]), num(s[2]))
+local free = 0
+if cap <= 0 or num(s[3]) + mine - lent < cap then free = 1 end
+if free == 1 and due <= now then
+  redis.call('HSET', hk(h), 'n', now + (tonumber(s[8]) or DELAY))
+  schedule(h)
+  return {1, 0, 1}
+end
+return {0, math.max(0, due - now), free}
+"""
+ALL["TURN"] = TURN

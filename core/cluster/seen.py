@@ -18,11 +18,12 @@ under that limit:
   was ever put below a bucket that is not full, because members are never removed).
 
 Every SADD and SISMEMBER of the seen set is `seen_add` or `seen_has` below, in Lua (the host
-scripts and SEEN_ADD, SEEN_HAS, which the Python side calls through `SeenSet`). The count
-of fingerprints is the `seen` field of `count`: a sum over buckets would be a scan.
+scripts and SEEN_ADD, SEEN_HAS, which the Python side calls from `RedisFrontier`). The
+count of fingerprints is the `seen` field of `count`: a sum over buckets would be a scan.
 Lua's numbers are doubles, so a bucket is taken from the fingerprint's top bits as a double
 reads them: rounded, but the same string always rounds the same way, which is all a bucket
-needs; the member itself is the exact integer string.
+needs; the member itself is the exact integer string. (A fingerprint just under 0 rounds up
+to 2^64 and so to bucket 2^b, one past the plan: a bucket like any other.)
 """
 from __future__ import annotations
 
