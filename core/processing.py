@@ -74,8 +74,7 @@ class Processing:
         try:  # no await before the loads' Records: a cancel must not lose the URLs the tab claimed
             self._answer(item, record, resp, ws.host or "", (self.stats.clock() - since) * 1000, written)
             if resp.loaded is not None:  # the browser's: what the page loaded, each URL its Record
-                for ld in resp.loaded:
-                    loaded.append(self._loaded(item, record, ld, written))
+                self._loads(item, record, resp.loaded, written, loaded)
                 if resp.error is not None:  # a hung or crashed tab: the page's Record says why, in words
                     record.fail(resp.error, str(resp.error))
                 record.browser = resp.browser
@@ -152,7 +151,10 @@ class Processing:
         record.kind, record.fetched_at = REQUISITE, page_record.fetched_at
         r = ld.response
         if r is None:
-            record.fail(_browser_failure(ld.error or "no answer"))
+            failure = _browser_failure(ld.error or "no answer")
+            if isinstance(failure, errors.BlockedByRobots):  # refused in the tab: never requested, as on aiohttp
+                record.tries, record.fetched_at = 0, None
+            record.fail(failure)
             return record
         self._answer(item, record, r, self.sched.key(ld.url), 0.0, written)
         if r.status in REDIRECTS:  # the browser followed it; its target, if new, is claimed too
@@ -168,15 +170,8 @@ class Processing:
         tab (its host retired, robots.txt said no, its last try failed before a tab): each
         URL its Record with the answer the tab had, archived as the page's own loads are."""
         written: list[Awaitable[None]] = []
-        records = []
-        for ld in loads:
-            try:
-                records.append(self._loaded(page, page_record, ld, written))
-            except Exception as exc:  # a surprise in one load fails its Record, not the others'
-                record = new_record(self._load_item(page, ld), tries=1)
-                record.kind = REQUISITE
-                record.fail(exc)
-                records.append(record)
+        records: list[Record] = []
+        self._loads(page, page_record, loads, written, records)
         try:
             if written:
                 await self._written(written, page_record)
@@ -184,13 +179,30 @@ class Processing:
             for record in records:
                 self.emit(record)
 
+    def _loads(self, page: Item, page_record: Record, loads: list[Loaded], written: list[Awaitable[None]],
+               records: list[Record]) -> None:
+        """Each load its Record, into `records` as it is made (a cancel keeps those made). A
+        surprise in one load fails its Record, never the later loads': they were claimed,
+        and nothing else would ever record them."""
+        for ld in loads:
+            try:
+                records.append(self._loaded(page, page_record, ld, written))
+            except Exception as exc:
+                record = new_record(self._load_item(page, ld), tries=1)
+                record.kind = REQUISITE
+                record.fail(exc)
+                records.append(record)
+
     def lost(self, page: Item, loads: list[Loaded]) -> None:
         """URLs a tab claimed for a page whose worker was cancelled: seen, so each gets its
         Record here (cancelled, as a stop's queued URLs), else it would have none."""
         for ld in loads:
             record = new_record(self._load_item(page, ld))
             record.kind = REQUISITE
-            record.fail(errors.Cancelled("the page's worker stopped while the browser loaded this URL"))
+            failure = _browser_failure(ld.error or "")
+            if not isinstance(failure, errors.BlockedByRobots):  # a refusal stands: it was never to be fetched
+                failure = errors.Cancelled("the page's worker stopped while the browser loaded this URL")
+            record.fail(failure)
             self.emit(record)
 
     def _load_item(self, page: Item, ld: Loaded) -> Item:
@@ -275,5 +287,10 @@ class Processing:
 
 
 def _browser_failure(why: str) -> Exception:
+    """A load's failure in words as its Record's error: a URL robots.txt refused in the tab is
+    skipped as on the aiohttp path (core/fetching/browser_rules.py), anything else failed."""
     from .fetching.browser import BrowserFailure  # loaded already: only a --browser crawl gets here
+    from .fetching.browser_rules import ROBOTS
+    if why == ROBOTS:
+        return errors.BlockedByRobots(why)
     return BrowserFailure(why)

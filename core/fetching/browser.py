@@ -16,17 +16,19 @@ external checks, robots.txt and sitemaps stay on aiohttp. A page's life:
    another URL is recorded as the page's redirect (`Response.moved`), not followed here.
 3. Chromium's own network stack sends the tab's requests (--proxy included), each paused
    through DevTools `Fetch` (core/fetching/devtools.py) before it leaves and once its answer's
-   headers are in. It passes the crawl's rules first (`Rules.allow`: --exclude, ignores,
-   robots.txt): a refused one fails in the browser (blocked by client). A URL never seen is
+   headers are in. It passes the crawl's rules first (`Rules.refusal`: --exclude, ignores,
+   robots.txt): a refused one fails in the browser (blocked by client; one robots.txt
+   refuses is claimed for its skip Record, as on aiohttp). A URL never seen is
    *claimed* (`Rules.claim`: marked seen), so aiohttp never fetches it; its answer comes
    back in `Response.loaded` for its own Record and WARC records. A URL seen before is not
    requested again: served from what this browser already loaded when it can be, else an
    image, font or media file is refused (links never depend on them) and anything else
-   goes out unrecorded (a page's scripts need it). What goes out waits for its host's turn
-   (core/fetching/tabturns.py). A claimed answer is recorded with its method, its body
-   streamed and cut at --max-bytes; a redirect is recorded and Chromium follows it, its
-   target paused again: it passes the rules too, and a claimed URL's target is claimed as its
-   redirect. A load that failed, or no whole 2xx, is not served to other tabs: they ask again.
+   goes out unrecorded (a page's scripts need it), kept to serve this browser's later tabs.
+   What goes out waits for its host's turn (core/fetching/tabturns.py; on Redis, there). A
+   claimed answer is recorded with its method, its body streamed and cut at --max-bytes; a
+   redirect is recorded and Chromium follows it, its target paused again: it passes the
+   rules too, and a claimed URL's target is claimed as its redirect. A load that failed, or
+   no whole 2xx, is not served to other tabs: they ask again.
 4. One hard limit (--page-timeout) bounds the tab: a hung tab, one that crashes (its `crash`
    event ends it at once) or a browser that dies under it gives the page its reason
    (`Response.error`: `browser: page timed out`, `browser: tab crashed`, `browser: restarted`),
@@ -61,12 +63,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .browser_rules import Rules
 from .browserlife import MAX_DEATHS, MEMORY, MEMORY_EVERY, PAGE_TIMEOUT, RESTART_PAGES, BrowserLife
 from .chromium import DEFAULT_PATH, FLAGS, FLAGS_ENV, check, executable
 from .fetch import Loaded, Response
 from .fetcher import HttpFetcher
 from .tab import BrowserFailure, BrowserGone, Died, Tab, TabTimeout
-from .tabroutes import Rules
 from .tabshare import SHARED_BYTES, Shared
 
 if TYPE_CHECKING:
@@ -88,6 +90,7 @@ class BrowserFetcher(BrowserLife):
         super().__init__(path=path, timeout=timeout, max_bytes=max_bytes, user_agent=user_agent, config=config,
                          session=session)
         self.http, self.rules = http, rules
+        self.turns.shared = rules.shared_hosts()  # on Redis a tab's turns are taken there
         # URLs this browser loaded (or is loading) for a page: other tabs are served from here
         self.answers = Shared()
         # each page's claimed loads until fetch() returns them: a page whose worker is

@@ -7,6 +7,8 @@ by the crawl only with --browser.
 """
 from __future__ import annotations
 
+from typing import Protocol
+
 from ..config import CrawlConfig
 from ..monitor.stats import Stats
 from ..queueing.frontier import Frontier
@@ -14,6 +16,34 @@ from ..queueing.kinds import Kinds
 from ..queueing.scope import Scope
 from ..steering.steer import Steering
 from .robots import Robots
+from .tabturns import SharedHosts
+
+# Why a tab's request is refused (`BrowserRules.refusal`); ROBOTS is also the words of its
+# skip Record (core/processing.py makes it a BlockedByRobots, as the aiohttp path does)
+EXCLUDED, IGNORED, ROBOTS = "excluded", "ignored", "disallowed by robots.txt"
+
+
+class Rules(Protocol):
+    """The crawl's rules for a browser's own requests, as a tab's routes (core/fetching/tabroutes.py)
+    ask them; `BrowserRules` below implements them."""
+
+    async def refusal(self, url: str) -> str | None:
+        """Why the tab may not request this canonical URL (--exclude, ignores, robots.txt:
+        browser_rules.py's words), None when it may."""
+        ...
+
+    def robots_refused(self) -> None:
+        """A URL robots.txt refused was claimed for its skip Record: count it."""
+        ...
+
+    def shared_hosts(self) -> SharedHosts | None:
+        """The crawl's hosts when their state lives in Redis (tabs take turns there), else None."""
+        ...
+
+    async def claim(self, url: str) -> bool:
+        """Mark the URL seen for this tab to record; False if seen before, or not to be
+        recorded (--no-requisites, --max-pages)."""
+        ...
 
 
 class BrowserRules:
@@ -24,16 +54,30 @@ class BrowserRules:
         self.config, self.stats, self.frontier, self.scope = config, stats, frontier, scope
         self.kinds, self.steering, self.robots = kinds, steering, robots
 
-    async def allow(self, url: str) -> bool:
-        """--exclude, the ignores (asked of URLs never seen, as for links) and robots.txt."""
+    async def refusal(self, url: str) -> str | None:
+        """Why the tab may not request this URL (None: it may), as the aiohttp path refuses
+        it: --exclude (nothing counted, as for an excluded link), an ignore (asked of URLs
+        never seen, as for links; counted when the page's links are read, as on the aiohttp
+        path, so a URL the page both loads and links is counted once), robots.txt (its skip
+        Record and count come with its claim: `robots_refused`)."""
         if self.scope.excluded(url):
-            return False
-        if self.steering.ignore_rules and not self.frontier.seen(url) and self.steering.stopped(url):
-            return False
+            return EXCLUDED
+        ignores = self.steering.ignore_rules
+        if ignores and not self.frontier.seen(url) and ignores.match(url) is not None:
+            return IGNORED
         if self.robots is not None and not (await self.robots.check(url))[0]:
-            self.stats.robots_blocked += 1
-            return False
-        return True
+            return ROBOTS
+        return None
+
+    def robots_refused(self) -> None:
+        """A URL robots.txt refused was claimed for its skip Record: counted once, as the
+        aiohttp path counts the Record it makes (core/fetching/attempt.py `cleared`)."""
+        self.stats.robots_blocked += 1
+
+    def shared_hosts(self) -> SharedHosts | None:
+        """On Redis the crawl's hosts live there (core/cluster/frontier.py `turn`): a tab's
+        requests take their turns in Redis, shared by every engine."""
+        return self.frontier if isinstance(self.frontier, SharedHosts) else None
 
     async def claim(self, url: str) -> bool:
         """Seen from now on, to be recorded from the tab's answer; not with --no-requisites,

@@ -22,6 +22,9 @@ answer is recorded, its body read as a stream, then handed to the page).
   pages nobody asked for would refuse the tab's own.
 - The HTTP cache is off on the tab, as Playwright turns it off when it intercepts: an answer
   from the cache would reach the page without a pause at the Response stage.
+- `Network` is on for the session only for `Network.requestWillBeSentExtraInfo`: the request
+  headers Chromium's network stack really sent (its cookies, `Host`, `Accept-Encoding`), which
+  the Request stage never sees (`wire_headers`); matched by the network id, as Fetch's.
 """
 from __future__ import annotations
 
@@ -103,6 +106,7 @@ class DevTools:
         proxy's challenges are answered here (`authorize`): Playwright would answer them only
         by turning its own interception on, a second pause of every request."""
         send = self.session.send
+        await send("Network.enable", {})
         await send("Network.setCacheDisabled", {"cacheDisabled": True})
         await send("Fetch.enable", {"patterns": PATTERNS, "handleAuthRequests": login is not None})
         tree = await send("Page.getFrameTree")
@@ -179,6 +183,17 @@ class DevTools:
             with contextlib.suppress(Exception):
                 await send("IO.close", {"handle": stream})
         return b"".join(parts), cut
+
+
+def wire_headers(event: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+    """A `Network.requestWillBeSentExtraInfo`: (network id, the headers as sent). A repeated
+    header comes joined by newlines: one pair each; HTTP/2's pseudo-headers (`:authority`)
+    are the request line's, not headers."""
+    out = []
+    for name, value in (event.get("headers") or {}).items():
+        if not str(name).startswith(":"):
+            out += [(str(name), v) for v in str(value).split("\n")]
+    return str(event.get("requestId", "")), out
 
 
 def served(headers: Any) -> list[tuple[str, str]]:

@@ -31,9 +31,9 @@ if TYPE_CHECKING:  # playwright is the optional extra crawltop[browser]: importe
 
     from playwright.async_api import Dialog, Download, Page
 
+    from .browser_rules import Rules
     from .browserlife import BrowserLife
     from .fetch import Response
-    from .tabroutes import Rules
     from .tabshare import Shared
 
 

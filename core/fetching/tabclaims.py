@@ -6,18 +6,23 @@ ends with an answer or a reason (`settle`), other tabs waiting on a shared load 
 (core/fetching/tabshare.py), the tab knows when its claims are all answered, each request's
 turn on its host is given back once (core/fetching/tabturns.py), and the crawl's credentials
 go only where its rule says (core/fetching/session.py): `--header`'s Authorization and
-Cookie only to the roots' hosts (or --header-host's).
+Cookie only to the roots' hosts (or --header-host's); what each request really went out
+with (Chromium's network stack adds its cookies, Host, Accept-Encoding) is told apart, on
+the session's `Network` events, and is what its record keeps.
 """
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from .browserlife import BrowserLife
+from .devtools import wire_headers
 from .fetch import Loaded, Response
 from .tabshare import Kept, Shared
 from .tabturns import TURN_SHARE, Turn
 
 _CREDENTIALS = frozenset(("authorization", "cookie", "proxy-authorization"))
+WIRE_WAIT = 0.5  # seconds an answer waits for its request's headers as sent, else the tab's
 
 
 class Flow:
@@ -50,6 +55,8 @@ class TabClaims:
         self._claims = 0  # claimed loads still in flight
         self._claims_done = asyncio.Event()
         self._claims_done.set()
+        self.wire: dict[str, list[tuple[str, str]]] = {}  # network id -> its request's headers as sent
+        self._wire_came = asyncio.Event()
 
     def _claim(self, flow: Flow, loaded: Loaded, share: asyncio.Future[Kept | None] | None) -> None:
         flow.loaded, flow.share = loaded, share
@@ -60,13 +67,18 @@ class TabClaims:
             self._claims += 1
             self._claims_done.clear()
 
+    def _skipped(self, loaded: Loaded) -> None:
+        """A URL claimed for a Record that says why it was never requested (`loaded.error`)."""
+        self.claimed.append((loaded, None))
+        self.loaded.append(loaded)
+
     def _end(self, flow: Flow, why: str | None) -> None:
         """The claim has its answer (or `why` not): other tabs waiting on it go on."""
         loaded = flow.loaded
         if why is not None and loaded is not None and loaded.response is None and loaded.error is None:
             loaded.error = why
         if flow.share is not None:
-            self.answers.kept(loaded.url if loaded else "", flow.share, None)  # no-op once answered
+            self.answers.kept(loaded.url if loaded else flow.url, flow.share, None)  # no-op once answered
             flow.share = None
         if flow.counted:
             flow.counted = False
@@ -122,6 +134,30 @@ class TabClaims:
             out.append(("Cookie", "; ".join(cookies)))
         return out
 
+    def _on_wire(self, event: dict[str, Any]) -> None:
+        """The headers a request went out with (each redirect hop's in turn: the next hop
+        leaves only once this one's answer was handled)."""
+        network, headers = wire_headers(event)
+        self.wire[network] = headers
+        came, self._wire_came = self._wire_came, asyncio.Event()
+        came.set()
+
+    async def _as_sent(self, network: str, fallback: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The headers the request really went out with, as Chromium's network stack sent
+        them (its cookies, Host, Accept-Encoding; secrets are redacted by the archive, as on
+        the aiohttp path); if they are not told within WIRE_WAIT, those the tab set."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WIRE_WAIT
+        while (got := self.wire.pop(network, None)) is None:
+            came, left = self._wire_came, deadline - loop.time()
+            if left <= 0:
+                return fallback
+            try:
+                await asyncio.wait_for(came.wait(), left)
+            except TimeoutError:
+                return fallback
+        return got
+
     def settle(self, why: str) -> None:
         """Every URL this tab claimed ends with an answer or a reason."""
         for loaded, fut in self.claimed:
@@ -129,3 +165,7 @@ class TabClaims:
                 loaded.error = why
             if fut is not None:
                 self.answers.kept(loaded.url, fut, None)
+        for flow in self.flows.values():  # an unrecorded load other tabs wait on: they ask anew
+            if flow.share is not None:
+                self.answers.kept(flow.url, flow.share, None)
+                flow.share = None

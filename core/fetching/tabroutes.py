@@ -5,12 +5,14 @@ Apart from the tab's life (core/fetching/tab.py: open, scroll, read) and from th
 request by request, and where a URL's Record gets its answer. Chromium's own network stack
 sends what goes out (its proxy, connections and cookies); each request is paused twice:
 
-- **Request stage.** It passes the crawl's rules first (`Rules.allow`: --exclude, ignores,
+- **Request stage.** It passes the crawl's rules first (`Rules.refusal`: --exclude, ignores,
   robots.txt): a refused one fails in the page (blocked by client) and never leaves. A URL
   never seen is *claimed* (`Rules.claim`: marked seen), so aiohttp never fetches it. A URL
   seen before is not requested again: served from what this browser already loaded when it
   can be (core/fetching/tabshare.py), else an image, font or media file is refused (links
-  never depend on them) and anything else goes out unrecorded (a page's scripts need it).
+  never depend on them) and anything else goes out unrecorded (a page's scripts need it),
+  its whole 2xx kept there too, so a URL another engine claimed is asked once per engine.
+  A URL robots.txt refuses is claimed for its skip Record, as the aiohttp path records it.
   The page's own document is answered from the response the crawl already fetched.
   Credentials keep the crawl's rule per request (core/fetching/session.py): `--header`'s
   Authorization and Cookie go only to the roots' hosts (or --header-host's), the session's
@@ -30,10 +32,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..parsing.urls import canonical
+from .browser_rules import ROBOTS, Rules
 from .browserlife import BrowserLife
 from .devtools import DevTools, Paused
 from .fetch import Loaded, Response
@@ -54,20 +57,6 @@ SHAREABLE = frozenset(("script", "stylesheet", "fetch", "xhr", "font", "manifest
 # XHR was made by a script, so it is the script's letter
 LETTERS = {"image": "I", "stylesheet": "K", "script": "J", "media": "V", "font": "U", "texttrack": "V",
            "manifest": "K", "fetch": "J", "xhr": "J", "eventsource": "J", "websocket": "J"}
-
-
-class Rules(Protocol):
-    """The crawl's rules for a browser's own requests (core/fetching/browser_rules.py implements them)."""
-
-    async def allow(self, url: str) -> bool:
-        """May the tab request this canonical URL? (--exclude, ignores, robots.txt; a URL
-        refused here may get its skip Record from the crawl.)"""
-        ...
-
-    async def claim(self, url: str) -> bool:
-        """Mark the URL seen for this tab to record; False if seen before, or not to be
-        recorded (--no-requisites, --max-pages)."""
-        ...
 
 
 class TabRoutes(TabClaims):
@@ -93,6 +82,7 @@ class TabRoutes(TabClaims):
         core/fetching/chromium.py) is paused here from now on."""
         devtools = self.devtools = DevTools(session)
         session.on("Fetch.requestPaused", self._on_paused)
+        session.on("Network.requestWillBeSentExtraInfo", self._on_wire)
         login, tried = self.browser.proxy_login, set[str]()
         if login is not None:
             session.on("Fetch.authRequired", lambda event: self._spawn(devtools.authorize(event, login, tried)))
@@ -177,7 +167,7 @@ class TabRoutes(TabClaims):
             # requisite the crawl's parser finds): a browser's habit, not the site's
             await devtools.fail(p.id)
             return
-        if not await self.rules.allow(url):
+        if await self._refused(p, url, Loaded(url, "E" if frame else LETTERS.get(p.kind, "O"), self.url, False)):
             await devtools.fail(p.id)
             return
         answers = self.answers
@@ -200,6 +190,9 @@ class TabRoutes(TabClaims):
             self._release(flow, None, used=False)
             await devtools.fail(p.id)
         else:
+            if p.kind in SHAREABLE and p.method == "GET" and answers.shared(url) is None:
+                # seen (another engine claimed it): asked once here, later tabs served its answer
+                flow.share = answers.share(url)
             await self._send(devtools, p, url, flow)
 
     async def _hop(self, devtools: DevTools, p: Paused, flow: Flow) -> None:
@@ -208,11 +201,12 @@ class TabRoutes(TabClaims):
         its redirect."""
         flow.hops += 1
         url = canonical(p.url)
-        if (flow.hops > MAX_HOPS or url is None or not await self.rules.allow(url) or self.closed
-                or not await self._turn(flow, url)):
+        before = flow.loaded
+        if (flow.hops > MAX_HOPS or url is None
+                or await self._refused(p, url, Loaded(url, before.letter, before.url, True) if before else None)
+                or self.closed or not await self._turn(flow, url)):
             await devtools.fail(p.id)  # a loop, a target refused, or its host's turn too late
             return
-        before = flow.loaded
         if before is not None and await self.rules.claim(url):
             self._claim(flow, Loaded(url, before.letter, before.url, True), None)
         elif p.kind in SKIPPABLE:
@@ -222,6 +216,21 @@ class TabRoutes(TabClaims):
         else:
             flow.loaded = None
         await self._send(devtools, p, url, flow)
+
+    async def _refused(self, p: Paused, url: str, loaded: Loaded | None) -> bool:
+        """The crawl's rules refuse the request (it is failed in the page, blocked by client)?
+        A URL robots.txt refuses gets the skip Record the aiohttp path would give it, once:
+        claimed (seen from now on) when it would be recorded (`loaded`, not a preflight,
+        --requisites, under --max-pages), so the page's links never queue it again."""
+        why = await self.rules.refusal(url)
+        if why is None:
+            return False
+        if (why == ROBOTS and loaded is not None and p.kind != "preflight" and not self.closed
+                and await self.rules.claim(url)):
+            loaded.error = ROBOTS
+            self._skipped(loaded)
+            self.rules.robots_refused()
+        return True
 
     async def _send(self, devtools: DevTools, p: Paused, url: str, flow: Flow) -> None:
         """Out it goes (its host's turn came), with the crawl's credentials for its host."""
@@ -233,11 +242,14 @@ class TabRoutes(TabClaims):
         """The Response stage: a claimed URL's answer recorded, then handed to the page."""
         flow = self.flows.get(p.network)
         loaded = flow.loaded if flow is not None else None
+        if flow is not None and loaded is None and flow.share is not None and p.error is None and p.status is not None:
+            await self._keep(devtools, p, flow)
+            return
         if flow is None or loaded is None or p.error is not None or p.status is None:
+            self.wire.pop(p.network, None)
             if flow is not None:
                 self._release(flow, p.status, p.header("retry-after"))
-                if loaded is not None:
-                    self._end(flow, f"the browser's request failed: {p.error}")
+                self._end(flow, f"the browser's request failed: {p.error}")  # its share's waiters go on
             # not the crawl's to record, or failed: on to the page as it came
             await devtools.proceed(p.id)
             return
@@ -245,16 +257,38 @@ class TabRoutes(TabClaims):
         redirect = 300 <= status < 400 and bool(p.header("location"))
         body, cut = (b"", False) if redirect else await devtools.body(p.id, self.browser.max_bytes, p.length)
         self._release(flow, status, p.header("retry-after"))  # the answer is in: the host's slot goes back
+        sent = await self._as_sent(p.network, flow.sent)
         if self.closed:  # settled meanwhile: its Record already says why
             await devtools.fail(p.id)
             return
-        r = loaded.response = answer(status, p.reason, p.response_headers, flow.sent, p.method, body, cut)
+        r = loaded.response = answer(status, p.reason, p.response_headers, sent, p.method, body, cut)
         if flow.share is not None:  # only a whole 2xx is served again: an error or a cut body is asked anew
             whole = 200 <= status < 300 and not cut
             self.answers.kept(loaded.url, flow.share, Kept(status, p.response_headers, r.body) if whole else None)
         self._end(flow, None)
         if redirect:
             await devtools.proceed(p.id)  # Chromium follows it: its target comes back to `_hop`
+            return
+        await self._fulfill(devtools, p.id, status, p.response_headers, body, p.reason)
+
+    async def _keep(self, devtools: DevTools, p: Paused, flow: Flow) -> None:
+        """An unrecorded answer (a URL seen before, claimed by another engine) that this
+        browser's later tabs will want: a whole 2xx is kept and served to them (the server
+        sees one request per engine), anything else goes on to the page as it came."""
+        status = p.status
+        assert status is not None and flow.share is not None
+        self.wire.pop(p.network, None)
+        if not 200 <= status < 300:
+            self._release(flow, status, p.header("retry-after"))
+            self._end(flow, None)
+            await devtools.proceed(p.id)
+            return
+        body, cut = await devtools.body(p.id, self.browser.max_bytes, p.length)
+        self._release(flow, status, p.header("retry-after"))
+        share, flow.share = flow.share, None
+        self.answers.kept(flow.url, share, None if cut else Kept(status, p.response_headers, body))
+        if self.closed:
+            await devtools.fail(p.id)
             return
         await self._fulfill(devtools, p.id, status, p.response_headers, body, p.reason)
 

@@ -2,7 +2,8 @@
 
 A URL a page's scripts or layout need (a script, a stylesheet, a font, an XHR) is claimed
 and recorded once, by the first tab that asks; a later tab that asks for it is served from
-here rather than sending a second, unrecorded request to the server. Apart from a tab's
+here rather than sending a second, unrecorded request to the server. What another engine of
+a shared crawl claimed is fetched here unrecorded, once, and kept the same way. Apart from a tab's
 routes (core/fetching/tabroutes.py) because it outlives every tab and every restart of the
 browser: it is the crawl's, bounded in bytes (SHARED_BYTES), oldest answers dropped first.
 """

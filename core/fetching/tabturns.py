@@ -27,12 +27,19 @@ What is fair, chosen here:
 
 A turn is woken by another tab request's end, or by its due time; one held up by a slot a
 worker holds (no event reaches here when a worker ends) looks again every RECHECK seconds.
-Only the crawl's own scheduler (`Hosts`, memory or SQLite) is asked: a crawl on Redis keeps
-its hosts' state in Redis, and its tabs' requests go at once.
+
+On Redis (`shared`: core/cluster/frontier.py `turn`) the host's state is the crawl's, in
+Redis, for every engine: a turn is one script call (scripts.py TURN) that moves the host's
+next-allowed time on when it grants, so every engine's workers and tabs share one gap. Its
+cap counts the crawl's leased fetches and this engine's tab requests (another engine's tab
+requests hold no lease to count). A turn taken but unused keeps its gap spent there (one
+call fewer), and the answer's news rides the engine's next DONE batch, as its workers'
+does (a 429's or 503's back-off sent at once).
 """
 from __future__ import annotations
 
 import asyncio
+from typing import Protocol, runtime_checkable
 
 from ..parsing.urls import host_origin
 from ..queueing import politeness as rules
@@ -44,13 +51,27 @@ RECHECK = 0.25  # seconds between two looks at a host held up by a worker's slot
 TURN_SHARE = 0.5  # of --page-timeout: how long a tab's requests may wait for their hosts' turns
 
 
+@runtime_checkable
+class SharedHosts(Protocol):
+    """Hosts whose state lives in Redis, for every engine (core/cluster/frontier.py)."""
+
+    async def turn(self, host: str, lent: int, mine: int, crawl_delay: float | None) -> tuple[int, float, bool]:
+        """(1 granted | 0 wait | -1 refused, seconds until due, under its cap)."""
+        ...
+
+    def soon(self) -> None:
+        """Send the buffered host events within a moment, not with the next finished URL."""
+        ...
+
+
 class Turn:
-    """A request's turn on its host: given back once (`Turns.done`)."""
+    """A request's turn on its host: given back once (`Turns.done`). `key`: a turn taken in
+    Redis (its host's key, for this engine's count), else ''."""
 
-    __slots__ = ("host", "started", "before")
+    __slots__ = ("host", "started", "before", "key")
 
-    def __init__(self, host: Host, started: float, before: float) -> None:
-        self.host, self.started, self.before = host, started, before
+    def __init__(self, host: Host, started: float, before: float, key: str = "") -> None:
+        self.host, self.started, self.before, self.key = host, started, before, key
 
 
 class Turns:
@@ -60,6 +81,8 @@ class Turns:
     def __init__(self, max_wait: float) -> None:
         self.hosts: Hosts | None = None
         self.robots: Robots | None = None
+        self.shared: SharedHosts | None = None  # a crawl on Redis: its hosts' state is there
+        self._mine: dict[str, int] = {}  # on Redis: this engine's tab requests in flight, by host
         self.max_wait = max_wait  # --max-wait: the longest Retry-After agreed to
         self._ended = asyncio.Event()  # a tab request's turn ended: waiters look again
 
@@ -67,7 +90,11 @@ class Turns:
         """Wait for `url`'s host's turn (True: no scheduler, go; a Turn: go, then `done`; False:
         refused: paused, retired, or its turn comes after `until`, loop time)."""
         hosts = self.hosts
-        if not isinstance(hosts, Hosts):  # a Redis crawl's hosts are in Redis
+        if hosts is None:
+            return True
+        if self.shared is not None:
+            return await self._take_shared(self.shared, hosts, url, page, until)
+        if not isinstance(hosts, Hosts):
             return True
         h = hosts.of(url)
         lent = 1 if hosts.key(url) == hosts.key(page) else 0  # the page's own slot, lent to its tab
@@ -103,30 +130,82 @@ class Turns:
             except TimeoutError:
                 pass
 
+    async def _take_shared(self, shared: SharedHosts, hosts: Hosts, url: str, page: str,
+                           until: float) -> Turn | bool:
+        """`take` on Redis: asked of the script until it grants, refuses, or the turn would
+        come after `until`."""
+        key = hosts.key(url)
+        lent = 1 if key == hosts.key(page) else 0
+        h = hosts.of(url)
+        robots = self.robots
+        crawl_delay = None
+        if robots is not None:  # the rules asked it already: no request (a Crawl-delay holds from here)
+            crawl_delay = (await robots.check(url))[1] or None
+        clock = asyncio.get_running_loop().time
+        mine = self._mine
+        while True:
+            if h.flags & (PAUSED | RETIRED):
+                return False
+            ended = self._ended
+            others = mine.get(key, 0)
+            mine[key] = others + 1  # reserved while asked: two asking at once count each other
+            try:
+                granted, due_in, free = await shared.turn(key, lent, others, crawl_delay)
+            except BaseException:
+                self._unmine(key)
+                raise
+            if granted > 0:
+                return Turn(h, clock(), 0.0, key)
+            self._unmine(key)
+            if granted < 0:
+                return False
+            now = clock()
+            wake = now + (due_in if free else max(due_in, RECHECK))
+            if wake > until:
+                return False
+            try:
+                await asyncio.wait_for(ended.wait(), wake - now)
+            except TimeoutError:
+                pass
+
+    def _unmine(self, key: str) -> None:
+        left = self._mine.get(key, 0) - 1
+        if left > 0:
+            self._mine[key] = left
+        else:
+            self._mine.pop(key, None)
+
     def unused(self, turn: Turn) -> None:
         """The turn was taken but nothing went out (the URL proved seen): its gap is not spent."""
         h = turn.host
+        if turn.key:  # on Redis the gap stays spent: giving it back would cost a call
+            self._free(turn)
+            return
         if h.next_at == turn.started + h.delay:
             h.next_at = turn.before
-        self._free(h)
+        self._free(turn)
 
     def done(self, turn: Turn, status: int | None, retry: str | None = None) -> None:
         """The request is over (`status`: its answer's, None: no answer): the slot goes back,
         the host learns what the answer says, and waiting requests look again."""
         hosts, h = self.hosts, turn.host
-        if isinstance(hosts, Hosts):
+        if hosts is not None and (turn.key or isinstance(hosts, Hosts)):  # on Redis: events of the next batch
             now = asyncio.get_running_loop().time()
             if status in (429, 503):
                 wait = retry_after(retry, self.max_wait)
                 if hosts.failed(h, str(status), turn.started, now, wait, block=True, strike=False):
                     hosts.retire(h, h.why)
+                if turn.key and self.shared is not None:  # the back-off holds for the next turns at once
+                    self.shared.soon()
             elif status is not None:
                 hosts.succeeded(h, turn.started, now - turn.started)
-        self._free(h)
+        self._free(turn)
 
-    def _free(self, h: Host) -> None:
-        hosts = self.hosts
-        if isinstance(hosts, Hosts):
+    def _free(self, turn: Turn) -> None:
+        hosts, h = self.hosts, turn.host
+        if turn.key:
+            self._unmine(turn.key)
+        elif isinstance(hosts, Hosts):
             if h.flags & STEP_PENDING:  # a worker's robots.txt or probe: `finished` is its to call
                 h.in_flight = max(0, h.in_flight - 1)
             else:

@@ -7,28 +7,36 @@ from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+import redis.asyncio as aioredis
+from aiohttp import web
 from support.cluster import recorded_by, sync_redis
-from support.sites import held
-from support.spasite import spa_paths, spa_site
+from support.sites import Site, held, page
+from support.spasite import PNG, spa_paths, spa_site
 from support.wait import wait_value
 
 from crawltop.core import CrawlConfig
 from crawltop.core.cluster import connect as cluster
+from crawltop.core.cluster import scripts
+from crawltop.core.cluster.frontier import RedisFrontier
 from crawltop.core.cluster.keys import Keys
 from crawltop.core.cluster.oneshot import start
 from crawltop.core.dashboard.shared import RedisCrawl
 from crawltop.core.output.records import Record
+from crawltop.core.queueing.politeness import Politeness
 
 pytestmark = pytest.mark.timeout(180)
 QUIET = "0.3"  # --browser-quiet: a tab is read 0.3 s after its network went still (0.2 lost a late image under load)
 # The script every page runs: a tab of an engine that did not claim it still needs it, and
-# fetches it unrecorded (core/fetching/tabroutes.py); every other URL is requested once.
+# fetches it unrecorded, once per engine, its answer kept for the engine's later tabs
+# (core/fetching/tabroutes.py, tabshare.py); every other URL is requested once.
 SHARED_SCRIPT = "/spa.js"
+ENGINES = 2
 
 
 def per_engine_limit(status: dict) -> int:
@@ -48,7 +56,7 @@ async def cli(*args: str, timeout: float = 150) -> tuple[int, str, str]:
 
 def check_once(records: list[dict], site, base: str) -> None:
     """Every URL of the site recorded exactly once, the script-built pages found as pages,
-    and each URL requested once at the server (but the shared script)."""
+    and each URL requested once at the server (the shared script at most once per engine)."""
     urls = Counter(r["url"] for r in records)
     assert [u for u, n in urls.items() if n > 1] == []
     assert set(urls) == {base + p for p in site.routes}, sorted(set(urls) ^ {base + p for p in site.routes})
@@ -57,6 +65,7 @@ def check_once(records: list[dict], site, base: str) -> None:
     assert kinds[base + "/img/logo.png"] == ("requisite", 200)  # loaded by every page, recorded once
     again = {p: site.hits.get(p, 0) for p in site.routes if site.hits.get(p, 0) != 1 and p != SHARED_SCRIPT}
     assert again == {}
+    assert 1 <= site.hits.get(SHARED_SCRIPT, 0) <= ENGINES, site.hits
 
 
 @pytest.mark.redis
@@ -162,3 +171,68 @@ async def test_a_join_of_a_browser_crawl_checks_its_own_machines_chromium(redis_
                               ("plain", ("--browser-path", "/usr/bin/true"), "was not made with --browser")):
         rc, text, err = await cli("join", name, "--redis", redis_url, "--headless", *extra, timeout=60)
         assert rc == 2 and err.count("\n") == 1 and said in err, err
+
+
+async def _png(request: web.Request) -> web.StreamResponse:
+    return web.Response(body=PNG, content_type="image/png")
+
+
+@pytest.mark.chromium
+@pytest.mark.redis
+async def test_two_engines_tabs_take_their_hosts_turns_in_redis(serve, redis_url, rundir, tmp_path: Path):
+    """--processes 2 --delay 0.4, one host: the pages both engines' workers fetch and the
+    images their tabs load all take the host's turns in Redis (scripts.py TURN, POP), so the
+    server's stamps hold the gap whichever engine sent them (read as the single-engine turns
+    test reads them: a loaded machine stamps late, shortening the gap after a late stamp)."""
+    pages = [f"/p{n}" for n in range(4)]
+    routes = {"/": page(*pages)} | {p: page(extra="".join(f'<img src="{p}/i{k}.png">' for k in range(3)))
+                                     for p in pages} | {f"{p}/i{k}.png": _png for p in pages for k in range(3)}
+    site: Site = await serve(routes)
+    out = tmp_path / "out.jsonl"
+    rc, text, err = await cli("crawl", site.url + "/", "--browser", "--browser-quiet", QUIET, "--processes", "2",
+                              "--redis", redis_url, "--name", "turns", "-c", "1", "--headless", "--no-robots",
+                              "--no-sitemaps", "--delay", "0.4", "-o", str(out))
+    assert rc == 0, err[-3000:]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["url"]: r["status"] for r in records} == {site.url + p: 200 for p in routes}
+    assert len(site.times) == len(routes), site.times  # each URL once
+    r = sync_redis(redis_url)
+    assert len(recorded_by(r, "turns")) == 2  # both engines fetched
+    r.close()
+    times = sorted(t for t, _ in site.times)
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert sum(gaps) >= 0.4 * len(gaps) - 0.1 and min(gaps) >= 0.2, (gaps, site.times)
+    assert statistics.median(gaps) >= 0.4 - 0.03, (gaps, site.times)
+
+
+@pytest.mark.redis
+async def test_a_tabs_turn_in_redis_waits_for_the_hosts_gap_and_cap(redis_url) -> None:
+    """The TURN script on the scheduler's own clock (ms given, as the policy tests give it):
+    granted when due and under --per-host, moving the next-allowed time on by the delay as
+    POP does; else how long until due, and whether the cap is what holds it; a paused host
+    refused; a Crawl-delay the tab's rules read is the host's delay from then on."""
+    now = 1_700_000_000_000
+    r = aioredis.Redis.from_url(redis_url)
+    f = RedisFrontier(r, Keys("turn"), "proc-1")
+    f.hosts.configure(Politeness(delay=0.4, per_host=1))
+    turn, hostctl = r.register_script(scripts.TURN), r.register_script(scripts.HOSTCTL)
+
+    async def ask(at: int, lent: int = 0, mine: int = 0, crawl_delay: object = "") -> list[int]:
+        return [int(x) for x in await turn(keys=f.std_keys(), args=f.std_args("t.test", lent, mine, crawl_delay,
+                                                                                now_ms=at))]
+    try:
+        await r.hset(Keys("turn").meta, "status", "running")
+        assert await ask(now) == [1, 0, 1]
+        assert int(await r.hget(Keys("turn").h("t.test"), "n")) == now + 400
+        assert await ask(now + 100) == [0, 300, 1]  # its gap: 300 ms to go
+        assert await ask(now + 400, mine=1) == [0, 0, 0]  # due, but this engine's tab holds the one slot
+        await r.hset(Keys("turn").h("t.test"), "f", 1)  # a worker's leased page fetch there
+        assert await ask(now + 400) == [0, 0, 0]
+        assert await ask(now + 400, lent=1) == [1, 0, 1]  # the page's own slot, lent to its tab
+        assert await ask(now + 800, lent=1, crawl_delay=1000) == [1, 0, 1]
+        assert int(await r.hget(Keys("turn").h("t.test"), "n")) == now + 800 + 1000  # Crawl-delay 1 s
+        await hostctl(keys=f.std_keys(Keys("turn").hq("t.test"), Keys("turn").h("t.test")),
+                      args=f.std_args("pause", "t.test", now_ms=now))
+        assert (await ask(now + 5000, lent=1))[0] == -1
+    finally:
+        await r.aclose()
