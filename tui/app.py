@@ -217,7 +217,7 @@ class CrawlApp(SteerActions):
             self.merges_panel.show(snap)
             cluster = self.crawler.parts.cluster
             if self.processes_panel is not None and cluster is not None:
-                self.processes_panel.show(cluster.processes())
+                self.processes_panel.show(cluster.processes(), cluster.nodes())
             screen = self.screen
             if isinstance(screen, (EventListScreen, IgnoresScreen, QueueScreen)) and screen.is_mounted:
                 screen.show(snap)

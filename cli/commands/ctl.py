@@ -266,7 +266,9 @@ def run_shared(args: argparse.Namespace) -> int:
                               # --browser: the engines' Chromiums summed (each process's own below)
                               "browser": browser_numbers(snap.browser) or None, "processes": [
                                   {"proc": p.proc, **dataclasses.asdict(p.info), "lost": p.lost, "leases": p.leases,
-                                   "heartbeat_age": round(p.beat_age, 1)} for p in view.processes()]}))
+                                   "heartbeat_age": round(p.beat_age, 1)} for p in view.processes()],
+                              # a Redis Cluster's masters: keys, memory, the crawl's slot (none on a plain Redis)
+                              "nodes": [n.to_dict() for n in view.nodes()]}))
             return 0
         finally:
             await r.aclose()

@@ -2,9 +2,11 @@
 and the view alike.
 
 It counts round trips, says whether Redis is `down` (the monitor shows REDIS DOWN), and
-decides what a failure means: an outage (connection lost, timeout, Redis loading) is
-retried with backoff by `call` and only reported by `once`; any other Redis error, or a
-refused password, is fatal: `on_error` stops the crawl with it, never a hang.
+decides what a failure means: an outage (connection lost, timeout, Redis loading; on a
+Redis Cluster a failover, or the crawl's slot moving to another master) is retried with
+backoff by `call` and only reported by `once`, and `where` says which node failed; any
+other Redis error, or a refused password, is fatal: `on_error` stops the crawl with it,
+never a hang.
 
 Each round trip is bounded here (`timeout`, with `asyncio.timeout`), not by redis-py's
 socket timeout: with one, redis-py wraps every command's write in `asyncio.wait_for`,
@@ -22,10 +24,13 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.exceptions import (
+    AskError,
     AuthenticationError,
     BusyLoadingError,
+    ClusterDownError,
     ClusterError,
     RedisError,
+    ResponseError,
     SlotNotCoveredError,
     TryAgainError,
 )
@@ -39,6 +44,11 @@ from ..errors import UsageError
 # giving up its own retries: ClusterError), never a reason to stop the crawl.
 OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError, ClusterError, TryAgainError,
           SlotNotCoveredError)
+# What a Redis Cluster node says to a script while the crawl's slot is moving (resharding:
+# the slot guard of core/cluster/scripts.py) or while the cluster is down: the script stopped
+# before it wrote anything, so it is an outage, retried whole, never a script error.
+MOVING = ("Script attempted to access a non local key", "Script attempted to execute a command while the cluster",
+          "Script attempted to execute a write command while the cluster")
 MAX_WAIT = 2.0  # seconds between tries at most, while Redis is away
 TIMEOUT = 10.0  # one round trip at most: a Redis that does not answer is an outage
 
@@ -51,6 +61,7 @@ class Link:
         self.timeout = timeout  # each try of a round trip (TimeoutError: an outage)
         self.down = False  # Redis unreachable right now: calls are being retried
         self.round_trips = 0
+        self.where: str | None = None  # while down: "HOST:PORT what", the node that failed last, if known
         self.closed = False  # after close(): an outage is no longer waited out
         self.on_down: Callable[[bool], None] | None = None
         self.on_error: Callable[[BaseException], None] | None = None
@@ -66,15 +77,15 @@ class Link:
                     result = await fn()
             except AuthenticationError as exc:  # a ConnectionError to redis-py, but no outage
                 raise self._fatal(exc) from None
-            except OUTAGE:
+            except (*OUTAGE, RedisError) as exc:
+                if not isinstance(exc, OUTAGE) and not moving(exc):
+                    raise self._fatal(exc) from None
                 if self.closed:
                     raise
-                self._set_down(True)
+                self._set_down(True, exc)
                 await asyncio.sleep(wait)
                 wait = min(wait * 2, MAX_WAIT)
                 continue
-            except RedisError as exc:
-                raise self._fatal(exc) from None
             self.round_trips += 1
             self._set_down(False)
             return result
@@ -85,8 +96,8 @@ class Link:
         try:
             async with asyncio.timeout(self.timeout):
                 result = await request
-        except (*OUTAGE, RedisError):
-            self._set_down(True)
+        except (*OUTAGE, RedisError) as exc:
+            self._set_down(True, exc)
             raise
         self.round_trips += 1
         self._set_down(False)
@@ -113,11 +124,49 @@ class Link:
             self.on_error(fatal)
         return fatal
 
-    def _set_down(self, down: bool) -> None:
-        if down != self.down:
-            self.down = down
-            if self.on_down is not None:
-                self.on_down(down)
+    def down_text(self) -> str:
+        """The notice while down: which node failed and how, when redis-py says."""
+        if not self.down:
+            return ""
+        return f"REDIS DOWN: retrying ({self.where})" if self.where else "REDIS DOWN: retrying"
+
+    def _set_down(self, down: bool, exc: BaseException | None = None) -> None:
+        where = None
+        if down:
+            node = node_of(exc)
+            where = f"{node} {why(exc)}" if node else self.where
+        changed = down != self.down or where != self.where
+        self.down, self.where = down, where
+        if changed and self.on_down is not None:
+            self.on_down(down)
+
+
+def node_of(exc: BaseException | None) -> str | None:
+    """HOST:PORT of the node a failure came from, as redis-py's cluster client tags it (the
+    node it sent the command to); None when it does not say (a plain client, redis-py
+    giving up after its own retries)."""
+    name = getattr(exc, "last_failed_node_name", None)
+    if isinstance(name, str):
+        return name
+    node = getattr(exc, "connection", None)
+    host, port = getattr(node, "host", None), getattr(node, "port", None)
+    return f"{host}:{port}" if host and port else None
+
+
+def why(exc: BaseException | None) -> str:
+    """A failure in the words of a status line."""
+    if isinstance(exc, (TryAgainError, AskError)) or (moving(exc) and "non local key" in str(exc)):
+        return "moving the crawl's slot"
+    if isinstance(exc, (ClusterDownError, SlotNotCoveredError)) or moving(exc):
+        return "cluster down"
+    if isinstance(exc, BusyLoadingError):
+        return "loading its data"
+    return "unreachable"
+
+
+def moving(exc: BaseException | None) -> bool:
+    """A cluster node's answer that the crawl's slot is moving, or the cluster down (MOVING)."""
+    return isinstance(exc, ResponseError) and any(m in str(exc) for m in MOVING)
 
 
 async def cancel_and_wait(task: asyncio.Future[Any], *, again: float = 0.5) -> None:

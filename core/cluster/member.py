@@ -191,7 +191,9 @@ class Member:
         await f.close()
 
     def _on_down(self, down: bool) -> None:
-        self.engine.stats.notice = "REDIS DOWN: retrying" if down else ""
+        """REDIS DOWN on the status line while Redis is away, with the node that failed (on
+        a cluster, redis-py says which); called again when that node changes."""
+        self.engine.stats.notice = self.frontier.link.down_text() if down else ""
 
     async def _beats(self) -> None:
         while True:

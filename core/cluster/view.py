@@ -28,6 +28,7 @@ from .frontier import IGNORES, LEASE
 from .keys import Keys
 from .link import OUTAGE, Link, cancel_and_wait
 from .member import Member
+from .nodes import EVERY, NodeRow, down_nodes, read_nodes
 from .procs import ProcessInfo, ProcessRow
 
 POLL = 0.5  # seconds between reads of the crawl
@@ -96,6 +97,8 @@ class ClusterView:
         self.lease = lease
         self.stats = ClusterStats(self)
         self.rows: list[ProcessRow] = []
+        self.node_rows: list[NodeRow] = []
+        self._nodes_at = -EVERY  # when the nodes were last read (loop time)
         self.records = 0
         self.status = "running"
         self.problem = ""
@@ -135,13 +138,19 @@ class ClusterView:
     def processes(self) -> list[ProcessRow]:
         return self.rows
 
+    def nodes(self) -> list[NodeRow]:
+        """On a Redis Cluster, its masters (core/cluster/nodes.py), as of the last read."""
+        return self.node_rows
+
     def merged(self, own: Snapshot | None) -> Snapshot:
         snaps = ([own] if own is not None else []) + self._others
         if own is not None:
             self._rings.absorb("", own)
         queued, seen, in_flight = self._totals
-        snap = merge(snaps, state=self._state(snaps), queued=queued, seen=seen, in_flight=in_flight,
-                     notice="REDIS DOWN: retrying" if self.down else self.problem or (own.notice if own else ""),
+        down, nodes = self.link.down_text(), down_nodes(self.node_rows)
+        notice = (f"REDIS DOWN: retrying ({nodes})" if down and nodes else down or nodes or self.problem
+                  or (own.notice if own else ""))
+        snap = merge(snaps, state=self._state(snaps), queued=queued, seen=seen, in_flight=in_flight, notice=notice,
                      rings=self._rings.current())
         browser = browsers(snaps)
         return snap if browser is None else dataclasses.replace(snap, browser=browser)
@@ -280,7 +289,23 @@ class ClusterView:
         pipe.zcard(k.leases)
         pipe.hget(k.count, "records")
         pipe.smembers(k.left)
-        now_t, status, procs, beats, queued, seen, leased, records, left = await self.link.once(pipe.execute())
+        loop = asyncio.get_running_loop()
+        nodes: asyncio.Future[list[NodeRow]] | None = None
+        if loop.time() - self._nodes_at >= EVERY:  # the nodes at most once a second, beside this round
+            self._nodes_at = loop.time()
+            nodes = asyncio.ensure_future(read_nodes(self.redis, k.meta))
+        try:
+            now_t, status, procs, beats, queued, seen, leased, records, left = await self.link.once(pipe.execute())
+        except asyncio.CancelledError:
+            if nodes is not None:
+                nodes.cancel()
+            raise
+        except BaseException:  # an outage: the nodes' rows say which one, so read them still
+            if nodes is not None:
+                self.node_rows = await nodes
+            raise
+        if nodes is not None:
+            self.node_rows = await nodes  # never raises: a node that fails is a row marked down
         self.records = int(records or 0)  # every record of the crawl in Redis, from all processes
         now = int(now_t[0]) * 1000 + int(now_t[1]) // 1000
         own = self.local.engine.frontier.proc if self.local is not None else None

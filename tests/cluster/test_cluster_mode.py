@@ -58,9 +58,10 @@ def quick_failover() -> Iterator[LocalCluster]:
 
 def test_a_failover_mid_crawl_is_an_outage_and_the_crawl_goes_on(quick_failover: LocalCluster, rundir,
                                                                   tmp_path) -> None:
-    """The master serving the crawl's slot is killed mid-crawl: REDIS DOWN until its replica
-    takes over, then the crawl goes on and finishes; every page has one record (a write the
-    replica had not received yet could only mean a page fetched again, never one lost)."""
+    """The master serving the crawl's slot is killed mid-crawl: REDIS DOWN, with its address,
+    until its replica takes over, then the crawl goes on and finishes; every page has exactly
+    one record (a write the replica had not received yet could only mean a page fetched
+    again, never one lost or recorded twice)."""
     c, pages = quick_failover, 300
     r = sync_redis(c.url)
     k = Keys("fo")
@@ -74,6 +75,8 @@ def test_a_failover_mid_crawl_is_an_outage_and_the_crawl_goes_on(quick_failover:
         c.procs[victim].wait()
         _out, err = crawl.communicate(timeout=120)
         assert crawl.returncode == 0, err[-2000:]
+        # the progress line named the master that went away while its replica took over
+        assert f"REDIS DOWN: retrying (127.0.0.1:{c.ports[victim]} " in err, err[-2000:]
         hits = site.stats()["hits"]
     assert set(hits) == {"/", *(f"/p/{i}" for i in range(1, pages))}
     out = tmp_path / "fo.jsonl"

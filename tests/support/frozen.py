@@ -338,6 +338,10 @@ class FrozenCluster(FrozenCrawler):
     def processes(self) -> list[ProcessRow]:
         return sample_processes()
 
+    def nodes(self) -> list:
+        """A plain Redis: no nodes rows (tests/cluster/test_cluster_nodes.py has a cluster's)."""
+        return []
+
     def pause_process(self, proc: str) -> None:
         self.cancelled.append(hash(proc))
 

@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from support.wait import wait_for
@@ -143,6 +144,56 @@ class LocalCluster:
     def masters(self) -> list[int]:
         """Ports of the nodes that serve slots now."""
         return [p for p in self.ports if "role:master" in say(p, "INFO", "replication")]
+
+    def node_of(self, slot: int) -> int:
+        """The port of the master serving `slot`, as the first node that answers says."""
+        for p in self.ports:
+            for line in say(p, "CLUSTER", "NODES").splitlines()[1:]:
+                fields = line.split()
+                if len(fields) > 8 and "master" in fields[2]:
+                    for rng in fields[8:]:
+                        lo, _, hi = rng.partition("-")
+                        if lo.isdigit() and int(lo) <= slot <= int(hi or lo):
+                            return int(fields[1].split(":")[1].split("@")[0])
+        raise AssertionError(f"no master serves slot {slot}")
+
+    def node_id(self, port: int) -> str:
+        return say(port, "CLUSTER", "MYID").split("\r\n")[1]
+
+    def move_slot(self, slot: int, source: int, target: int, *, batch: int = 1,
+                  between: Callable[[], None] | None = None, order: Callable[[bytes], object] | None = None,
+                  limit: int | None = None) -> int:
+        """Slot `slot` moved from master `source` to master `target` (ports) by hand, as
+        `redis-cli --cluster reshard` does it: IMPORTING on the target, MIGRATING on the
+        source, its keys MIGRATEd `batch` at a time (`between` called after each batch, so a
+        test can let a crawl run while the slot is half moved; the keys there at the start
+        sorted by `order`, then any made meanwhile), then the slot given to the target on
+        every master; with `limit`, only that many keys, the slot left half moved. Returns
+        how many keys moved."""
+        import redis
+
+        ids = {p: self.node_id(p) for p in (source, target)}
+        src, dst = (redis.Redis(host="127.0.0.1", port=p, socket_timeout=30) for p in (source, target))
+        moved = 0
+        try:
+            assert dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[source])
+            assert src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[target])
+            first = sorted(src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1_000_000), key=order)
+            while keys := first[:batch] or src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, batch):
+                del first[:batch]
+                # a key of the first list gone since (a queue emptied) is no error: MIGRATE says NOKEY
+                src.execute_command("MIGRATE", "127.0.0.1", target, "", 0, 10_000, "REPLACE", "KEYS", *keys)
+                moved += len(keys)
+                if between is not None:
+                    between()
+                if limit is not None and moved >= limit:
+                    return moved
+            for port in [target, source, *(p for p in self.masters() if p not in (source, target))]:
+                say(port, "CLUSTER", "SETSLOT", str(slot), "NODE", ids[target])
+        finally:
+            src.close()
+            dst.close()
+        return moved
 
     def stop(self) -> None:
         for proc in self.procs:

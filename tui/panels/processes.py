@@ -2,12 +2,15 @@
 with their leases counting down. Shown only when the crawl has a `Cluster` part
 (core/surface.py; core/cluster/view.py); `P`, `R` and `K` pause, resume and stop the selected process.
 With --browser each engine runs its own Chromium: a column says its memory and restarts (the
-crawl's sum is on the Workers panel's title), shown only for such a crawl."""
+crawl's sum is on the Workers panel's title), shown only for such a crawl.
+On a Redis Cluster, the nodes under it follow: each master's keys and memory, the one
+serving this crawl's slot marked, one that does not answer in red (core/cluster/nodes.py)."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from ...core.cluster.nodes import NodeRow
 from ...core.cluster.procs import ProcessRow
 from ...core.monitor import browsertext
 from .. import fmt
@@ -73,19 +76,60 @@ class ProcessesTable(DiffTable):
             self.sync((row.proc, process_cells(row)) for row in rows)
 
 
+def node_cells(row: NodeRow) -> tuple[Cell, ...]:
+    if not row.up:
+        state = cell("DOWN" + (": this crawl waits" if row.crawl else ""), "bold reverse red")
+    else:
+        state = cell("up" + (", this crawl" if row.crawl else ""), "green" if row.crawl else "dim")
+    return (
+        cell(row.address, "bold" if row.crawl else ""),
+        state,
+        cell("-" if row.keys is None else fmt.count(row.keys)),
+        cell("-" if row.memory is None else fmt.human_bytes(row.memory)),
+    )
+
+
+class NodesTable(DiffTable):
+    COLUMNS = (
+        Col("node", "master", 22),
+        Col("state", "state", 20),
+        Col("keys", "keys", 10, justify="right"),
+        Col("memory", "memory", 10, justify="right"),
+    )
+
+    def show(self, rows: list[NodeRow]) -> None:
+        self.sync((row.address, node_cells(row)) for row in rows)
+
+
 class ProcessesPanel(Vertical):
     def compose(self) -> ComposeResult:
         self.heading = Line(classes="panel-title")
         self.table = ProcessesTable(id="processes-table")
+        self.nodes_heading = Line(classes="panel-title", id="nodes-title")
+        self.nodes = NodesTable(id="nodes-table")
+        self.nodes_heading.display = self.nodes.display = False
         yield self.heading
         yield self.table
+        yield self.nodes_heading
+        yield self.nodes
 
-    def show(self, rows: list[ProcessRow]) -> None:
+    def show(self, rows: list[ProcessRow], nodes: list[NodeRow] | None = None) -> None:
         self.table.show(rows)
+        nodes = nodes or []
+        self.nodes_heading.display = self.nodes.display = bool(nodes)
+        if nodes:
+            self.nodes.show(nodes)
+            down = sum(1 for n in nodes if not n.up)
+            parts_n: list = [("Redis Cluster ", "bold"), (str(len(nodes)), "bold"), (" masters", "dim")]
+            if down:
+                parts_n += ["  ", (f"{down} down", "bold reverse $error")]
+            self.nodes_heading.show(*parts_n)
+            self.nodes.styles.height = len(nodes) + 1
         lost = sum(1 for r in rows if r.lost)
         parts: list = [("Processes ", "bold"), (str(len(rows) - lost), "bold"), (" live", "dim")]
         if lost:
             parts += ["  ", (f"{lost} lost", "bold reverse $error")]
         parts += [("   P pause  R resume  K stop the selected one", "dim")]
         self.heading.show(*parts)
-        self.styles.height = min(len(rows), 6) + 2
+        self.table.styles.height = min(len(rows), 6) + 1 if nodes else "1fr"
+        self.styles.height = min(len(rows), 6) + 2 + (len(nodes) + 2 if nodes else 0)
