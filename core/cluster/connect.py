@@ -71,6 +71,7 @@ def sync_client(url: str, **kwargs: Any) -> redis.Redis:
 
 
 _CLUSTER: dict[str, bool] = {}  # URL -> a cluster node: asked once per URL and process
+PROBE = 3.0  # seconds the cluster probe waits at most for a node that does not answer
 
 
 def cluster_node(url: str, timeout: float = 10.0) -> bool:
@@ -78,13 +79,15 @@ def cluster_node(url: str, timeout: float = 10.0) -> bool:
     makes its client synchronously, so this asks synchronously: once per URL and process,
     one round trip (a Unix socket is never a cluster: not even that). A server that cannot
     be asked (down, a password wanted, INFO hidden) is taken as a plain one, whose first
-    command then says what is wrong."""
+    command then says what is wrong, and is asked again next time. The probe blocks its
+    caller (a monitor's tick among them), so it waits PROBE at most, not `timeout`."""
     if url in _CLUSTER:
         return _CLUSTER[url]
     if url.startswith("unix:"):
         return False
     try:
-        probe = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        wait = min(timeout, PROBE)
+        probe = redis.Redis.from_url(url, socket_timeout=wait, socket_connect_timeout=wait)
     except ValueError:
         return False
     try:
@@ -213,15 +216,15 @@ async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig, *,
     meta = await _meta(r, keys)
     mine = shared(config)
     if meta is None:
-        created = await r.hsetnx(keys.meta, "magic", MAGIC)
-        if created:
-            expect = expect_urls or seen.PLANNED
-            limit = await _intset_limit(r)
-            await r.hset(keys.meta, mapping={"config": json.dumps(mine, sort_keys=True),
-                                             "roots": json.dumps(list(config.roots)),
-                                             "status": "running", "created": str(time.time()),
-                                             "expect": str(expect), "sb": str(seen.plan(expect, limit)),
-                                             "sl": str(limit)})
+        expect = expect_urls or seen.PLANNED
+        limit = await _intset_limit(r)
+        fields = {"config": json.dumps(mine, sort_keys=True), "roots": json.dumps(list(config.roots)),
+                  "status": "running", "created": str(time.time()), "expect": str(expect),
+                  "sb": str(seen.plan(expect, limit)), "sl": str(limit)}
+        # magic and the rest in one step: another process never sees a crawl without its
+        # settings or its seen set's plan (it would file URLs in other buckets)
+        flat = [x for pair in fields.items() for x in pair]
+        if await r.eval(_CREATE, 1, keys.meta, MAGIC, *flat):
             return True, "new"
         meta = await _meta(r, keys) or {}
     theirs = json.loads(meta.get("config", "{}"))
@@ -234,6 +237,13 @@ async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig, *,
                          f"not {expect_urls}: its seen set's buckets are fixed at creation (they grow past "
                          f"the plan on their own); leave --expect-urls out to continue it")
     return False, await _running(r, keys, meta)
+
+
+_CREATE = """
+if redis.call('HSETNX', KEYS[1], 'magic', ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+return 1
+"""
 
 
 async def _intset_limit(r: aioredis.Redis) -> int:

@@ -29,6 +29,7 @@ from redis.exceptions import (
     BusyLoadingError,
     ClusterDownError,
     ClusterError,
+    RedisClusterException,
     RedisError,
     ResponseError,
     SlotNotCoveredError,
@@ -49,6 +50,11 @@ OUTAGE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError, Cl
 # before it wrote anything, so it is an outage, retried whole, never a script error.
 MOVING = ("Script attempted to access a non local key", "Script attempted to execute a command while the cluster",
           "Script attempted to execute a write command while the cluster")
+# redis-py's cluster client rebuilds its map of slots when a node drops, and while no node
+# it knows answers for a slot it raises a plain RedisClusterException (not a RedisError) in
+# these words: an outage too. Its other words for it ("No way to dispatch", "all keys must
+# map to the same key slot") are mistakes of ours, fatal.
+AWAY = ("cannot be connected", "All slots are not covered", "could not agree", "No targets were found")
 MAX_WAIT = 2.0  # seconds between tries at most, while Redis is away
 TIMEOUT = 10.0  # one round trip at most: a Redis that does not answer is an outage
 
@@ -77,7 +83,7 @@ class Link:
                     result = await fn()
             except AuthenticationError as exc:  # a ConnectionError to redis-py, but no outage
                 raise self._fatal(exc) from None
-            except (*OUTAGE, RedisError) as exc:
+            except (*OUTAGE, RedisError, RedisClusterException) as exc:
                 if not isinstance(exc, OUTAGE) and not moving(exc):
                     raise self._fatal(exc) from None
                 if self.closed:
@@ -96,7 +102,7 @@ class Link:
         try:
             async with asyncio.timeout(self.timeout):
                 result = await request
-        except (*OUTAGE, RedisError) as exc:
+        except (*OUTAGE, RedisError, RedisClusterException) as exc:
             self._set_down(True, exc)
             raise
         self.round_trips += 1
@@ -165,7 +171,10 @@ def why(exc: BaseException | None) -> str:
 
 
 def moving(exc: BaseException | None) -> bool:
-    """A cluster node's answer that the crawl's slot is moving, or the cluster down (MOVING)."""
+    """A cluster node's answer that the crawl's slot is moving, or the cluster down (MOVING),
+    or redis-py finding no node for a slot while its map is rebuilt (AWAY)."""
+    if isinstance(exc, RedisClusterException) and not isinstance(exc, OUTAGE):
+        return any(m in str(exc) for m in AWAY)
     return isinstance(exc, ResponseError) and any(m in str(exc) for m in MOVING)
 
 

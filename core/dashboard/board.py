@@ -125,7 +125,7 @@ class Board:
 
     # -- crawls shared through Redis -------------------------------------------------------
     async def _tick_redis(self, now: float) -> None:
-        from redis.exceptions import RedisError
+        from redis.exceptions import RedisClusterException, RedisError
 
         from ..cluster import connect as cluster
         from .shared import SUFFIX, RedisCrawl, names
@@ -140,12 +140,12 @@ class Board:
             crawls = list(self._shared.values())
             results = await asyncio.gather(*(c.read(self._redis, now) for c in crawls), return_exceptions=True)
             for c, result in zip(crawls, results, strict=True):
-                if isinstance(result, RedisError | OSError):
+                if isinstance(result, RedisError | RedisClusterException | OSError):
                     raise result
                 # anything else is this crawl's data (a row not in the shape engines write): its row says so
                 c.problem = "bad data" if isinstance(result, Exception) else ""
             self.redis_problem = ""
-        except (RedisError, OSError, ValueError) as exc:
+        except (RedisError, RedisClusterException, OSError, ValueError) as exc:  # a cluster's map being rebuilt too
             self.redis_problem = f"Redis at {self.redis_url}: {exc}"[:200]
         for c in self._shared.values():
             key = c.name + SUFFIX

@@ -4,16 +4,19 @@ cluster and on three masters with three replicas). A cluster it cannot use is re
 one line, exit 2: slots nobody serves, a master that does not answer."""
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 
 import pytest
 from support.cluster import recorded_by, run, start, sync_redis
-from support.rediscluster import LocalCluster
+from support.rediscluster import SLOTS, LocalCluster, say
 from support.sites import counting_site
-from support.wait import wait_for
+from support.wait import wait_for, wait_until
 
+from crawltop.core.cluster import connect as cluster
 from crawltop.core.cluster.keys import Keys
+from crawltop.core.cluster.link import Link
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(180)]
 
@@ -128,3 +131,26 @@ def _one_line(done, words: str | tuple[str, ...], url: str) -> None:
     words = (words,) if isinstance(words, str) else words
     assert any(w in lines[0] for w in words) and url in lines[0], lines[0]
     assert "foreign data" not in done.stderr
+
+
+
+async def test_a_cluster_whose_slots_have_no_master_is_waited_out_then_used():
+    """While no node serves a slot, redis-py's cluster client raises a plain
+    RedisClusterException ("All slots are not covered"), not a RedisError: the Link takes
+    it as an outage (down, retried, never a fatal error), and the call goes through once the
+    slots are served."""
+    c = LocalCluster.start(1, slots=False)
+    try:
+        cluster._CLUSTER[c.url] = True  # a cluster node, as its INFO says; its slots come later
+        link = Link(cluster.client(c.url, linked=True))
+        failed: list[BaseException] = []
+        link.on_error = failed.append
+        call = asyncio.ensure_future(link.call(lambda: link.redis.set("crawltop:{lost}:k", "v")))
+        await wait_until(lambda: link.down, 10)
+        assert not call.done() and not failed
+        assert say(c.ports[0], "CLUSTER", "ADDSLOTSRANGE", "0", str(SLOTS - 1)).startswith("+OK")
+        assert await asyncio.wait_for(call, 30) is True
+        assert not link.down and not failed
+        await link.redis.aclose()
+    finally:
+        c.stop()
