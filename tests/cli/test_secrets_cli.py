@@ -143,7 +143,9 @@ async def test_redis_holds_no_secret_and_join_brings_its_own(serve, tmp_path, re
     secret_args = ["--header", f"Authorization: {AUTH}", "--cookies", cookie_file(tmp_path)]
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "crawltop.cli", "crawl", site.url + "/", "--redis", redis_url, "--name", "sec",
-        "--headless", "-c", "1", *secret_args, env=env, stdin=asyncio.subprocess.DEVNULL,
+        # --per-host 3: the joiner's workers get the host beside the first process's one,
+        # rather than racing it for one slot each time (a loaded machine's joiner loses them all)
+        "--headless", "-c", "1", "--per-host", "3", *secret_args, env=env, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     r = redis.Redis.from_url(redis_url)
     try:

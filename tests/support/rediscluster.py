@@ -23,15 +23,23 @@ from support.wait import wait_for
 SLOTS = 16384
 
 
+_TAKEN: set[int] = set()  # ports this process gave out: a node not listening yet looks free
+_RANDOM = random.Random()  # its own, seeded from the OS: a test seeding `random` can't repeat ports
+
+
 def free_pair() -> int:
-    """A free loopback port whose cluster bus port (10000 above it) is free too."""
-    for port in random.sample(range(20000, 40000), 400):
+    """A free loopback port whose cluster bus port (10000 above it) is free too, never one
+    this process gave out before (or its bus port)."""
+    for port in _RANDOM.sample(range(20000, 40000), 400):
+        if {port, port + 10000} & _TAKEN:
+            continue
         try:
             for p in (port, port + 10000):
                 with socket.socket() as s:
                     s.bind(("127.0.0.1", p))
         except OSError:
             continue
+        _TAKEN.update((port, port + 10000))
         return port
     raise AssertionError("no free pair of ports for a cluster node")
 
