@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import redis.asyncio as aioredis
 from redis.exceptions import (
@@ -87,7 +87,7 @@ class Link:
                 if not isinstance(exc, OUTAGE) and not moving(exc):
                     raise self._fatal(exc) from None
                 if self.closed:
-                    raise
+                    _raise_as_outage(exc)
                 self._set_down(True, exc)
                 await asyncio.sleep(wait)
                 wait = min(wait * 2, MAX_WAIT)
@@ -104,7 +104,7 @@ class Link:
                 result = await request
         except (*OUTAGE, RedisError, RedisClusterException) as exc:
             self._set_down(True, exc)
-            raise
+            _raise_as_outage(exc)
         self.round_trips += 1
         self._set_down(False)
         return result
@@ -168,6 +168,14 @@ def why(exc: BaseException | None) -> str:
     if isinstance(exc, BusyLoadingError):
         return "loading its data"
     return "unreachable"
+
+
+def _raise_as_outage(exc: Exception) -> NoReturn:
+    """Raise `exc` as callers catch an outage (OUTAGE): redis-py's cluster client's plain
+    RedisClusterException while its map is rebuilt becomes a ConnectionError."""
+    if isinstance(exc, RedisClusterException) and not isinstance(exc, OUTAGE):
+        raise RedisConnectionError(str(exc)) from exc
+    raise exc
 
 
 def moving(exc: BaseException | None) -> bool:

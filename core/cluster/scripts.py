@@ -58,6 +58,12 @@ local ONE = ARGV[12] == '1'  -- one request at a time to a host until it answers
 local function hk(h) return P .. 'h:' .. h end
 local function qk(h) return P .. 'hq:' .. h end
 local function num(v) return tonumber(v) or 0 end
+-- A host's browser-tab requests out now (TURN grants them, TURN_END gives them back): they
+-- count against its cap as leased fetches do, until `te`, when a dead engine's are forgotten.
+local function tabs(tf, te)
+  if num(te) > now then return num(tf) end
+  return 0
+end
 local function split(m)
   local sp = string.find(m, ' ', 1, true)
   return string.sub(m, 1, sp - 1), string.sub(m, sp + 1)
@@ -86,7 +92,7 @@ end
 -- (Re)place the host in its lane's ready order from its state, or take it out
 -- (core/queueing/hosts.py _schedule).
 local function schedule(h)
-  local s = redis.call('HMGET', hk(h), 'n', 'u', 'f', 'p', 'r', 'k', 'an', 'l')
+  local s = redis.call('HMGET', hk(h), 'n', 'u', 'f', 'p', 'r', 'k', 'an', 'l', 'tf', 'te')
   local q = ready_of(s[8])
   local cap = cap_of(s[6], s[7])
   if s[4] == '1' or redis.call('LLEN', qk(h)) == 0 then
@@ -95,6 +101,10 @@ local function schedule(h)
     redis.call('ZADD', q, 0, h)
   elseif cap > 0 and num(s[3]) >= cap then
     redis.call('ZREM', q, h)
+  elseif cap > 0 and num(s[3]) + tabs(s[9], s[10]) >= cap then
+    -- full with tab requests: due again when they are forgotten at the latest (TURN_END
+    -- places it sooner), so a host whose tabs' engine died is never left out
+    redis.call('ZADD', q, math.max(num(s[1]), num(s[2]), num(s[10])), h)
   else
     redis.call('ZADD', q, math.max(num(s[1]), num(s[2])), h)
   end
@@ -259,13 +269,13 @@ local room = n
 if reserved > 0 then  -- what the due hosts can give now: one URL from a host with a delay, more without
   local can = 0
   for _, h in ipairs(redis.call('ZRANGEBYSCORE', Q, '-inf', now, 'LIMIT', 0, n + reserved)) do
-    local s = redis.call('HMGET', hk(h), 'd', 'f', 'r', 'k', 'an')
+    local s = redis.call('HMGET', hk(h), 'd', 'f', 'r', 'k', 'an', 'tf', 'te')
     local cap = cap_of(s[4], s[5])
     if s[3] ~= '1' and (tonumber(s[1]) or DELAY) > 0 then
       can = can + 1
     else
       local k = redis.call('LLEN', qk(h))
-      if s[3] ~= '1' and cap > 0 then k = math.min(k, cap - num(s[2])) end
+      if s[3] ~= '1' and cap > 0 then k = math.max(0, math.min(k, cap - num(s[2]) - tabs(s[6], s[7]))) end
       can = can + k
     end
     if can >= n + reserved then break end
@@ -280,13 +290,13 @@ if redis.call('HGET', META, 'status') == 'running' then
     if #due == 0 then break end
     local share = math.ceil((n - #out) / #due)
     for _, h in ipairs(due) do
-      local s = redis.call('HMGET', hk(h), 'r', 'f', 'd', 'k', 'an')
+      local s = redis.call('HMGET', hk(h), 'r', 'f', 'd', 'k', 'an', 'tf', 'te')
       local retired = s[1] == '1'
       local d = tonumber(s[3]) or DELAY
       local cap = cap_of(s[4], s[5])
       local k = 1
       if retired or d <= 0 then k = share end
-      if not retired and cap > 0 then k = math.min(k, cap - num(s[2])) end
+      if not retired and cap > 0 then k = math.min(k, cap - num(s[2]) - tabs(s[6], s[7])) end
       k = math.min(k, n - #out)
       local took = 0
       while took < k do
@@ -626,31 +636,46 @@ ALL = {"POP": POP, "DONE": DONE, "ADD": ADD, "REMOVE": REMOVE, "HOSTCTL": HOSTCT
        "LEAVE": LEAVE, "LIVE": LIVE, "SEEN_ADD": SEEN_ADD, "SEEN_HAS": SEEN_HAS}
 
 
-# ARGV[14..]: host lent mine crawl_delay_ms ('': not known)
+# ARGV[14..]: host lent crawl_delay_ms ('': not known) hold_ms
 # A browser tab's request's turn on its host (core/fetching/tabturns.py): granted when the
 # host is due (its next-allowed time and back-off passed) and under its cap, counting the
-# crawl's leased fetches there (`f`, less the page's own lease `lent` to its tab) and this
-# process's tab requests in flight (`mine`: they hold no lease, so an engine that dies
-# leaves nothing counted behind); a grant moves its next-allowed time on by its delay, as
-# POP does. A Crawl-delay the tab's rules just read is the host's from here (DONE's `c`).
+# crawl's leased fetches there (`f`, less the page's own lease `lent` to its tab) and every
+# engine's tab requests out there (`tf`, which POP counts too); a grant moves its
+# next-allowed time on by its delay, as POP does, and counts one more tab request out, until
+# TURN_END gives it back or `hold_ms` (the page's limit) passes: an engine that dies leaves
+# nothing counted for longer. A Crawl-delay the tab's rules just read is the host's from
+# here (DONE's `c`).
 # Returns {1 granted | 0 wait | -1 refused (paused, retired), ms until due, 1 if under its cap}.
 TURN = SHEBANG + _HOSTS + """
-local h, lent, mine = ARGV[14], tonumber(ARGV[15]), tonumber(ARGV[16])
-if ARGV[17] ~= '' then
-  redis.call('HSET', hk(h), 'cd', ARGV[17])
+local h, lent, hold = ARGV[14], tonumber(ARGV[15]), tonumber(ARGV[17]) or 60000
+if ARGV[16] ~= '' and redis.call('HGET', hk(h), 'cd') ~= ARGV[16] then
+  redis.call('HSET', hk(h), 'cd', ARGV[16])
   recompute(h)
 end
-local s = redis.call('HMGET', hk(h), 'n', 'u', 'f', 'p', 'r', 'k', 'an', 'd')
+local s = redis.call('HMGET', hk(h), 'n', 'u', 'f', 'p', 'r', 'k', 'an', 'd', 'tf', 'te')
 if s[4] == '1' or s[5] == '1' then return {-1, 0, 0} end
 local cap = cap_of(s[6], s[7])
 local due = math.max(num(s[1]), num(s[2]))
+local out = tabs(s[9], s[10])
 local free = 0
-if cap <= 0 or num(s[3]) + mine - lent < cap then free = 1 end
+if cap <= 0 or num(s[3]) + out - lent < cap then free = 1 end
 if free == 1 and due <= now then
-  redis.call('HSET', hk(h), 'n', now + (tonumber(s[8]) or DELAY))
+  redis.call('HSET', hk(h), 'n', now + (tonumber(s[8]) or DELAY), 'tf', out + 1,
+             'te', math.max(num(s[10]), now + hold))
   schedule(h)
   return {1, 0, 1}
 end
 return {0, math.max(0, due - now), free}
 """
-ALL["TURN"] = TURN
+# ARGV[14]: host. A tab request granted by TURN is over: one fewer counted against the cap.
+TURN_END = SHEBANG + _HOSTS + """
+local h = ARGV[14]
+local s = redis.call('HMGET', hk(h), 'tf', 'te')
+local out = tabs(s[1], s[2])
+if out > 0 then
+  redis.call('HSET', hk(h), 'tf', out - 1)
+  schedule(h)
+end
+return out
+"""
+ALL["TURN"], ALL["TURN_END"] = TURN, TURN_END

@@ -270,3 +270,32 @@ async def test_pop_gives_one_url_per_delay_as_take_does(lua) -> None:
     assert await lua.r.zscore(lua.k.checks, "site") is None  # the pages lane only
     got, _ = (await pop(NOW + 9000))
     assert got == [] and (await lua.run(lua.pop, NOW, 4, 60_000, CHECKS))[0] == []
+
+
+# -- a browser tab's turns (TURN, TURN_END) and POP's cap --------------------------------------
+async def test_a_tabs_turn_holds_a_slot_of_its_host_that_pop_sees(lua):
+    """A tab's request granted by TURN holds a slot of its host for every engine: under
+    --per-host 1, POP leases nothing there until TURN_END gives it back; a turn never given
+    back (its engine died) is forgotten once its hold passed, and its host comes due again."""
+    lua.rules(Politeness(delay=0.0, per_host=1))
+    turn, end = lua.r.register_script(scripts.TURN), lua.r.register_script(scripts.TURN_END)
+
+    async def ask(host: str, at: int, lent: int = 0, hold: int = 1000) -> list[int]:
+        return [int(x) for x in await lua.run(turn, at, host, lent, "", hold)]
+
+    async def leased(at: int) -> list[str]:
+        return [m.decode().split(" ")[0] for m in (await lua.run(lua.pop, at, 4, 60_000, PAGES))[0]]
+
+    await lua.queue(NOW, "g.test", "http://g.test/a")
+    await lua.queue(NOW, "h.test", "http://h.test/a")
+    assert await ask("g.test", NOW) == [1, 0, 1] and await ask("h.test", NOW) == [1, 0, 1]
+    assert await leased(NOW + 10) == []  # each host's one slot held by a tab's request
+    assert await ask("g.test", NOW + 10) == [0, 0, 0]  # a second tab request waits too
+    await lua.run(end, NOW + 20, "g.test")  # g's given back
+    assert await leased(NOW + 30) == ["g.test"]
+    assert await ask("g.test", NOW + 40) == [0, 0, 0]  # the worker's fetch holds it now
+    assert await ask("g.test", NOW + 40, lent=1) == [1, 0, 1]  # unless it is the tab's own page, lent
+    assert await leased(NOW + 999) == []  # h's tab never gave its turn back: held until its hold passes
+    assert await leased(NOW + 1001) == ["h.test"]  # then forgotten: the host due again by itself
+    await lua.run(end, NOW + 1002, "h.test")  # the lost engine's late word changes nothing
+    assert (await lua.host("h.test")).get("tf") == "1"
