@@ -99,6 +99,8 @@ class ClusterView:
         self.rows: list[ProcessRow] = []
         self.node_rows: list[NodeRow] = []
         self._nodes_at = -EVERY  # when the nodes were last read (loop time)
+        self._nodes: asyncio.Future[list[NodeRow]] | None = None  # that read, while it runs
+        self._read_once = False
         self.records = 0
         self.status = "running"
         self.problem = ""
@@ -137,6 +139,10 @@ class ClusterView:
 
     def processes(self) -> list[ProcessRow]:
         return self.rows
+
+    def _nodes_read(self, task: asyncio.Future[list[NodeRow]]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self.node_rows = task.result()
 
     def nodes(self) -> list[NodeRow]:
         """On a Redis Cluster, its masters (core/cluster/nodes.py), as of the last read."""
@@ -290,22 +296,19 @@ class ClusterView:
         pipe.hget(k.count, "records")
         pipe.smembers(k.left)
         loop = asyncio.get_running_loop()
-        nodes: asyncio.Future[list[NodeRow]] | None = None
-        if loop.time() - self._nodes_at >= EVERY:  # the nodes at most once a second, beside this round
+        # The nodes at most once a second, in a task of their own that this round never waits
+        # for: one master that hangs would hold up every row of the crawl. It never raises (a
+        # node that fails is a row marked down), and its rows are the next rounds'.
+        if loop.time() - self._nodes_at >= EVERY and (self._nodes is None or self._nodes.done()):
             self._nodes_at = loop.time()
-            nodes = asyncio.ensure_future(read_nodes(self.redis, k.meta))
+            self._nodes = asyncio.ensure_future(read_nodes(self.redis, k.meta))
+            self._nodes.add_done_callback(self._nodes_read)
         try:
             now_t, status, procs, beats, queued, seen, leased, records, left = await self.link.once(pipe.execute())
-        except asyncio.CancelledError:
-            if nodes is not None:
-                nodes.cancel()
-            raise
-        except BaseException:  # an outage: the nodes' rows say which one, so read them still
-            if nodes is not None:
-                self.node_rows = await nodes
-            raise
-        if nodes is not None:
-            self.node_rows = await nodes  # never raises: a node that fails is a row marked down
+        finally:  # the first round (a one-shot `ctl status`, an outage at start) waits for them
+            if self._nodes is not None and not self._read_once:
+                await asyncio.wait((self._nodes,))
+            self._read_once = True
         self.records = int(records or 0)  # every record of the crawl in Redis, from all processes
         now = int(now_t[0]) * 1000 + int(now_t[1]) // 1000
         own = self.local.engine.frontier.proc if self.local is not None else None
