@@ -292,12 +292,20 @@ class RedisFrontier:
         fp = fingerprint(url)
         return bool(await self.link.call(lambda: self._seen_has(self._seen_keys(), [fp])))
 
-    async def turn(self, host: str, lent: int, mine: int, crawl_delay: float | None) -> tuple[int, float, bool]:
+    async def turn(self, host: str, lent: int, crawl_delay: float | None, hold: float) -> tuple[int, float, bool]:
         """A browser tab's request's turn on `host`, in the host's state in Redis (scripts.py
-        TURN): (1 granted | 0 wait | -1 refused, seconds until it is due, under its cap)."""
-        args = self.std_args(host, lent, mine, "" if crawl_delay is None else round(crawl_delay * 1000))
+        TURN): (1 granted | 0 wait | -1 refused, seconds until it is due, under its cap). A
+        granted one counts against the host's cap for every engine until `turn_end`, or
+        `hold` seconds at most."""
+        args = self.std_args(host, lent, "" if crawl_delay is None else round(crawl_delay * 1000),
+                             round(hold * 1000))
         got = await self.link.call(lambda: self.script(scripts.TURN)(self.std_keys(), args))
         return int(got[0]), int(got[1]) / 1000, bool(int(got[2]))
+
+    async def turn_end(self, host: str) -> None:
+        """A granted turn's request is over (scripts.py TURN_END)."""
+        args = self.std_args(host)
+        await self.link.call(lambda: self.script(scripts.TURN_END)(self.std_keys(), args))
 
     def _seen_keys(self) -> list[str]:
         """The KEYS of SEEN_ADD and SEEN_HAS: the seen set's one way in (core/cluster/seen.py)."""

@@ -15,20 +15,21 @@ external checks, robots.txt and sitemaps stay on aiohttp. A page's life:
    becomes a link of the page), and a script that moves the page to
    another URL is recorded as the page's redirect (`Response.moved`), not followed here.
 3. Chromium's own network stack sends the tab's requests (--proxy included), each paused
-   through DevTools `Fetch` (core/fetching/devtools.py) before it leaves and once its answer's
-   headers are in. It passes the crawl's rules first (`Rules.refusal`: --exclude, ignores,
-   robots.txt): a refused one fails in the browser (blocked by client; one robots.txt
-   refuses is claimed for its skip Record, as on aiohttp). A URL never seen is
-   *claimed* (`Rules.claim`: marked seen), so aiohttp never fetches it; its answer comes
-   back in `Response.loaded` for its own Record and WARC records. A URL seen before is not
-   requested again: served from what this browser already loaded when it can be, else an
-   image, font or media file is refused (links never depend on them) and anything else
-   goes out unrecorded (a page's scripts need it), kept to serve this browser's later tabs.
-   What goes out waits for its host's turn (core/fetching/tabturns.py; on Redis, there). A
-   claimed answer is recorded with its method, its body streamed and cut at --max-bytes; a
-   redirect is recorded and Chromium follows it, its target paused again: it passes the
-   rules too, and a claimed URL's target is claimed as its redirect. A load that failed, or
-   no whole 2xx, is not served to other tabs: they ask again.
+   through DevTools `Fetch` (core/fetching/devtools.py) before it leaves and, when its
+   answer is to be recorded or kept, once that answer's headers are in. It passes the
+   crawl's rules first (`Rules.refusal`: --exclude, ignores, robots.txt): a refused one
+   fails in the browser (blocked by client; one robots.txt refuses is claimed for its skip
+   Record, as on aiohttp). A URL never seen is *claimed* (`Rules.claim`: marked seen), so
+   aiohttp never fetches it; its answer comes back in `Response.loaded` for its own Record
+   and WARC records. A URL seen before is not requested again: served from what this
+   browser already loaded when it can be, else an image, font or media file is refused
+   (links never depend on them) and anything else goes out unrecorded (a page's scripts
+   need it), kept to serve this browser's later tabs. What goes out waits for its host's
+   turn (core/fetching/tabturns.py; on Redis, there). A claimed answer is recorded with
+   its method, its body streamed and cut at --max-bytes; a redirect is recorded and
+   Chromium follows it, its target paused again: it passes the rules too, and a claimed
+   URL's target is claimed as its redirect. A load that failed, or no whole 2xx, is not
+   served to other tabs: they ask again.
 4. One hard limit (--page-timeout) bounds the tab: a hung tab, one that crashes (its `crash`
    event ends it at once) or a browser that dies under it gives the page its reason
    (`Response.error`: `browser: page timed out`, `browser: tab crashed`, `browser: restarted`),

@@ -69,7 +69,8 @@ class BrowserLife:
         self.env_proxy = config.env_proxy if config is not None else False
         # each tab request's turn on its host (core/fetching/tabturns.py); the attempt
         # gives it the crawl's scheduler
-        self.turns = Turns(config.max_wait if config is not None else 60.0)
+        self.turns = Turns(config.max_wait if config is not None else 60.0,
+                           config.page_timeout if config is not None else 60.0)
         self.memory_limit = config.browser_memory if config is not None else MEMORY
         self.restarts = 0  # restarts asked for (pages, memory), not relaunches after a death
         self.relaunches = 0  # new browsers after one died

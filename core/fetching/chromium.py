@@ -9,7 +9,8 @@ FLAGS, and a flag or the lookup changes here without touching a page's life.
 Chromium is the system's (`--browser-path`, else Debian's /usr/lib/chromium/chromium, else
 Playwright's own if installed), headless, its own background traffic off, in a fresh profile
 directory per launch; the windows scripts open (popups) are blocked by Chromium's own popup
-blocker (one that opens anyway is closed), every frame of a page runs in the page's renderer
+blocker (one that opens anyway is closed), pages get no SharedWorker (its own process would
+send requests no tab pauses), every frame of a page runs in the page's renderer
 (so the tab's DevTools session pauses all of its requests, core/fetching/devtools.py), and
 --proxy is Chromium's own (`proxy_flags`).
 """
@@ -61,6 +62,7 @@ UNDONE = ("--disable-popup-blocking",)
 # More Chromium flags, space-separated (e.g. --js-flags=--max-old-space-size=64): for a
 # renderer's limits, and for tests that need a tab to crash
 FLAGS_ENV = "CRAWLTOP_CHROMIUM_FLAGS"
+NO_SHARED_WORKER = "delete window.SharedWorker;"  # run in every frame before the page's scripts
 INSTALL_PLAYWRIGHT = "--browser needs Playwright: pip install 'crawltop[browser]'"
 INSTALL_CHROMIUM = ("--browser needs Chromium: apt-get install chromium (or name one with --browser-path PATH); "
                     "crawltop never downloads a browser")
@@ -128,6 +130,11 @@ async def launch(pw: Playwright, exe: str | None, profile: str, agent: str, clos
         # the crash handler, which Debian's Chromium starts whatever the flags say, runs
         # outside the browser's process group: its database in the profile names it as ours
         env={**os.environ, "BREAKPAD_DUMP_LOCATION": os.path.join(profile, "crashes"), **_short_tmpdir()})
+    # A shared worker runs in a process of its own, whose requests no tab's DevTools session
+    # pauses: they would reach the server past robots.txt and --exclude, unrecorded. Pages
+    # get none (a site's script that tests for it falls back, as in a browser without them);
+    # a dedicated Worker stays, its requests are the page renderer's
+    await context.add_init_script(NO_SHARED_WORKER)
     context.on("close", lambda _: closed())
     # a page a script opened anyway (the popup blocker lets one through on a user's gesture,
     # which no crawl makes): closed at once

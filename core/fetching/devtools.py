@@ -1,10 +1,11 @@
-"""The DevTools protocol's `Fetch` domain for one tab: every request paused twice, the crawl decides.
+"""The DevTools protocol's `Fetch` domain for one tab: every request paused, the crawl decides.
 
 Apart from the crawl's rules (core/fetching/tabroutes.py) because this is only the protocol:
 how interception is enabled, what a paused request looks like, and the few ways to let one
 go. Chromium's own network stack sends every request (its proxy, its connections, its
 cookies); a request is paused before it leaves (the Request stage: the crawl's rules, its
-claim, its credentials) and once its response headers are in (the Response stage: the
+claim, its credentials) and, when the crawl records or keeps its answer, once its response
+headers are in (the Response stage, asked for per request with `interceptResponse`: the
 answer is recorded, its body read as a stream, then handed to the page).
 
 - Not Playwright's `page.route`: Playwright enables `Fetch` on its own session only while a
@@ -22,15 +23,19 @@ answer is recorded, its body read as a stream, then handed to the page).
   pages nobody asked for would refuse the tab's own.
 - The HTTP cache is off on the tab, as Playwright turns it off when it intercepts: an answer
   from the cache would reach the page without a pause at the Response stage.
-- `Network` is on for the session only for `Network.requestWillBeSentExtraInfo`: the request
+- `Network` is on for the session for `Network.requestWillBeSentExtraInfo`: the request
   headers Chromium's network stack really sent (its cookies, `Host`, `Accept-Encoding`), which
-  the Request stage never sees (`wire_headers`); matched by the network id, as Fetch's.
+  the Request stage never sees (`wire_headers`); matched by the network id, as Fetch's. And
+  for the end of a request whose answer is not paused (`Network.responseReceived`,
+  `Network.loadingFailed`): its host's turn ends there.
 """
 from __future__ import annotations
 
 import base64
 import contextlib
 from typing import TYPE_CHECKING, Any
+
+from .chromium import first_line
 
 if TYPE_CHECKING:  # playwright is the optional extra crawltop[browser]: imported when a crawl asks
     from playwright.async_api import CDPSession
@@ -39,10 +44,22 @@ CHUNK = 1 << 20  # bytes asked of IO.read at a time: a large body streams, never
 # A body whose plain length the headers give, up to this, is taken in one call: a stream costs
 # four round trips through Playwright's driver, which a loaded machine makes tenths of a second
 WHOLE = 256 << 10
-# Both stages for every URL: a request first, then (once continued) its response's headers
-PATTERNS = [{"urlPattern": "*", "requestStage": "Request"}, {"urlPattern": "*", "requestStage": "Response"}]
+# Every request is paused before it leaves; its response only when the crawl asks for it as
+# it lets the request go (`proceed(..., answer=True)`: what it records or keeps), so a request
+# going out unrecorded costs one round trip through Playwright's driver, not two
+PATTERNS = [{"urlPattern": "*", "requestStage": "Request"}]
 REFUSED = "BlockedByClient"  # how a refused request fails in the page (net::ERR_BLOCKED_BY_CLIENT)
 _DROP = frozenset(("content-encoding", "content-length", "transfer-encoding"))
+
+
+class BodyLost(Exception):
+    """An answer's body could not be read whole (its connection dropped, the tab closed): the
+    load failed, whatever its status said."""
+
+
+def bodyless(status: int, method: str) -> bool:
+    """An answer with no body by HTTP's rules: b"" is all of it."""
+    return method == "HEAD" or status in (204, 304) or 100 <= status < 200
 
 
 class Paused:
@@ -101,10 +118,11 @@ class DevTools:
         self.session = session
 
     async def enable(self, login: tuple[str, str] | None = None) -> str | None:
-        """Interception on, at both stages, the cache off; the id of the page's main frame
-        (its navigations are the page's own, or a script moving it). With `login`, the
-        proxy's challenges are answered here (`authorize`): Playwright would answer them only
-        by turning its own interception on, a second pause of every request."""
+        """Interception on (the Request stage; a response only when `proceed` asks), the
+        cache off; the id of the page's main frame (its navigations are the page's own, or a
+        script moving it). With `login`, the proxy's challenges are answered here
+        (`authorize`): Playwright would answer them only by turning its own interception on,
+        a second pause of every request."""
         send = self.session.send
         await send("Network.enable", {})
         await send("Network.setCacheDisabled", {"cacheDisabled": True})
@@ -112,12 +130,16 @@ class DevTools:
         tree = await send("Page.getFrameTree")
         return ((tree.get("frameTree") or {}).get("frame") or {}).get("id")
 
-    async def proceed(self, rid: str, headers: list[tuple[str, str]] | None = None) -> None:
+    async def proceed(self, rid: str, headers: list[tuple[str, str]] | None = None, answer: bool = False) -> None:
         """Let it go on as it is: out to the network (with these headers instead of the
-        page's, when given), or at the Response stage on to the page untouched."""
+        page's, when given; with `answer`, its response paused again once its headers are
+        in: `interceptResponse`, each redirect hop asked anew), or at the Response stage on
+        to the page untouched."""
         params: dict[str, Any] = {"requestId": rid}
         if headers is not None:
             params["headers"] = [{"name": n, "value": v} for n, v in headers]
+        if answer:
+            params["interceptResponse"] = True
         await self.session.send("Fetch.continueRequest", params)
 
     async def authorize(self, event: dict[str, Any], login: tuple[str, str] | None, tried: set[str]) -> None:
@@ -149,21 +171,25 @@ class DevTools:
     async def body(self, rid: str, cap: int, length: int | None = None) -> tuple[bytes, bool]:
         """The answer's body (decoded, as Chromium hands it), read as a stream and cut at
         `cap` bytes: (body, cut). `length`: the body's size on the wire when the headers say
-        it plainly (no Content-Encoding); a small one is taken whole, in one call. A response
-        with no body to take (a 204, a HEAD) is b""."""
+        it plainly (no Content-Encoding); a small one is taken whole, in one call. A body
+        that cannot be read (the connection dropped mid-body) raises BodyLost; an answer that
+        has no body (`bodyless`) is not to be asked."""
+        try:
+            body, cut = await self._body(rid, cap, length)
+        except Exception as exc:  # never an empty body in its place: the Record would call it whole
+            raise BodyLost(first_line(exc)) from None
+        if not cut and length is not None and len(body) < length:  # Chromium hands what came
+            raise BodyLost(f"the connection closed after {len(body)} of {length} bytes")
+        return body, cut
+
+    async def _body(self, rid: str, cap: int, length: int | None) -> tuple[bytes, bool]:
         send = self.session.send
         if length is not None and length <= min(cap, WHOLE):
-            try:
-                got = await send("Fetch.getResponseBody", {"requestId": rid})
-            except Exception:
-                return b"", False
+            got = await send("Fetch.getResponseBody", {"requestId": rid})
             raw = got.get("body") or ""
             data = base64.b64decode(raw) if got.get("base64Encoded") else raw.encode("utf-8")
             return data[:cap], len(data) > cap
-        try:
-            stream = (await send("Fetch.takeResponseBodyAsStream", {"requestId": rid}))["stream"]
-        except Exception:
-            return b"", False
+        stream = (await send("Fetch.takeResponseBodyAsStream", {"requestId": rid}))["stream"]
         parts: list[bytes] = []
         size, cut = 0, False
         try:

@@ -13,6 +13,8 @@ the session's `Network` events, and is what its record keeps.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .browserlife import BrowserLife
@@ -57,8 +59,40 @@ class TabClaims:
         self._claims_done.set()
         self.wire: dict[str, list[tuple[str, str]]] = {}  # network id -> its request's headers as sent
         self._wire_came = asyncio.Event()
+        self._asking: set[asyncio.Future[bool]] = set()  # claims sent and not yet answered
+        self._asked = asyncio.Event()  # none is
+        self._asked.set()
+
+    async def _claimed(self, claim: Awaitable[bool], then: Callable[[], None]) -> bool:
+        """`claim` (the crawl's `Rules.claim`), and `then` (its bookkeeping: the URL's Loaded
+        in the tab's claims) the moment it says yes, whatever becomes of the request that
+        asked. Shielded: on Redis the URL may be seen there once the call is sent, so a tab
+        closing mid-way (its tasks cancelled) must not lose a yes, or the URL would be seen
+        and never recorded. The tab's close waits for these (`claims_landed`)."""
+        fut = asyncio.ensure_future(claim)
+        self._asking.add(fut)
+        self._asked.clear()
+
+        def landed(done: asyncio.Future[bool]) -> None:
+            self._asking.discard(done)
+            if not self._asking:
+                self._asked.set()
+            if not done.cancelled() and done.exception() is None and done.result():
+                then()
+
+        fut.add_done_callback(landed)
+        return await asyncio.shield(fut)
+
+    async def claims_landed(self, limit: float) -> None:
+        """Wait (at most `limit` seconds) for the claims still being asked, so each yes is
+        in the tab's claims before they are settled."""
+        if self._asking:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._asked.wait(), limit)
 
     def _claim(self, flow: Flow, loaded: Loaded, share: asyncio.Future[Kept | None] | None) -> None:
+        if self.closed and loaded.error is None:  # its yes came as the tab closed: it never went out
+            loaded.error = "the page was closed before it was requested"
         flow.loaded, flow.share = loaded, share
         self.claimed.append((loaded, share))
         self.loaded.append(loaded)
@@ -141,6 +175,21 @@ class TabClaims:
         self.wire[network] = headers
         came, self._wire_came = self._wire_came, asyncio.Event()
         came.set()
+
+    def _on_response(self, event: dict[str, Any]) -> None:
+        """A request's answer came (or it failed) with no pause at the Response stage (it goes
+        out unrecorded): its turn on its host ends here, the answer telling the host what
+        it says. A paused one has ended its turn already (no-op)."""
+        network = str(event.get("requestId", ""))
+        flow = self.flows.get(network)
+        if flow is None or flow.turn is None or flow.loaded is not None or flow.share is not None:
+            return
+        self.wire.pop(network, None)
+        response = event.get("response") or {}
+        status = response.get("status")
+        headers = response.get("headers") or {}
+        retry = next((str(v) for k, v in headers.items() if str(k).lower() == "retry-after"), None)
+        self._release(flow, int(status) if isinstance(status, int | float) else None, retry)
 
     async def _as_sent(self, network: str, fallback: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """The headers the request really went out with, as Chromium's network stack sent

@@ -3,7 +3,8 @@
 Apart from the tab's life (core/fetching/tab.py: open, scroll, read) and from the protocol
 (core/fetching/devtools.py) because this is where the crawl's rules meet the browser,
 request by request, and where a URL's Record gets its answer. Chromium's own network stack
-sends what goes out (its proxy, connections and cookies); each request is paused twice:
+sends what goes out (its proxy, connections and cookies); each request is paused before it
+leaves, and its answer only when the crawl records or keeps it:
 
 - **Request stage.** It passes the crawl's rules first (`Rules.refusal`: --exclude, ignores,
   robots.txt): a refused one fails in the page (blocked by client) and never leaves. A URL
@@ -18,14 +19,19 @@ sends what goes out (its proxy, connections and cookies); each request is paused
   Authorization and Cookie go only to the roots' hosts (or --header-host's), the session's
   cookie jar by its cookies' domains (put in the browser at launch). A request waits for its
   host's turn (core/fetching/tabturns.py) before it is claimed: one whose turn would come too
-  late is refused unclaimed, left to the crawl's ordinary path.
-- **Response stage.** A claimed URL's answer is recorded: status, reason, headers, the
-  request's method and headers, its body read as a stream (a small one of plain length in
-  one call) and cut at --max-bytes (marked truncated), then handed to the page. A redirect
-  is recorded as the claimed URL's answer and Chromium follows it: its target is paused at
-  the Request stage again (same network id), passes the rules on its own and, when the
-  first URL was claimed, is claimed as its redirect. What was not claimed goes on to the
-  page untouched.
+  late is refused unclaimed, left to the crawl's ordinary path. A request going out
+  unrecorded is not paused again: its turn ends on the session's `Network` events.
+- **Response stage** (core/fetching/tabresponses.py; asked for as a claimed or kept request
+  goes out, each redirect hop anew). A claimed URL's answer is recorded: status, reason,
+  headers, the request's method and headers, its body read as a stream (a small one of plain
+  length in one call) and cut at --max-bytes (marked truncated), then handed to the page. A
+  redirect is recorded as the claimed URL's answer and Chromium follows it: its target is
+  paused at the Request stage again (same network id), passes the rules on its own and, when
+  the first URL was claimed, is claimed as its redirect. A body that cannot be read whole
+  fails the load (its Record says why), never recorded as a whole answer.
+
+A tab that closes lets its claims in flight land (bounded), then fails what is still paused,
+all at once; a load it shared stays other tabs' to wait on (shielded from its cancel).
 """
 from __future__ import annotations
 
@@ -40,14 +46,15 @@ from .browser_rules import ROBOTS, Rules
 from .browserlife import BrowserLife
 from .devtools import DevTools, Paused
 from .fetch import Loaded, Response
-from .pagedone import Traffic
-from .tabanswer import answer
-from .tabclaims import Flow, TabClaims
-from .tabshare import Kept, Shared
+from .tabclaims import Flow
+from .tabresponses import TabResponses
+from .tabshare import Shared
 
 if TYPE_CHECKING:  # playwright is the optional extra crawltop[browser]: imported when a crawl asks
     from playwright.async_api import CDPSession
 
+CLAIM_WAIT = 3.0  # seconds the tab's closing waits for claims in flight (a Redis round trip)
+FAIL_WAIT = 5.0  # seconds the tab's closing waits for Chromium to fail what is still paused
 MAX_HOPS = 10  # redirects a tab's request may follow (each one checked here)
 # What a page's links never depend on: when seen before, not requested again
 SKIPPABLE = frozenset(("image", "media", "font"))
@@ -59,7 +66,7 @@ LETTERS = {"image": "I", "stylesheet": "K", "script": "J", "media": "V", "font":
            "manifest": "K", "fetch": "J", "xhr": "J", "eventsource": "J", "websocket": "J"}
 
 
-class TabRoutes(TabClaims):
+class TabRoutes(TabResponses):
     """One tab's requests: what it claimed (core/fetching/tabclaims.py), the requests paused
     now, where a script moved the page."""
 
@@ -69,7 +76,6 @@ class TabRoutes(TabClaims):
         self.rules = rules
         self.phase = phase if phase is not None else _nothing
         self.document_served = False
-        self.traffic: Traffic | None = None
         self.moved: str | None = None  # where a script sent the page (its redirect)
         self.downloads: list[str] = []  # what the page offered to download: links of the page
         self.devtools: DevTools | None = None
@@ -83,6 +89,8 @@ class TabRoutes(TabClaims):
         devtools = self.devtools = DevTools(session)
         session.on("Fetch.requestPaused", self._on_paused)
         session.on("Network.requestWillBeSentExtraInfo", self._on_wire)
+        session.on("Network.responseReceived", self._on_response)
+        session.on("Network.loadingFailed", self._on_response)
         login, tried = self.browser.proxy_login, set[str]()
         if login is not None:
             session.on("Fetch.authRequired", lambda event: self._spawn(devtools.authorize(event, login, tried)))
@@ -106,15 +114,23 @@ class TabRoutes(TabClaims):
                 await self._answered(devtools, p)
             else:
                 await self._decide(devtools, p)
+        except asyncio.CancelledError:  # the tab is closing: the request must not stay paused
+            self._abandon(p, "the page was closed before its answer came")
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(devtools.fail(p.id), FAIL_WAIT)
+            raise
         except Exception:  # the tab closed meanwhile, or a surprise: the request goes no further
-            flow = self.flows.get(p.network)
-            if flow is not None:
-                self._end(flow, "the browser's request failed")
-                self._release(flow, None)
+            self._abandon(p, "the browser's request failed")
             with contextlib.suppress(Exception):
                 await devtools.fail(p.id)
         finally:
             self.paused.discard(p.id)
+
+    def _abandon(self, p: Paused, why: str) -> None:
+        flow = self.flows.get(p.network)
+        if flow is not None:
+            self._end(flow, why)
+            self._release(flow, None)
 
     async def refuse_pending(self) -> None:
         """Fail the requests still paused, before the tab closes: closing releases Chromium's
@@ -123,9 +139,11 @@ class TabRoutes(TabClaims):
         devtools = self.devtools
         if devtools is None:
             return
-        for rid in list(self.paused):
+        await self.claims_landed(CLAIM_WAIT)  # each yes in the tab's claims, to be settled
+        if self.paused:  # all at once, under one bound: closing a tab stays near --page-timeout
+            fails = [devtools.fail(rid) for rid in list(self.paused)]
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(devtools.fail(rid), 5)
+                await asyncio.wait_for(asyncio.gather(*fails, return_exceptions=True), FAIL_WAIT)
         for task in list(self._tasks):
             task.cancel()
         for flow in self.flows.values():
@@ -159,8 +177,11 @@ class TabRoutes(TabClaims):
                 return
             frame = True
         url = canonical(p.url)
-        if url is None:  # not http(s): nothing of the crawl's
-            await devtools.proceed(p.id)
+        if url is None:  # not http(s) (data:, blob:): nothing of the crawl's; an http(s) URL the
+            if foreign(p.url):  # crawl cannot read cannot pass its rules: it never goes out
+                await devtools.proceed(p.id)
+            else:
+                await devtools.fail(p.id)
             return
         if p.kind == "other" and urlsplit(url).path == "/favicon.ico":
             # Chromium's own guess at an icon, which no page asked for (a declared icon is a
@@ -173,7 +194,9 @@ class TabRoutes(TabClaims):
         answers = self.answers
         fut = answers.shared(url) if p.method == "GET" else None
         if fut is not None:  # this browser has it, or is loading it for another tab
-            kept = await fut
+            # shielded: this tab closing (its tasks cancelled) must not cancel the load for
+            # every other tab waiting on it, nor for every later one
+            kept = await asyncio.shield(fut)
             if kept is not None:
                 await self._fulfill(devtools, p.id, kept.status, kept.headers, kept.body)
                 return
@@ -181,10 +204,10 @@ class TabRoutes(TabClaims):
         flow = self.flows[p.network] = Flow()
         if self.closed or not await self._turn(flow, url):
             await devtools.fail(p.id)
-        elif p.kind != "preflight" and await self.rules.claim(url):
-            loaded = Loaded(url, "E" if frame else LETTERS.get(p.kind, "O"), self.url, False)
-            share = answers.share(url) if p.kind in SHAREABLE and p.method == "GET" else None
-            self._claim(flow, loaded, share)
+        elif p.kind != "preflight" and await self._claimed(self.rules.claim(url), lambda: self._claim(
+                flow, Loaded(url, "E" if frame else LETTERS.get(p.kind, "O"), self.url, False),
+                # no share once closing: nobody would settle it, and later tabs would wait on it
+                answers.share(url) if p.kind in SHAREABLE and p.method == "GET" and not self.closed else None)):
             await self._send(devtools, p, url, flow)
         elif p.kind in SKIPPABLE:
             self._release(flow, None, used=False)
@@ -200,6 +223,7 @@ class TabRoutes(TabClaims):
         request fails, the target never asked for); a claimed URL's target is claimed as
         its redirect."""
         flow.hops += 1
+        self._release(flow, None)  # an unrecorded hop's answer was not paused: its turn ends here
         url = canonical(p.url)
         before = flow.loaded
         if (flow.hops > MAX_HOPS or url is None
@@ -207,8 +231,9 @@ class TabRoutes(TabClaims):
                 or self.closed or not await self._turn(flow, url)):
             await devtools.fail(p.id)  # a loop, a target refused, or its host's turn too late
             return
-        if before is not None and await self.rules.claim(url):
-            self._claim(flow, Loaded(url, before.letter, before.url, True), None)
+        if before is not None and await self._claimed(self.rules.claim(url), lambda: self._claim(
+                flow, Loaded(url, before.letter, before.url, True), None)):
+            pass
         elif p.kind in SKIPPABLE:
             self._release(flow, None, used=False)
             await devtools.fail(p.id)
@@ -225,78 +250,22 @@ class TabRoutes(TabClaims):
         why = await self.rules.refusal(url)
         if why is None:
             return False
-        if (why == ROBOTS and loaded is not None and p.kind != "preflight" and not self.closed
-                and await self.rules.claim(url)):
+        if why == ROBOTS and loaded is not None and p.kind != "preflight" and not self.closed:
             loaded.error = ROBOTS
-            self._skipped(loaded)
-            self.rules.robots_refused()
+            await self._claimed(self.rules.claim(url), lambda: self._robots(loaded))
         return True
+
+    def _robots(self, loaded: Loaded) -> None:
+        self._skipped(loaded)
+        self.rules.robots_refused()
 
     async def _send(self, devtools: DevTools, p: Paused, url: str, flow: Flow) -> None:
         """Out it goes (its host's turn came), with the crawl's credentials for its host."""
         sent = await self._headers(url, p.headers)
         flow.sent = sent
-        await devtools.proceed(p.id, sent if sent is not p.headers else None)
-
-    async def _answered(self, devtools: DevTools, p: Paused) -> None:
-        """The Response stage: a claimed URL's answer recorded, then handed to the page."""
-        flow = self.flows.get(p.network)
-        loaded = flow.loaded if flow is not None else None
-        if flow is not None and loaded is None and flow.share is not None and p.error is None and p.status is not None:
-            await self._keep(devtools, p, flow)
-            return
-        if flow is None or loaded is None or p.error is not None or p.status is None:
-            self.wire.pop(p.network, None)
-            if flow is not None:
-                self._release(flow, p.status, p.header("retry-after"))
-                self._end(flow, f"the browser's request failed: {p.error}")  # its share's waiters go on
-            # not the crawl's to record, or failed: on to the page as it came
-            await devtools.proceed(p.id)
-            return
-        status = p.status
-        redirect = 300 <= status < 400 and bool(p.header("location"))
-        body, cut = (b"", False) if redirect else await devtools.body(p.id, self.browser.max_bytes, p.length)
-        self._release(flow, status, p.header("retry-after"))  # the answer is in: the host's slot goes back
-        sent = await self._as_sent(p.network, flow.sent)
-        if self.closed:  # settled meanwhile: its Record already says why
-            await devtools.fail(p.id)
-            return
-        r = loaded.response = answer(status, p.reason, p.response_headers, sent, p.method, body, cut)
-        if flow.share is not None:  # only a whole 2xx is served again: an error or a cut body is asked anew
-            whole = 200 <= status < 300 and not cut
-            self.answers.kept(loaded.url, flow.share, Kept(status, p.response_headers, r.body) if whole else None)
-        self._end(flow, None)
-        if redirect:
-            await devtools.proceed(p.id)  # Chromium follows it: its target comes back to `_hop`
-            return
-        await self._fulfill(devtools, p.id, status, p.response_headers, body, p.reason)
-
-    async def _keep(self, devtools: DevTools, p: Paused, flow: Flow) -> None:
-        """An unrecorded answer (a URL seen before, claimed by another engine) that this
-        browser's later tabs will want: a whole 2xx is kept and served to them (the server
-        sees one request per engine), anything else goes on to the page as it came."""
-        status = p.status
-        assert status is not None and flow.share is not None
-        self.wire.pop(p.network, None)
-        if not 200 <= status < 300:
-            self._release(flow, status, p.header("retry-after"))
-            self._end(flow, None)
-            await devtools.proceed(p.id)
-            return
-        body, cut = await devtools.body(p.id, self.browser.max_bytes, p.length)
-        self._release(flow, status, p.header("retry-after"))
-        share, flow.share = flow.share, None
-        self.answers.kept(flow.url, share, None if cut else Kept(status, p.response_headers, body))
-        if self.closed:
-            await devtools.fail(p.id)
-            return
-        await self._fulfill(devtools, p.id, status, p.response_headers, body, p.reason)
-
-    async def _fulfill(self, devtools: DevTools, rid: str, status: int, headers: Any, body: bytes,
-                       phrase: str = "") -> None:
-        if self.traffic is not None:
-            self.traffic.bytes += len(body)
-        await devtools.fulfill(rid, status, headers, body, phrase)
+        # its answer paused only when recorded or kept: else no Response stage (one round trip less)
+        await devtools.proceed(p.id, sent if sent is not p.headers else None,
+                               answer=flow.loaded is not None or flow.share is not None)
 
 
 def _nothing(_: str) -> None:
@@ -307,6 +276,13 @@ async def _quietly(work: Coroutine[Any, Any, None]) -> None:
     """A closed tab's session fails what is still sent on it: nothing left to tell."""
     with contextlib.suppress(Exception):
         await work
+
+
+def foreign(url: str) -> bool:
+    """A URL (one `canonical` refused) of a scheme that is not the crawl's: not http(s), so
+    not the network's requests the crawl's rules are for."""
+    scheme = url.partition(":")[0].strip().lower()
+    return bool(url.partition(":")[1]) and scheme not in ("http", "https")
 
 
 def _same_origin(url: str, other: str) -> bool:

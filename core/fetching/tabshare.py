@@ -32,8 +32,14 @@ class Shared:
         self._shared_bytes = 0
 
     def shared(self, url: str) -> asyncio.Future[Kept | None] | None:
+        """The load of `url` to wait on, if any. One cancelled (never set by its tab, e.g. an
+        event loop torn down under it) is dropped: it holds no answer, and must not cancel
+        every later tab that asks."""
         fut = self._shared.get(url)
         if fut is not None:
+            if fut.cancelled():
+                del self._shared[url]
+                return None
             self._shared.move_to_end(url)
         return fut
 
@@ -59,5 +65,5 @@ class Shared:
             if not old.done():
                 break
             del self._shared[url]
-            gone = old.result()
+            gone = None if old.cancelled() else old.result()
             self._shared_bytes -= len(gone.body) if gone is not None else 0

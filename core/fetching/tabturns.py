@@ -30,15 +30,16 @@ worker holds (no event reaches here when a worker ends) looks again every RECHEC
 
 On Redis (`shared`: core/cluster/frontier.py `turn`) the host's state is the crawl's, in
 Redis, for every engine: a turn is one script call (scripts.py TURN) that moves the host's
-next-allowed time on when it grants, so every engine's workers and tabs share one gap. Its
-cap counts the crawl's leased fetches and this engine's tab requests (another engine's tab
-requests hold no lease to count). A turn taken but unused keeps its gap spent there (one
-call fewer), and the answer's news rides the engine's next DONE batch, as its workers'
-does (a 429's or 503's back-off sent at once).
+next-allowed time on when it grants, so every engine's workers and tabs share one gap. A
+granted turn holds a slot of the host's cap for every engine's workers and tabs until it is
+given back (TURN_END, when its request ends) or, if its engine died, until --page-timeout
+passed. A turn taken but unused keeps its gap spent there, and the answer's news rides the
+engine's next DONE batch, as its workers' does (a 429's or 503's back-off sent at once).
 """
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from ..parsing.urls import host_origin
@@ -55,8 +56,13 @@ TURN_SHARE = 0.5  # of --page-timeout: how long a tab's requests may wait for th
 class SharedHosts(Protocol):
     """Hosts whose state lives in Redis, for every engine (core/cluster/frontier.py)."""
 
-    async def turn(self, host: str, lent: int, mine: int, crawl_delay: float | None) -> tuple[int, float, bool]:
-        """(1 granted | 0 wait | -1 refused, seconds until due, under its cap)."""
+    async def turn(self, host: str, lent: int, crawl_delay: float | None, hold: float) -> tuple[int, float, bool]:
+        """(1 granted | 0 wait | -1 refused, seconds until due, under its cap); a granted one
+        holds a slot of the host until `turn_end`, or `hold` seconds."""
+        ...
+
+    async def turn_end(self, host: str) -> None:
+        """A granted turn's request is over: its slot back."""
         ...
 
     def soon(self) -> None:
@@ -66,7 +72,7 @@ class SharedHosts(Protocol):
 
 class Turn:
     """A request's turn on its host: given back once (`Turns.done`). `key`: a turn taken in
-    Redis (its host's key, for this engine's count), else ''."""
+    Redis (its host's key, to give it back there), else ''."""
 
     __slots__ = ("host", "started", "before", "key")
 
@@ -78,12 +84,13 @@ class Turns:
     """The crawl's hosts as a tab's requests see them (`hosts` is set by the attempt that
     hands pages to the browser; None: no scheduler to ask, requests go at once)."""
 
-    def __init__(self, max_wait: float) -> None:
+    def __init__(self, max_wait: float, hold: float = 60.0) -> None:
         self.hosts: Hosts | None = None
         self.robots: Robots | None = None
         self.shared: SharedHosts | None = None  # a crawl on Redis: its hosts' state is there
-        self._mine: dict[str, int] = {}  # on Redis: this engine's tab requests in flight, by host
         self.max_wait = max_wait  # --max-wait: the longest Retry-After agreed to
+        self.hold = hold  # --page-timeout: the longest a turn taken in Redis holds its slot
+        self._ends: set[asyncio.Future[None]] = set()  # turns given back to Redis, under way
         self._ended = asyncio.Event()  # a tab request's turn ended: waiters look again
 
     async def take(self, url: str, page: str, until: float) -> Turn | None | bool:
@@ -142,21 +149,13 @@ class Turns:
         if robots is not None:  # the rules asked it already: no request (a Crawl-delay holds from here)
             crawl_delay = (await robots.check(url))[1] or None
         clock = asyncio.get_running_loop().time
-        mine = self._mine
         while True:
             if h.flags & (PAUSED | RETIRED):
                 return False
             ended = self._ended
-            others = mine.get(key, 0)
-            mine[key] = others + 1  # reserved while asked: two asking at once count each other
-            try:
-                granted, due_in, free = await shared.turn(key, lent, others, crawl_delay)
-            except BaseException:
-                self._unmine(key)
-                raise
+            granted, due_in, free = await shared.turn(key, lent, crawl_delay, self.hold)
             if granted > 0:
                 return Turn(h, clock(), 0.0, key)
-            self._unmine(key)
             if granted < 0:
                 return False
             now = clock()
@@ -168,12 +167,15 @@ class Turns:
             except TimeoutError:
                 pass
 
-    def _unmine(self, key: str) -> None:
-        left = self._mine.get(key, 0) - 1
-        if left > 0:
-            self._mine[key] = left
-        else:
-            self._mine.pop(key, None)
+    def _end_shared(self, key: str) -> None:
+        """Give a turn's slot back in Redis, without holding up the request's end (if it is
+        never sent, the slot is forgotten after `hold`)."""
+        shared = self.shared
+        if shared is None:
+            return
+        task = asyncio.ensure_future(shared.turn_end(key))
+        self._ends.add(task)
+        task.add_done_callback(_ended_quietly(self._ends))
 
     def unused(self, turn: Turn) -> None:
         """The turn was taken but nothing went out (the URL proved seen): its gap is not spent."""
@@ -204,7 +206,7 @@ class Turns:
     def _free(self, turn: Turn) -> None:
         hosts, h = self.hosts, turn.host
         if turn.key:
-            self._unmine(turn.key)
+            self._end_shared(turn.key)
         elif isinstance(hosts, Hosts):
             if h.flags & STEP_PENDING:  # a worker's robots.txt or probe: `finished` is its to call
                 h.in_flight = max(0, h.in_flight - 1)
@@ -212,3 +214,13 @@ class Turns:
                 hosts.finished(h)
         ended, self._ended = self._ended, asyncio.Event()
         ended.set()
+
+
+def _ended_quietly(tasks: set[asyncio.Future[None]]) -> Callable[[asyncio.Future[None]], None]:
+    """Forget a finished give-back; its failure (Redis gone at the crawl's end) is no one's
+    to hear: the slot is forgotten in Redis after its hold anyway."""
+    def done(task: asyncio.Future[None]) -> None:
+        tasks.discard(task)
+        if not task.cancelled():
+            task.exception()
+    return done

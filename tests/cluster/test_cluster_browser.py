@@ -201,7 +201,7 @@ async def test_two_engines_tabs_take_their_hosts_turns_in_redis(serve, redis_url
     r.close()
     times = sorted(t for t, _ in site.times)
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-    assert sum(gaps) >= 0.4 * len(gaps) - 0.1 and min(gaps) >= 0.2, (gaps, site.times)
+    assert sum(gaps) >= 0.4 * len(gaps) - 0.1 and min(gaps) >= 0.15, (gaps, site.times)
     assert statistics.median(gaps) >= 0.4 - 0.03, (gaps, site.times)
 
 
@@ -216,19 +216,25 @@ async def test_a_tabs_turn_in_redis_waits_for_the_hosts_gap_and_cap(redis_url) -
     f = RedisFrontier(r, Keys("turn"), "proc-1")
     f.hosts.configure(Politeness(delay=0.4, per_host=1))
     turn, hostctl = r.register_script(scripts.TURN), r.register_script(scripts.HOSTCTL)
+    end = r.register_script(scripts.TURN_END)
 
-    async def ask(at: int, lent: int = 0, mine: int = 0, crawl_delay: object = "") -> list[int]:
-        return [int(x) for x in await turn(keys=f.std_keys(), args=f.std_args("t.test", lent, mine, crawl_delay,
+    async def ask(at: int, lent: int = 0, crawl_delay: object = "") -> list[int]:
+        return [int(x) for x in await turn(keys=f.std_keys(), args=f.std_args("t.test", lent, crawl_delay, 30_000,
                                                                                 now_ms=at))]
+
+    async def give_back(at: int) -> None:
+        await end(keys=f.std_keys(), args=f.std_args("t.test", now_ms=at))
     try:
         await r.hset(Keys("turn").meta, "status", "running")
         assert await ask(now) == [1, 0, 1]
         assert int(await r.hget(Keys("turn").h("t.test"), "n")) == now + 400
-        assert await ask(now + 100) == [0, 300, 1]  # its gap: 300 ms to go
-        assert await ask(now + 400, mine=1) == [0, 0, 0]  # due, but this engine's tab holds the one slot
+        assert await ask(now + 100) == [0, 300, 0]  # its gap: 300 ms to go, and the tab's request holds the slot
+        assert await ask(now + 400) == [0, 0, 0]  # due, but that tab request still holds the one slot
+        await give_back(now + 400)
         await r.hset(Keys("turn").h("t.test"), "f", 1)  # a worker's leased page fetch there
         assert await ask(now + 400) == [0, 0, 0]
         assert await ask(now + 400, lent=1) == [1, 0, 1]  # the page's own slot, lent to its tab
+        await give_back(now + 800)
         assert await ask(now + 800, lent=1, crawl_delay=1000) == [1, 0, 1]
         assert int(await r.hget(Keys("turn").h("t.test"), "n")) == now + 800 + 1000  # Crawl-delay 1 s
         await hostctl(keys=f.std_keys(Keys("turn").hq("t.test"), Keys("turn").h("t.test")),

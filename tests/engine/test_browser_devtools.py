@@ -288,3 +288,56 @@ async def test_a_request_the_page_gives_up_frees_its_hosts_turn(serve):
         assert by[f"{site.url}/i{n}.png"].status == 200 and site.hits[f"/i{n}.png"] == 1
     hang = by[site.url + "/hang"]
     assert hang.status is None and "gave the request up" in (hang.error or ""), hang
+
+
+async def test_an_answer_whose_body_never_comes_whole_is_a_failure_not_an_empty_answer(serve, tmp_path):
+    """The server sends a script's headers (Content-Length 5,000) then drops the connection
+    mid-body: its Record says the load failed, in words, never a complete 200 of what came;
+    a 204 is recorded as it is, with no body."""
+    async def cut(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/javascript", "Content-Length": "5000"})
+        await resp.prepare(request)
+        await resp.write(b"/*" + b"x" * 500)
+        assert request.transport is not None
+        request.transport.abort()
+        return resp
+
+    async def empty(request: web.Request) -> web.StreamResponse:
+        return web.Response(status=204)
+
+    script = 'fetch("/nothing").catch(() => {});'
+    site = await serve({"/": page(extra='<script src="/cut.js"></script>'
+                                        '<script src="/app.js"></script>'),
+                        "/cut.js": cut, "/app.js": _js(script), "/nothing": empty})
+    base = site.url
+    warc = tmp_path / "cut.warc.gz"
+    _, sink = await crawl_warc(base + "/", warc, **BROWSER, requisites=True, robots=False)
+    by = sink.by_url()
+    cut_js = by[base + "/cut.js"]
+    assert cut_js.status is None and "body" in (cut_js.error or ""), (cut_js.status, cut_js.size, cut_js.error)
+    assert site.hits["/cut.js"] == 1
+    nothing = by[base + "/nothing"]
+    assert nothing.status == 204 and nothing.error is None and nothing.size == 0, nothing
+    assert by[base + "/"].status == 200 and len(sink.records) == len(by)
+
+
+async def test_a_request_going_out_unrecorded_gives_its_hosts_turn_back(serve_any):
+    """--per-host 1: the page's script POSTs to one URL three times (the first is claimed and
+    recorded; the others go out unrecorded, their answers never paused), then loads an image
+    on the same host: each unrecorded request's end frees the host's one slot (told by the
+    session's Network events), so the image loads in the tab, nothing refused."""
+    async def api(request: web.Request) -> web.StreamResponse:
+        return web.json_response({"ok": True})
+
+    script = ('(async () => { for (let n = 0; n < 3; n++) await fetch("/api", {method: "POST", body: "n"});'
+              ' const i = new Image(); i.src = "/i.png"; document.body.appendChild(i); })();')
+    site = await serve_any({"/": page(extra='<script src="/app.js"></script>'), "/app.js": _js(script),
+                            "/api": api, "/i.png": _png})
+    base = site.url
+    _, sink = await crawl(base + "/", **BROWSER, requisites=True, per_host=1, page_timeout=20.0, robots=False)
+    by = sink.by_url()
+    home = by[base + "/"]
+    assert home.error is None and home.browser is not None and home.browser["failed"] == 0, home
+    assert by[base + "/api"].status == 200 and by[base + "/i.png"].status == 200, sink.records
+    assert [m for m in site.methods if m[1] == "/api"] == [("POST", "/api")] * 3, site.methods
+    assert [m for m in site.methods if m[1] == "/i.png"] == [("GET", "/i.png")], site.methods

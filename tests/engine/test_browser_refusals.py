@@ -84,3 +84,18 @@ async def test_refused_requests_are_counted_and_recorded_as_on_the_aiohttp_path(
     for site in (plain, built):
         assert not [p for p in site.hits if p.startswith(("/private/", "/secret/", "/ign/"))], site.hits
     assert sink.by_url()[built.url + "/app.js"].status == 200
+
+
+async def test_a_shared_workers_requests_never_get_past_the_rules(serve):
+    """A page starts a SharedWorker that fetch()es a URL robots.txt disallows and an
+    excluded one: Chromium runs a shared worker in a process of its own, whose requests
+    the tab's DevTools session never sees, so pages get no SharedWorker; the server sees
+    neither URL, and the page is still recorded."""
+    worker = 'fetch("/secret/sw.json").catch(() => {}); fetch("/private/sw.json").catch(() => {});'
+    start = '<script>try { new SharedWorker("/sw.js"); } catch (e) {}</script>'
+    site = await serve({**_site(page(extra=start)), "/sw.js": _text(worker, "application/javascript"),
+                        "/secret/sw.json": _text("{}", "application/json"),
+                        "/private/sw.json": _text("{}", "application/json")})
+    _, sink = await _crawl(site.url + "/", **BROWSER)
+    assert sink.by_url()[site.url + "/"].status == 200
+    assert not [p for p in site.hits if p.startswith(("/private/", "/secret/"))], site.hits
