@@ -124,7 +124,9 @@ class DevTools:
         (`authorize`): Playwright would answer them only by turning its own interception on,
         a second pause of every request."""
         send = self.session.send
-        await send("Network.enable", {})
+        # Network only for its events (headers as sent, answers): small buffers, since this
+        # session's copies of bodies would count against --browser-memory beside Playwright's
+        await send("Network.enable", {"maxTotalBufferSize": 1 << 20, "maxResourceBufferSize": 1 << 18})
         await send("Network.setCacheDisabled", {"cacheDisabled": True})
         await send("Fetch.enable", {"patterns": PATTERNS, "handleAuthRequests": login is not None})
         tree = await send("Page.getFrameTree")

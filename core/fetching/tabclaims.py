@@ -24,7 +24,7 @@ from .tabshare import Kept, Shared
 from .tabturns import TURN_SHARE, Turn
 
 _CREDENTIALS = frozenset(("authorization", "cookie", "proxy-authorization"))
-WIRE_WAIT = 0.5  # seconds an answer waits for its request's headers as sent, else the tab's
+WIRE_WAIT = 2.0  # seconds an answer waits for its request's headers as sent (events lag under load)
 
 
 class Flow:
@@ -58,6 +58,7 @@ class TabClaims:
         self._claims_done = asyncio.Event()
         self._claims_done.set()
         self.wire: dict[str, list[tuple[str, str]]] = {}  # network id -> its request's headers as sent
+        self._late: dict[str, int] = {}  # network id -> hops whose headers were given up on: dropped when they come
         self._wire_came = asyncio.Event()
         self._asking: set[asyncio.Future[bool]] = set()  # claims sent and not yet answered
         self._asked = asyncio.Event()  # none is
@@ -172,6 +173,10 @@ class TabClaims:
         """The headers a request went out with (each redirect hop's in turn: the next hop
         leaves only once this one's answer was handled)."""
         network, headers = wire_headers(event)
+        late = self._late.get(network, 0)
+        if late:  # a hop given up on: its headers are not the next hop's
+            self._late[network] = late - 1
+            return
         self.wire[network] = headers
         came, self._wire_came = self._wire_came, asyncio.Event()
         came.set()
@@ -200,12 +205,15 @@ class TabClaims:
         while (got := self.wire.pop(network, None)) is None:
             came, left = self._wire_came, deadline - loop.time()
             if left <= 0:
-                return fallback
+                break
             try:
                 await asyncio.wait_for(came.wait(), left)
             except TimeoutError:
-                return fallback
-        return got
+                break
+        else:
+            return got
+        self._late[network] = self._late.get(network, 0) + 1
+        return fallback
 
     def settle(self, why: str) -> None:
         """Every URL this tab claimed ends with an answer or a reason."""
