@@ -201,8 +201,14 @@ async def test_two_engines_tabs_take_their_hosts_turns_in_redis(serve, redis_url
     r.close()
     times = sorted(t for t, _ in site.times)
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-    assert sum(gaps) >= 0.4 * len(gaps) - 0.1 and min(gaps) >= 0.15, (gaps, site.times)
+    assert sum(gaps) >= 0.4 * len(gaps) - 0.1, (gaps, site.times)
     assert statistics.median(gaps) >= 0.4 - 0.03, (gaps, site.times)
+    # A request that leaves late (Chromium's network stack, a loaded machine) makes a long gap
+    # then a short one, the two still two delays; a turn granted twice would make a short gap
+    # after a normal one
+    for i, gap in enumerate(gaps):
+        if gap < 0.3:
+            assert i > 0 and gaps[i - 1] + gap >= 0.8 - 0.1, (i, gaps, site.times)
 
 
 @pytest.mark.redis

@@ -245,8 +245,11 @@ async def test_a_tabs_requests_wait_for_their_hosts_turns(serve):
     # one lag, while one request let through early would cost it a whole delay.
     for server in (site, other):
         gaps = _gaps(server)
-        assert sum(gaps) >= 0.4 * len(gaps) - 0.1 and min(gaps) >= 0.2, (gaps, server.times)
+        assert sum(gaps) >= 0.4 * len(gaps) - 0.1, (gaps, server.times)
         assert statistics.median(gaps) >= 0.4 - 0.03, (gaps, server.times)
+        for i, gap in enumerate(gaps):  # a short gap only after a late one: the two still two delays
+            if gap < 0.3:
+                assert i > 0 and gaps[i - 1] + gap >= 0.8 - 0.1, (i, gaps, server.times)
 
 
 async def test_per_host_holds_for_a_tabs_requests(serve):
