@@ -20,22 +20,13 @@ from pathlib import Path
 
 import pytest
 from support.ctl import serve_site
-from support.sites import Handler, Site
+from support.sites import Site, serving
 
 
 @pytest.fixture
-async def serve() -> AsyncIterator[Callable[[dict[str, Handler]], Awaitable[Site]]]:
-    sites: list[Site] = []
-
-    async def start(routes: dict[str, Handler], address: str = "127.0.0.1") -> Site:
-        site = Site(routes)
-        await site.start(address)
-        sites.append(site)
-        return site
-
-    yield start
-    for site in sites:
-        await site.stop()
+async def serve() -> AsyncIterator[Callable[..., Awaitable[Site]]]:
+    async with serving() as start:
+        yield start
 
 
 # -- a real redis-server (the shared crawl's store): Debian's, on a free loopback port, persistence off --

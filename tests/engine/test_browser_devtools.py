@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 from support.crawl import crawl
 from support.proxy import Proxy
-from support.sites import Handler, Site, held, page, redirect, slow
+from support.sites import Handler, Site, held, page, redirect, serving, slow
 from support.spasite import PNG
 from test_browser import BROWSER, crawl_warc
 from warcio.archiveiterator import ArchiveIterator
@@ -31,6 +31,8 @@ pytestmark = pytest.mark.chromium  # skipped without Chromium, failed with CI se
 class AnySite(Site):
     """A Site that answers every method (a script's POST), each request kept with its method."""
 
+    METHODS = "*"
+
     def __init__(self, routes: dict[str, Handler]) -> None:
         super().__init__(routes)
         self.methods: list[tuple[str, str]] = []
@@ -39,31 +41,12 @@ class AnySite(Site):
         self.methods.append((request.method, request.path))
         return await super()._dispatch(request)
 
-    async def start(self, address: str = "127.0.0.1") -> str:
-        app = web.Application(handler_args={"access_log": None})
-        app.router.add_route("*", "/{tail:.*}", self._dispatch)
-        self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.2)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, address, 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://{address}:{port}"
-        return self.url
 
 
 @pytest.fixture
-async def serve_any() -> AsyncIterator[Callable[[dict[str, Handler]], Awaitable[AnySite]]]:
-    sites: list[AnySite] = []
-
-    async def start(routes: dict[str, Handler], address: str = "127.0.0.1") -> AnySite:
-        site = AnySite(routes)
-        await site.start(address)
-        sites.append(site)
-        return site
-
-    yield start
-    for site in sites:
-        await site.stop()
+async def serve_any() -> AsyncIterator[Callable[..., Awaitable[Site]]]:
+    async with serving(AnySite) as start:
+        yield start
 
 
 def warc_pairs(base: Path) -> dict[tuple[str, str], Any]:

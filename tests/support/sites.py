@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 from aiohttp import web
 
@@ -67,6 +67,8 @@ def redirect(location: str, status: int = 302) -> Handler:
 class Site:
     """A tiny site: a dict of path -> handler, plus request counters."""
 
+    METHODS = "GET"  # the methods its routes answer ("*": any)
+
     def __init__(self, routes: dict[str, Handler]) -> None:
         self.routes = routes
         self.hits: dict[str, int] = {}
@@ -94,7 +96,7 @@ class Site:
 
     async def start(self, address: str = "127.0.0.1") -> str:
         app = web.Application(handler_args={"access_log": None})
-        app.router.add_route("GET", "/{tail:.*}", self._dispatch)
+        app.router.add_route(self.METHODS, "/{tail:.*}", self._dispatch)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.2)
         await self._runner.setup()
         site = web.TCPSite(self._runner, address, 0)
@@ -106,6 +108,25 @@ class Site:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+
+@contextlib.asynccontextmanager
+async def serving(cls: type[Site] = Site) -> AsyncIterator[Callable[..., Awaitable[Site]]]:
+    """What the `serve` fixtures hand a test: start(routes, address) starts a site of `cls`,
+    and every site started is stopped at the end."""
+    sites: list[Site] = []
+
+    async def start(routes: dict[str, Handler], address: str = "127.0.0.1") -> Site:
+        site = cls(routes)
+        await site.start(address)
+        sites.append(site)
+        return site
+
+    try:
+        yield start
+    finally:
+        for site in sites:
+            await site.stop()
 
 
 # -- a counting site in its own process (the cluster tests): what the server saw ----------
