@@ -716,19 +716,26 @@ def _tab_then(later: Any) -> tuple[Any, asyncio.Event]:
             "/a.png": lambda r: _now(web.Response(body=b"\x89PNG", content_type="image/png"))}, never
 
 
+async def _tab_then_crawl(serve, then, *, tries: int):
+    """Crawl `_tab_then(then)`'s site with `tries` tries of 2 s each: its site, and its
+    Records by URL (one each)."""
+    routes, never = _tab_then(then)
+    site = await serve(routes)
+    try:
+        _, sink = await crawl(site.url + "/", **BROWSER, requisites=True, page_timeout=2.0, max_tries=tries)
+    finally:
+        never.set()
+    by = sink.by_url()
+    assert len(sink.records) == len(by)
+    return site, by
+
+
 async def test_what_a_failed_tab_loaded_survives_a_retry_answered_503(serve):
     """The page's tab times out, its next tries are answered 503: the image the first tab
     loaded keeps its own answer, recorded once, whatever the later tries got."""
     async def busy(request: web.Request) -> web.Response:
         return web.Response(status=503, text="busy")
-    routes, never = _tab_then(busy)
-    site = await serve(routes)
-    try:
-        _, sink = await crawl(site.url + "/", **BROWSER, requisites=True, page_timeout=2.0, max_tries=3)
-    finally:
-        never.set()
-    by = sink.by_url()
-    assert len(sink.records) == len(by)
+    site, by = await _tab_then_crawl(serve, busy, tries=3)
     assert by[site.url + "/hang"].status == 503 and by[site.url + "/hang"].tries == 3
     assert by[site.url + "/a.png"].status == 200 and by[site.url + "/a.png"].error is None, by[site.url + "/a.png"]
     assert by[site.url + "/never.png"].error
@@ -741,14 +748,7 @@ async def test_what_a_failed_tab_loaded_is_recorded_when_the_last_try_finds_no_s
     async def drop(request: web.Request) -> web.Response:
         request.transport.abort()  # type: ignore[union-attr]  (what is written after is lost)
         return web.Response(text="lost")
-    routes, never = _tab_then(drop)
-    site = await serve(routes)
-    try:
-        _, sink = await crawl(site.url + "/", **BROWSER, requisites=True, page_timeout=2.0, max_tries=2)
-    finally:
-        never.set()
-    by = sink.by_url()
-    assert len(sink.records) == len(by)
+    site, by = await _tab_then_crawl(serve, drop, tries=2)
     assert by[site.url + "/hang"].error and by[site.url + "/hang"].tries == 2
     image = by[site.url + "/a.png"]
     assert image.status == 200 and image.error is None and image.error_kind != "cancelled", image
