@@ -67,6 +67,14 @@ def _js(text: str) -> Handler:
     return handler
 
 
+async def _script_crawl(serve, script: str, routes: dict[str, Handler], warc: Path) -> tuple[Any, dict[str, Any]]:
+    """A page whose /app.js runs `script`, `routes` beside it, crawled with the browser into
+    `warc`: its site, and its Records by URL."""
+    site = await serve({"/": page(extra='<script src="/app.js"></script>'), "/app.js": _js(script), **routes})
+    _, sink = await crawl_warc(site.url + "/", warc, **BROWSER, requisites=True)
+    return site, sink.by_url()
+
+
 async def test_a_scripts_post_is_recorded_with_its_method_and_sent_once(serve_any, tmp_path):
     """A script's POST goes out once, from Chromium (the server sees POST), and its Record and
     WARC request record say POST; the page's other requests are GETs, one each."""
@@ -75,12 +83,9 @@ async def test_a_scripts_post_is_recorded_with_its_method_and_sent_once(serve_an
         return web.json_response({"method": request.method, "got": got.decode()})
 
     script = 'fetch("/api/save", {method: "POST", body: "x=1"}).then(r => r.json());'
-    site = await serve_any({"/": page(extra='<script src="/app.js"></script>'), "/app.js": _js(script),
-                            "/api/save": save})
-    base = site.url
     warc = tmp_path / "post.warc.gz"
-    _, sink = await crawl_warc(base + "/", warc, **BROWSER, requisites=True)
-    by = sink.by_url()
+    site, by = await _script_crawl(serve_any, script, {"/api/save": save}, warc)
+    base = site.url
     saved = by[base + "/api/save"]
     assert saved.status == 200 and saved.kind == "requisite" and saved.via == base + "/", saved
     assert [m for m in site.methods if m[1] != "/robots.txt"] == [("GET", "/"), ("GET", "/app.js"),
@@ -117,12 +122,10 @@ async def test_a_gzip_answer_is_recorded_decoded_by_the_warcs_rules(serve, tmp_p
                                                               "Content-Type": "application/json"})
 
     script = 'fetch("/data.json").then(r => r.json());'
-    site = await serve({"/": page(extra='<script src="/app.js"></script>'), "/app.js": _js(script),
-                        "/data.json": zipped})
-    base = site.url
     warc = tmp_path / "gzip.warc.gz"
-    _, sink = await crawl_warc(base + "/", warc, **BROWSER, requisites=True)
-    rec = sink.by_url()[base + "/data.json"]
+    site, by = await _script_crawl(serve, script, {"/data.json": zipped}, warc)
+    base = site.url
+    rec = by[base + "/data.json"]
     assert rec.status == 200 and rec.size == len(data) and not rec.truncated, rec
     http, _, body = warc_pairs(warc)[("response", base + "/data.json")]
     assert body == data
