@@ -54,13 +54,19 @@ async def until(cond, timeout: float, what: str) -> None:
     await wait_until(cond, timeout, interval=0.2, what=what)
 
 
-async def started(name: str, cond, timeout: float = 90) -> dict:
-    """The crawl's status once its socket answers and `cond` holds (it may still be starting)."""
+async def started(name: str, cond, timeout: float = 90, tmux: Tmux | None = None) -> dict:
+    """The crawl's status once its socket answers and `cond` holds (it may still be starting).
+    If it never does, the failure shows the crawl's terminal and log: why it never answered."""
     async def answer() -> dict | None:
         rc, out, _err = await cli("ctl", name, "status")
         return json.loads(out) if rc == 0 else None
 
-    s = await wait_value(answer, lambda s: s is not None and cond(s), timeout, interval=0.3)
+    try:
+        s = await wait_value(answer, lambda s: s is not None and cond(s), timeout, interval=0.3)
+    except AssertionError as e:
+        log = log_of(name).read_text()[-2000:] if log_of(name).exists() else "(no log)"
+        screen = tmux.screen() if tmux else "(not in tmux)"
+        raise AssertionError(f"{e}\n--- screen ---\n{screen}\n--- log ---\n{log}") from None
     assert isinstance(s, dict)
     return s
 
@@ -89,8 +95,8 @@ async def test_killed_tmux_detaches_the_crawl_then_ls_attach_and_every_record(
     if launcher == "make":
         (tmp_path / "Makefile").write_text(f"crawl:\n\t{command}\n")
         command = f"make -C {shlex.quote(str(tmp_path))} crawl"
-    tmux.new(command)
-    s = await started("hup", lambda s: s["pages"] > 0)
+    tmux.new(command, keep=True)
+    s = await started("hup", lambda s: s["pages"] > 0, tmux=tmux)
     assert s["mode"] == "tui"
     assert (await cli("ctl", "hup", "pause"))[0] == 0
     await until(lambda: "PAUSED" in tmux.screen(), 30, "the TUI never showed PAUSED")
@@ -128,8 +134,8 @@ async def test_killed_tmux_detaches_the_crawl_then_ls_attach_and_every_record(
 async def test_on_hangup_stop_stops_cleanly_and_resumes(small_site: str, rundir: Path, tmp_path: Path,
                                                         tmux: Tmux) -> None:
     out, db = tmp_path / "records.jsonl", tmp_path / "crawl.db"
-    tmux.new(crawl_command(small_site, "stopper", out, "--state", str(db), "--on-hangup", "stop"))
-    s = await started("stopper", lambda s: s["pages"] > 5)
+    tmux.new(crawl_command(small_site, "stopper", out, "--state", str(db), "--on-hangup", "stop"), keep=True)
+    s = await started("stopper", lambda s: s["pages"] > 5, tmux=tmux)
     tmux.kill_server()
     await wait_gone(s["pid"], 60)
     log = log_of("stopper").read_text()
