@@ -7,10 +7,12 @@ import sys
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+from ..core.cluster.defaults import DEFAULT_CLUSTER_PARTITIONS
 from ..core.errors import UsageError
 from ..core.sockets.rundir import check_name, default_base
 from .options import whole
 
+MAX_PARTITIONS = 16384  # a Redis Cluster's slots: more partitions could not spread further
 MAX_PROCESSES = 128  # engines forked here: more than a machine's cores only adds contention; a typo is not a fork bomb
 
 
@@ -24,6 +26,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expect-urls", type=whole(1), default=None, metavar="N",
                    help="with --redis/--processes: the URLs a new crawl expects, which sizes its seen set's "
                         "buckets in Redis (it grows past N on its own, a little slower; default: 1,000,000)")
+    p.add_argument("--partitions", type=whole(1, MAX_PARTITIONS), default=None, metavar="P",
+                   help="with --redis/--processes: split a new crawl's queues, seen set and records into P "
+                        "partitions by site, each on the Redis Cluster master serving its slot, so one crawl "
+                        "outgrows one node (fixed at creation; default: 1 on one server, "
+                        f"{DEFAULT_CLUSTER_PARTITIONS} on a cluster)")
 
 
 def wants_cluster(args: argparse.Namespace) -> bool:
@@ -34,6 +41,8 @@ def check_mix(args: argparse.Namespace) -> None:
     """Options that cannot go with a shared crawl: a one-line refusal, not a silent ignore."""
     if getattr(args, "expect_urls", None) and not wants_cluster(args):
         raise UsageError("--expect-urls sizes a crawl's seen set in Redis: it goes with --redis or --processes")
+    if getattr(args, "partitions", None) and not wants_cluster(args):
+        raise UsageError("--partitions splits a crawl in Redis: it goes with --redis or --processes")
     if not wants_cluster(args) or args.command in ("join", "export"):
         return
     if getattr(args, "state", None):

@@ -63,7 +63,8 @@ def run_shared(args: argparse.Namespace, config: CrawlConfig) -> int:
     from ...core.cluster.oneshot import start
     from ..engine import engine
 
-    if asyncio.run(start(args.redis, name, config, expect_urls=args.expect_urls)) == "finished":
+    if asyncio.run(start(args.redis, name, config, expect_urls=args.expect_urls,
+                         partitions=args.partitions)) == "finished":
         return shared.finished(args.redis, name)
     code = engine(args, args.redis, name, config)
     return wacz(options_of(args)) or code

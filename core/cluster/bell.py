@@ -63,3 +63,36 @@ async def listen(r: aioredis.Redis, channel: str) -> AsyncGenerator[bytes, None]
     finally:
         with contextlib.suppress(RedisError, OSError):
             await pubsub.aclose()
+
+
+async def listen_all(r: aioredis.Redis, channels: list[str]) -> AsyncGenerator[tuple[bytes, bytes], None]:
+    """`listen` over several channels (a crawl's partitions each ring their own), each
+    message with the channel it came on. On a cluster redis-py subscribes each channel on the
+    node serving its slot."""
+    if is_cluster(r):
+        rc = cast(RedisCluster, r)
+        await rc.initialize()
+        cpubsub = rc.pubsub()
+        try:
+            await cpubsub.ssubscribe(*channels)
+            while True:
+                message = await cpubsub.get_sharded_message(ignore_subscribe_messages=True, timeout=LISTEN_TICK)
+                if message is not None and message.get("type") in (b"smessage", "smessage"):
+                    yield _bytes(message["channel"]), message["data"]
+        finally:
+            with contextlib.suppress(RedisError, OSError):
+                await cpubsub.aclose()
+        return
+    pubsub = r.pubsub()
+    try:
+        await pubsub.subscribe(*channels)
+        async for message in pubsub.listen():
+            if message.get("type") == "message":
+                yield _bytes(message["channel"]), message["data"]
+    finally:
+        with contextlib.suppress(RedisError, OSError):
+            await pubsub.aclose()
+
+
+def _bytes(value: bytes | str) -> bytes:
+    return value.encode() if isinstance(value, str) else value

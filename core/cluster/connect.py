@@ -24,8 +24,10 @@ from ..config import CrawlConfig
 from ..errors import UsageError
 from ..storage.schema import config_from_json, config_to_json
 from . import seen
+from .defaults import DEFAULT_CLUSTER_PARTITIONS
 from .frontier import OUTAGE, RedisFrontier
-from .keys import MAGIC, OLD_MAGICS, Keys, process_id
+from .keys import MAGIC, OLD_MAGICS, Keys, parts_of, process_id
+from .keys import partitions as partitions_of
 
 # Settings each process may choose for itself; every other one is the crawl's.
 # (--checks sizes this process's check pool; --dns-server names a server as this machine sees it.)
@@ -206,11 +208,11 @@ async def _meta(r: aioredis.Redis, keys: Keys, *, old_ok: bool = False) -> dict[
 
 
 async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig, *,
-                expect_urls: int | None = None) -> tuple[bool, str]:
+                expect_urls: int | None = None, partitions: int | None = None) -> tuple[bool, str]:
     """Create crawl NAME, or continue it if it exists with the same settings.
-    `expect_urls` (--expect-urls) plans its seen set (core/cluster/seen.py): fixed at
-    creation; given again for an existing crawl, it must be the same.
-    Returns (created, status before)."""
+    `expect_urls` (--expect-urls) plans its seen set (core/cluster/seen.py) and `partitions`
+    (--partitions) splits it: both fixed at creation; given again for an existing crawl,
+    each must be the same. Returns (created, status before)."""
     await check(r, url)
     keys = Keys(name)
     meta = await _meta(r, keys)
@@ -218,9 +220,19 @@ async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig, *,
     if meta is None:
         expect = expect_urls or seen.PLANNED
         limit = await _intset_limit(r)
+        count = partitions or default_partitions(r)
         fields = {"config": json.dumps(mine, sort_keys=True), "roots": json.dumps(list(config.roots)),
                   "status": "running", "created": str(time.time()), "expect": str(expect),
                   "sb": str(seen.plan(expect, limit)), "sl": str(limit)}
+        if count > 1:
+            # each partition's own meta first (its seen set's plan, and `part`: it never
+            # finishes the crawl alone), so no process ever runs a script on a partition
+            # without one; the crawl exists once its control meta does
+            fields["parts"] = str(count)
+            plan = str(seen.plan(max(1, expect // count), limit))
+            for part in partitions_of(name, count):
+                await r.eval(_CREATE, 1, part.meta, MAGIC, "part", "1", "status", "running", "sb", plan, "sl",
+                             str(limit))
         # magic and the rest in one step: another process never sees a crawl without its
         # settings or its seen set's plan (it would file URLs in other buckets)
         flat = [x for pair in fields.items() for x in pair]
@@ -232,6 +244,9 @@ async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig, *,
         diff = sorted(k for k in set(theirs) | set(mine) if theirs.get(k) != mine.get(k))
         raise UsageError(f"crawl {name!r} exists in Redis with other settings ({', '.join(diff)}); "
                          f"join it with: crawltop join {name} --redis URL")
+    if partitions is not None and partitions != parts_of(meta):
+        raise UsageError(f"crawl {name!r} exists in Redis with --partitions {parts_of(meta)}, not {partitions}: "
+                         f"its partitions are fixed at creation; leave --partitions out to continue it")
     if expect_urls is not None and str(expect_urls) != meta.get("expect"):
         raise UsageError(f"crawl {name!r} exists in Redis planned for --expect-urls {meta.get('expect', '?')}, "
                          f"not {expect_urls}: its seen set's buckets are fixed at creation (they grow past "
@@ -284,11 +299,33 @@ async def _running(r: aioredis.Redis, keys: Keys, meta: dict[str, str]) -> str:
     return status
 
 
-def frontier(url: str, name: str, config: CrawlConfig, *, lease: float | None = None) -> RedisFrontier:
-    """A RedisFrontier on a fresh client (made in the loop that will use it). The lease
-    (how long a dead process's URLs wait before they are fetched again) defaults to
-    15 s; CRAWLTOP_LEASE=SECONDS changes it (the tests kill processes)."""
+def default_partitions(r: aioredis.Redis) -> int:
+    """One partition on one server (the layout and speed of a crawl without them); on a
+    Redis Cluster enough that every master holds a fair share of them (docs/scaling.md)."""
+    return DEFAULT_CLUSTER_PARTITIONS if isinstance(r, RedisCluster) else 1
+
+
+def partitions_in(url: str, name: str) -> int:
+    """Crawl NAME's partition count (its meta's `parts`), read once by each engine."""
+    r = sync_client(url, socket_timeout=10)
+    try:
+        return parts_of(cast("dict[bytes, bytes]", r.hgetall(Keys(name).meta)))
+    finally:
+        r.close()
+
+
+def frontier(url: str, name: str, config: CrawlConfig, *, lease: float | None = None,
+             parts: int = 1) -> RedisFrontier:
+    """A RedisFrontier on a fresh client (made in the loop that will use it); a crawl of
+    several partitions gets a PartedFrontier. The lease (how long a dead process's URLs
+    wait before they are fetched again) defaults to 15 s; CRAWLTOP_LEASE=SECONDS changes it
+    (the tests kill processes)."""
     lease = lease or float(os.environ.get("CRAWLTOP_LEASE") or 0) or None
     kwargs = {} if lease is None else {"lease": lease}
+    if parts > 1:
+        from .parted import PartedFrontier
+
+        return PartedFrontier(client(url, linked=True), Keys(name), process_id(), parts=parts,
+                              max_pages=config.max_pages, **kwargs)
     return RedisFrontier(client(url, linked=True), Keys(name), process_id(), max_pages=config.max_pages, **kwargs)
 

@@ -394,16 +394,17 @@ class RedisFrontier:
             assert sender is not None  # _kick_sender() just made sure of it
             await asyncio.shield(sender)
 
-    async def _matches(self, predicate: Callable[[str], bool]) -> list[list[str]]:
+    async def _matches(self, predicate: Callable[[str], bool], keys: Keys | None = None) -> list[list[str]]:
         """(host, item) pairs, flat, of the matching URLs: first the `later` set's, a page at
         a time (read first: a POP moves a due one into its host's queue, read next, never
         back), then one list per page of hosts, their queues read in one pipeline. REMOVE
         looks for each in both places."""
+        k = keys or self.keys  # (a partition's, core/cluster/parted.py)
         out: list[list[str]] = []
         later: list[str] = []
         at = 0
         while True:
-            at, scores = await self.link.call(partial(self.redis.zscan, self.keys.later, at, count=500))
+            at, scores = await self.link.call(partial(self.redis.zscan, k.later, at, count=500))
             for member, _when in scores:
                 h, raw = split_member(text(member))
                 if predicate(decode_item(raw).url):
@@ -414,13 +415,13 @@ class RedisFrontier:
             out.append(later)
         cursor = 0
         while True:
-            cursor, found = await self.link.call(partial(self.redis.sscan, self.keys.hosts, cursor, count=200))
+            cursor, found = await self.link.call(partial(self.redis.sscan, k.hosts, cursor, count=200))
             hosts = [text(h) for h in found]
             if hosts:
                 def read(hosts: list[str] = hosts) -> Awaitable[list[Any]]:  # a fresh pipeline per try
                     pipe = self.redis.pipeline(transaction=False)
                     for h in hosts:
-                        pipe.lrange(self.keys.hq(h), 0, -1)
+                        pipe.lrange(k.hq(h), 0, -1)
                     return pipe.execute()
                 queues = await self.link.call(read)
                 match: list[str] = []
@@ -506,7 +507,7 @@ class RedisFrontier:
                         await asyncio.shield(self._adding)
                     n = min(len(w.waiters), MAX_POP)
                     args = self.std_args(n, self.lease_ms, w.lane, *self._take_pending())
-                    out, delays, status, _new, size, seen, wake = await self.link.call(
+                    out, delays, status, _new, size, seen, wake, _taken = await self.link.call(
                         partial(self._pop, self.std_keys(), args))
             except UsageError:  # fatal: on_error has stopped the crawl, which cancels the waiters
                 return
@@ -619,7 +620,8 @@ class RedisFrontier:
             args += (member, url, record, back, after, err, len(links) // LINK, *links)
         keys = self.std_keys()
         try:
-            _accepted, status, _rejected, size, seen = await self.redis.evalsha(self._done.sha, len(keys), *keys, *args)
+            got = await self.redis.evalsha(self._done.sha, len(keys), *keys, *args)
+            _accepted, status, _rejected, size, seen, _taken = got
         except NoScriptError:  # a restarted Redis forgot it: load, then run the batch again
             await self.redis.script_load(self._done.script)
             raise _Again() from None

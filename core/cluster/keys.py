@@ -50,11 +50,14 @@ reads them when a reap counts one more try.
 """
 from __future__ import annotations
 
+import functools
 import os
 import socket
+import zlib
 
 from ..jsonfast import dumps_str, loads
 from ..queueing.item import Item
+from ..queueing.scope import registered_domain
 
 MAGIC = "crawltop-cluster/3"  # /2: per-host queues; /3: the seen set in intset buckets
 # Older layouts: exported, never continued (what each one lacks, for the refusal)
@@ -63,11 +66,16 @@ OLD_MAGICS = {"crawltop-cluster/1": "one queue, no per-host queues",
 
 
 class Keys:
-    """The key names of one crawl."""
+    """The key names of one crawl, or of one of its partitions (`part`): on a Redis Cluster a
+    crawl of P > 1 partitions keeps each partition's queues, hosts, leases, seen set, counts
+    and records under a hash tag of its own, `crawltop:{NAME:K}:`, so its partitions spread
+    over the masters; the control keys (meta's settings, procs, beats, snapshots, ctl,
+    ignores) stay under `crawltop:{NAME}:`. With one partition, the partition is the crawl:
+    one prefix, the layout of a crawl without partitions."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.prefix = f"crawltop:{{{name}}}:"
+    def __init__(self, name: str, part: int | None = None) -> None:
+        self.name, self.part = name, part
+        self.prefix = f"crawltop:{{{name}}}:" if part is None else f"crawltop:{{{name}:{part}}}:"
         p = self.prefix
         self.meta, self.seen, self.leases = p + "meta", p + "seen", p + "leases"
         self.hosts, self.ready, self.later = p + "hosts", p + "ready", p + "later"
@@ -91,6 +99,36 @@ class Keys:
 
     def h(self, host: str) -> str:
         return f"{self.prefix}h:{host}"
+
+
+def partitions(name: str, count: int) -> list[Keys]:
+    """The keys of each partition of crawl NAME (meta's `parts`, absent: 1): with one, the
+    crawl's own keys."""
+    return [Keys(name)] if count <= 1 else [Keys(name, k) for k in range(count)]
+
+
+def parts_of(meta: dict[str, str] | dict[bytes, bytes]) -> int:
+    """A crawl's partition count, from its meta hash (a crawl from before partitions: 1)."""
+    raw = meta.get("parts", meta.get(b"parts", b"1"))  # type: ignore[call-overload]
+    try:
+        return max(1, int(raw))
+    except ValueError:
+        return 1
+
+
+def partition_of(host_key: str, count: int) -> int:
+    """The partition of a host key (--queue-by's): hashed by its registered domain, so a
+    site's hosts (www., cdn., docs.) and most of its links share one partition. CRC-32:
+    the same in every process and on every machine (Python's hash() is salted)."""
+    if count <= 1:
+        return 0
+    return _domain_hash(host_key) % count
+
+
+@functools.lru_cache(maxsize=65536)
+def _domain_hash(host_key: str) -> int:
+    host = host_key.rsplit("@", 1)[-1].split(":", 1)[0] if not host_key.startswith("[") else host_key
+    return zlib.crc32((registered_domain(host) or host).encode())
 
 
 def encode_item(item: Item) -> str:

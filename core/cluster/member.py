@@ -17,6 +17,7 @@ import dataclasses
 import json
 import socket
 from collections.abc import Sequence
+from typing import Any
 
 from ..crawler import Crawler
 from ..errors import UsageError
@@ -173,11 +174,8 @@ class Member:
         live we wait up to LIVE seconds for them to leave or go quiet."""
         f, k = self.frontier, self.frontier.keys
         await f.flush()
-        keys = f.std_keys(k.procs, k.beats, k.snap(f.proc), k.ctl_of(f.proc), k.left)
         args: list[str | int] = [f.proc, int(LIVE * 1000), int(self.reports)]
-        final = f.std_args(int(LIVE * 1000), int(self.reports), self._published(self.engine.stats.snapshot()),
-                           FINAL_TTL_MS)
-        live, status, claimed = await f.link.call(lambda: self._leave(keys, final))
+        live, status, claimed = await self._leave_call()
         self.left = True
         # within crawl()'s LEAVE_TIMEOUT, with a second to spare for the last LIVE call
         now = asyncio.get_running_loop().time()
@@ -189,6 +187,14 @@ class Member:
         self.reporter = bool(claimed)
         f._status(status)
         await f.close()
+
+    async def _leave_call(self) -> list[Any]:
+        """LEAVE: give back, deregister, and LIVE's answer (live, status, the report is ours)."""
+        f, k = self.frontier, self.frontier.keys
+        keys = f.std_keys(k.procs, k.beats, k.snap(f.proc), k.ctl_of(f.proc), k.left)
+        final = f.std_args(int(LIVE * 1000), int(self.reports), self._published(self.engine.stats.snapshot()),
+                           FINAL_TTL_MS)
+        return list(await f.link.call(lambda: self._leave(keys, final)))
 
     def _on_down(self, down: bool) -> None:
         """REDIS DOWN on the status line while Redis is away, with the node that failed (on
@@ -206,23 +212,17 @@ class Member:
             await asyncio.sleep(BEAT)
 
     async def beat(self) -> None:
-        f, k, c = self.frontier, self.frontier.keys, self.engine
+        f, c = self.frontier, self.engine
         snap = c.stats.snapshot()
         # its Chromium's numbers in the small row too: the dashboard sums them every tick
         info = ProcessInfo(host=socket.gethostname(), pid=_pid(f.proc), state=snap.state,
                            workers=snap.concurrency, busy=snap.busy, pages=snap.pages, rate=round(snap.rate_now, 1),
                            browser=browser_numbers(snap.browser) or None)
-        keys = f.std_keys(k.procs, k.beats, k.snap(f.proc), k.ctl, k.ctl_of(f.proc), k.ignores)
-        args = f.std_args(info.to_json(), self._published(snap), SNAP_TTL_MS, f.lease_ms, f._cursor, ROWS, *f.held())
         asked = self._ask()
-        (ctl, mine, status, size, seen, _leased, _records, head, ignores, redis_now, cursor, rows, total, retired,
-         over) = await f.link.call(lambda: self._beat(keys, args))
+        ctl, mine, status, head, ignores, redis_now, rows, total, retired, over = await self._beat_call(info, snap)
         if c.stats.notice.startswith("heartbeat:"):  # the last beat failed; this one did not
             c.stats.notice = ""
-        f._totals(size, seen)
-        f._head = [decode_item(raw) for raw in head]
-        # a page of host rows for the queues view: every host comes round in turn
-        f._cursor = int(cursor)
+        f._head = head
         hosts = f.hosts
         hosts.rows(rows, int(redis_now), asyncio.get_running_loop().time())
         hosts.total, hosts.retired, hosts.over_budget = int(total), int(retired), int(over)
@@ -231,6 +231,18 @@ class Member:
         if status in (b"stopped", "stopped"):
             c.stop()
         f._status(status)
+
+    async def _beat_call(self, info: ProcessInfo, snap: Snapshot) -> tuple[Any, ...]:
+        """BEAT, one script call: (ctl, ctl:PROC, status, head, ignores, now, host rows, hosts,
+        retired, over budget); the totals go to the frontier."""
+        f, k = self.frontier, self.frontier.keys
+        keys = f.std_keys(k.procs, k.beats, k.snap(f.proc), k.ctl, k.ctl_of(f.proc), k.ignores)
+        args = f.std_args(info.to_json(), self._published(snap), SNAP_TTL_MS, f.lease_ms, f._cursor, ROWS, *f.held())
+        (ctl, mine, status, size, seen, _leased, _records, head, ignores, redis_now, cursor, rows, total, retired,
+         over) = await f.link.call(lambda: self._beat(keys, args))
+        f._totals(size, seen)
+        f._cursor = int(cursor)  # a page of host rows for the queues view: every host comes round in turn
+        return ctl, mine, status, [decode_item(raw) for raw in head], ignores, redis_now, rows, total, retired, over
 
     @staticmethod
     def _published(snap: Snapshot) -> str:

@@ -52,6 +52,11 @@ local P, PROC = string.sub(KEYS[1], 1, -5), ARGV[2]
 local DELAY, CAP, MAXCD, FACTOR = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local MAXFAIL, BUDGET, BACKOFF, MAXBACKOFF = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local MAXPAGES = tonumber(ARGV[11])
+-- One partition of several (meta's `part`): it never decides alone that the crawl is
+-- finished (core/cluster/finish.py reads every partition), and MAXPAGES is what this call may
+-- add to the seen set (the caller's share of --max-pages, taken in blocks; -1: nothing).
+local PARTED = redis.call('HEXISTS', META, 'part') == 1
+local TAKEN = 0  -- URLs this call added to the seen set
 local ONE = ARGV[12] == '1'  -- one request at a time to a host until it answers (Politeness.one_until_answered)
 -- The policy's formulas (core/queueing/politeness.py) in Lua: cap_of, strike_limit,
 -- recompute (delay_of), gap (gap_after), and in DONE's `f` the back-off (backoff_until).
@@ -133,17 +138,27 @@ local function gap(h, started_ago)
     schedule(h)
   end
 end
+-- Every change of what is queued or leased bumps `ch`: the finish check over partitions
+-- reads it twice, and a partition that changed in between is not taken for empty.
+local function changed() redis.call('HINCRBY', COUNT, 'ch', 1) end
+local function full()
+  if MAXPAGES == 0 then return false end
+  if PARTED then return TAKEN >= MAXPAGES end
+  return seen_count() >= MAXPAGES
+end
 local function push(h, raw, front)
   if front then redis.call('LPUSH', qk(h), raw) else redis.call('RPUSH', qk(h), raw) end
   redis.call('HINCRBY', COUNT, 'queued', 1)
+  changed()
   schedule(h)
 end
 local function add_links(first, last)
   -- ARGV[first..last]: quadruplets of fingerprint, host, lane (its host's, if it is new), item
   local new = 0
   for i = first, last, 4 do
-    if MAXPAGES > 0 and seen_count() >= MAXPAGES then break end
+    if full() then break end
     if seen_add(ARGV[i]) == 1 then
+      TAKEN = TAKEN + 1
       local h = ARGV[i + 1]
       local admit = true
       if BUDGET > 0 then
@@ -166,7 +181,10 @@ local function add_links(first, last)
       end
     end
   end
-  if new > 0 then redis.call('HINCRBY', COUNT, 'queued', new) end
+  if new > 0 then
+    redis.call('HINCRBY', COUNT, 'queued', new)
+    changed()
+  end
   seen_flush()
   return new
 end
@@ -183,6 +201,7 @@ local function bell(status)
   end
 end
 local function finish_if_done()
+  if PARTED then return redis.call('HGET', META, 'status') end
   if num(redis.call('HGET', COUNT, 'queued')) == 0 and redis.call('ZCARD', LEASES) == 0
      and redis.call('HGET', META, 'status') == 'running' then
     redis.call('HSET', META, 'status', 'finished')
@@ -200,6 +219,7 @@ local function release(m, holder)
   redis.call('HDEL', OWNER, cjson.decode(raw)[1])
   redis.call('SREM', P .. 'held:' .. holder, m)
   unflight(h)
+  changed()
   return h, raw
 end
 local function retire(h)
@@ -311,6 +331,7 @@ if redis.call('HGET', META, 'status') == 'running' then
         took = took + 1
       end
       if took > 0 then
+        changed()
         redis.call('HINCRBY', COUNT, 'queued', -took)
         if not retired then
           redis.call('HINCRBY', hk(h), 'f', took)
@@ -334,7 +355,7 @@ local later = redis.call('ZRANGE', LATER, 0, 0, 'WITHSCORES')
 if #later > 0 and (wake < 0 or tonumber(later[2]) - now < wake) then wake = math.max(0, tonumber(later[2]) - now) end
 if room < tonumber(ARGV[14]) and #out == 0 then wake = math.max(wake, 20) end  -- yielded: look again soon
 local status = finish_if_done()
-return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), seen_count(), wake}
+return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), seen_count(), wake, TAKEN}
 """
 
 # ARGV[14..]: e, then e host events of 6 args (kind host a b c why), then per finished URL:
@@ -440,14 +461,14 @@ if accepted > 0 then redis.call('HINCRBY', COUNT, 'records', accepted) end
 if rejected > 0 then redis.call('HINCRBY', COUNT, 'rejected', rejected) end
 local status = finish_if_done()
 bell(status)
-return {accepted, status, rejected, num(redis.call('HGET', COUNT, 'queued')), seen_count()}
+return {accepted, status, rejected, num(redis.call('HGET', COUNT, 'queued')), seen_count(), TAKEN}
 """
 
 # ARGV[14..]: (fp host lane item)...   (links found outside a page: roots, seeds, sitemaps)
 ADD = SHEBANG + _HOSTS + """
 local new = add_links(14, #ARGV)
 bell('running')
-return {new, num(redis.call('HGET', COUNT, 'queued')), seen_count()}
+return {new, num(redis.call('HGET', COUNT, 'queued')), seen_count(), TAKEN}
 """
 
 # ARGV[14..]: lease_ms (host item)...
@@ -468,6 +489,7 @@ for j = 15, #ARGV, 2 do
     redis.call('SADD', HELD, m)
     if redis.call('HGET', hk(h), 'r') ~= '1' then redis.call('HINCRBY', hk(h), 'f', 1) end
     redis.call('HINCRBY', COUNT, 'queued', -1)
+    changed()
     schedule(h)
     out[#out + 1] = m
   end
@@ -591,15 +613,18 @@ CLOCK = SHEBANG + "return redis.call('TIME')"
 # The seen set on its own (core/cluster/seen.py): KEYS meta count seen.
 _SEEN = """
 local META, COUNT, SEEN = KEYS[1], KEYS[2], KEYS[3]
+local PARTED = redis.call('HEXISTS', META, 'part') == 1
 """ + seen.LUA
 
-# ARGV: cap (--max-pages: seen never passes it; 0: none), fp...   Per fp: 1 added (new), 0
-# seen already, -1 refused (the cap).
+# ARGV: cap (--max-pages: seen never passes it; 0: none; a partition of several: what this
+# call may add, -1 nothing), fp...   Per fp: 1 added (new), 0 seen already, -1 refused (the cap).
 SEEN_ADD = SHEBANG + _SEEN + """
 local cap = tonumber(ARGV[1])
-local out = {}
+local out, taken = {}, 0
 for i = 2, #ARGV do
-  if cap > 0 and seen_count() >= cap then out[#out + 1] = -1 else out[#out + 1] = seen_add(ARGV[i]) end
+  local full = cap ~= 0 and ((PARTED and taken >= cap) or (not PARTED and seen_count() >= cap))
+  if full then out[#out + 1] = -1 else out[#out + 1] = seen_add(ARGV[i]) end
+  if out[#out] == 1 then taken = taken + 1 end
 end
 seen_flush()
 return out

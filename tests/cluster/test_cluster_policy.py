@@ -259,7 +259,7 @@ async def test_pop_gives_one_url_per_delay_as_take_does(lua) -> None:
     await lua.queue(NOW, "site", "http://site/a", "http://site/b", "http://site/c")
 
     async def pop(at: int) -> tuple[list[str], int]:
-        out, _delays, _status, _new, _queued, _seen, wake = await lua.run(lua.pop, at, 4, 60_000, PAGES)
+        out, _delays, _status, _new, _queued, _seen, wake, _taken = await lua.run(lua.pop, at, 4, 60_000, PAGES)
         return [m.decode().split('"')[1] for m in out], int(wake)
 
     steps = [(0, ["http://site/a"], 1000), (0, [], 1000), (999, [], 1), (1000, ["http://site/b"], 1000),
