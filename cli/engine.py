@@ -14,10 +14,8 @@ import redis
 
 from ..core.cluster import connect as cluster
 from ..core.cluster.combine import merge
-from ..core.cluster.frontier import RedisFrontier
 from ..core.cluster.keys import Keys, text
 from ..core.cluster.member import LIVE, Member
-from ..core.cluster.parted import PartedFrontier
 from ..core.cluster.records import StreamRecords
 from ..core.cluster.view import ClusterView
 from ..core.config import CrawlConfig
@@ -35,10 +33,10 @@ from .state_file import extra_sinks
 def engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) -> int:
     """This process as one engine of crawl NAME, with its TUI (the whole crawl's numbers,
     its processes panel) or headless."""
-    frontier = cluster.frontier(url, name, config, parts=cluster.partitions_in(url, name))
+    frontier = cluster.frontier(url, name, config)
     crawler = Crawler(config, frontier=frontier, sinks=[frontier.sink, *extra_sinks(args, config, (url, name))])
     reports = not getattr(args, "no_final_report", False)
-    member = member_of(crawler, frontier, reports)
+    member = Member(crawler, frontier, reports=reports)
     args.socket_base, args.name = name, None  # sockets NAME, NAME-2, ...: one per process here
 
     def end() -> str:
@@ -64,15 +62,6 @@ def engine(args: argparse.Namespace, url: str, name: str, config: CrawlConfig) -
         print(f"crawltop: Redis unreachable at exit: the URLs this process held go back on the "
               f"queue when their leases run out ({frontier.lease:g} s)", file=sys.stderr)
     return code
-
-
-def member_of(crawler: Crawler, frontier: RedisFrontier, reports: bool) -> Member:
-    """This process's Member: a crawl in several partitions beats and leaves in two steps."""
-    if isinstance(frontier, PartedFrontier):
-        from ..core.cluster.partmember import PartedMember
-
-        return PartedMember(crawler, frontier, reports=reports)
-    return Member(crawler, frontier, reports=reports)
 
 
 def _end_report(member: Member, url: str, name: str, reports: bool) -> str:

@@ -301,8 +301,11 @@ async def _running(r: aioredis.Redis, keys: Keys, meta: dict[str, str]) -> str:
 
 def default_partitions(r: aioredis.Redis) -> int:
     """One partition on one server (the layout and speed of a crawl without them); on a
-    Redis Cluster enough that every master holds a fair share of them (docs/scaling.md)."""
-    return DEFAULT_CLUSTER_PARTITIONS if isinstance(r, RedisCluster) else 1
+    Redis Cluster enough that every master holds a fair share of them (docs/scaling.md),
+    or CRAWLTOP_PARTITIONS (the tests run a one-node cluster with 16)."""
+    if not isinstance(r, RedisCluster):
+        return 1
+    return int(os.environ.get("CRAWLTOP_PARTITIONS") or 0) or DEFAULT_CLUSTER_PARTITIONS
 
 
 def partitions_in(url: str, name: str) -> int:
@@ -315,11 +318,12 @@ def partitions_in(url: str, name: str) -> int:
 
 
 def frontier(url: str, name: str, config: CrawlConfig, *, lease: float | None = None,
-             parts: int = 1) -> RedisFrontier:
+             parts: int | None = None) -> RedisFrontier:
     """A RedisFrontier on a fresh client (made in the loop that will use it); a crawl of
-    several partitions gets a PartedFrontier. The lease (how long a dead process's URLs
-    wait before they are fetched again) defaults to 15 s; CRAWLTOP_LEASE=SECONDS changes it
-    (the tests kill processes)."""
+    several partitions (`parts`, read from the crawl if not given) gets a PartedFrontier.
+    The lease (how long a dead process's URLs wait before they are fetched again) defaults
+    to 15 s; CRAWLTOP_LEASE=SECONDS changes it (the tests kill processes)."""
+    parts = partitions_in(url, name) if parts is None else parts
     lease = lease or float(os.environ.get("CRAWLTOP_LEASE") or 0) or None
     kwargs = {} if lease is None else {"lease": lease}
     if parts > 1:

@@ -28,11 +28,12 @@ from ..sockets.protocol import encode_snapshot, rings
 from ..steering.ignores import IgnoreResult, Ignores, IgnoreSetView, IgnoreView
 from ..steering.steer import SeedResult
 from ..surface import HasRoots, Parts
-from . import scripts
+from . import partmember, scripts
 from .bell import ring
 from .frontier import IGNORES, ROWS, RedisFrontier
 from .keys import decode_item, text
 from .link import OUTAGE, cancel_and_wait
+from .parted import PartedFrontier
 from .procs import ProcessInfo
 
 BEAT = 1.0  # seconds between heartbeats
@@ -191,6 +192,8 @@ class Member:
     async def _leave_call(self) -> list[Any]:
         """LEAVE: give back, deregister, and LIVE's answer (live, status, the report is ours)."""
         f, k = self.frontier, self.frontier.keys
+        if isinstance(f, PartedFrontier):
+            return await partmember.leave_call(self, f, int(LIVE * 1000), FINAL_TTL_MS)
         keys = f.std_keys(k.procs, k.beats, k.snap(f.proc), k.ctl_of(f.proc), k.left)
         final = f.std_args(int(LIVE * 1000), int(self.reports), self._published(self.engine.stats.snapshot()),
                            FINAL_TTL_MS)
@@ -236,6 +239,8 @@ class Member:
         """BEAT, one script call: (ctl, ctl:PROC, status, head, ignores, now, host rows, hosts,
         retired, over budget); the totals go to the frontier."""
         f, k = self.frontier, self.frontier.keys
+        if isinstance(f, PartedFrontier):
+            return await partmember.beat_call(self, f, info, snap, ROWS, SNAP_TTL_MS)
         keys = f.std_keys(k.procs, k.beats, k.snap(f.proc), k.ctl, k.ctl_of(f.proc), k.ignores)
         args = f.std_args(info.to_json(), self._published(snap), SNAP_TTL_MS, f.lease_ms, f._cursor, ROWS, *f.held())
         (ctl, mine, status, size, seen, _leased, _records, head, ignores, redis_now, cursor, rows, total, retired,

@@ -69,6 +69,7 @@ class PartedFrontier(RedisFrontier):
         self._grant = self.script(partscripts.GRANT)
         self._pbeat = self.script(partscripts.PBEAT)
         self._giveback = self.script(partscripts.GIVEBACK)
+        self.ctlbeat, self.depart = self.script(partscripts.CTLBEAT), self.script(partscripts.DEPART)
         self._turn, self._turn_end = self.script(scripts.TURN), self.script(scripts.TURN_END)
         self._row_part = 0  # the partition whose host rows the next beat reads
         self._row_cursor = 0

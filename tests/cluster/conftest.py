@@ -64,9 +64,13 @@ def cluster_url(request) -> str:
 
 
 @pytest.fixture(params=["server", "one", "six"])
-def shared_url(request) -> str:
-    """The core tests of a shared crawl run three times: on one redis-server, on a one-node
-    cluster and on a six-node cluster (a URL of any one node: crawltop finds the others)."""
+def shared_url(request, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The core tests of a shared crawl run three times: on one redis-server (one partition),
+    on a one-node cluster with 16 partitions and on a six-node cluster with the default (a
+    URL of any one node: crawltop finds the others). CRAWLTOP_PARTITIONS reaches the CLI's
+    child processes too."""
     if request.param == "server":
         return request.getfixturevalue("redis_server").url
+    if request.param == "one":
+        monkeypatch.setenv("CRAWLTOP_PARTITIONS", "16")
     return request.getfixturevalue(f"cluster_{request.param}").url
