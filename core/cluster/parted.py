@@ -12,8 +12,10 @@ so the scripts of scripts.py run unchanged on one partition's keys. What spans p
   processes), one after the other until the waiting workers have enough; each partition's
   bell wakes the lane when one of its hosts comes due;
 - nothing is finished until core/cluster/finish.py has read every partition empty twice;
-- --max-pages is taken in blocks from the control slot (partscripts.GRANT), so each call
-  may add at most this process's share to the seen set.
+- --max-pages is taken in blocks from the control slot (partscripts.GRANT): a call may add
+  at most what this process holds of it to the seen set; with it, the calls of a batch go
+  one after the other, so the crawl never passes N (and stops at most a block per process
+  short of it, a block held where no link is left to use it).
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ from .keys import Keys, decode_item, encode_item, partition_of, partitions, spli
 from .link import OUTAGE
 from .seen import fingerprint
 
-BLOCK = 64  # --max-pages taken from the control slot this many URLs at a time
+BLOCK = 64  # --max-pages taken from the control slot this many URLs at a time (N / 16 for a small N)
 SWEEP = 2.0  # every partition is asked again at least this often, bell or not
 FINISH_EVERY = 0.2  # seconds between two finish checks of an idle process
 
@@ -87,25 +89,41 @@ class PartedFrontier(RedisFrontier):
     def std_keys(self, *extra: str) -> list[str]:
         raise AssertionError("a partitioned crawl's scripts run on a partition's keys (pkeys)")
 
-    def std_args(self, *extra: Any, now_ms: int | None = None, share: int = 1) -> list[Any]:
+    def std_args(self, *extra: Any, now_ms: int | None = None) -> list[Any]:
         args = super().std_args(*extra, now_ms=now_ms)
-        args[10] = self._cap(share)
+        args[10] = self._cap()
         return args
 
-    def _cap(self, share: int = 1) -> int:
-        """MAXPAGES for one call of `share` sent together: 0 no limit, -1 nothing left."""
+    def _cap(self) -> int:
+        """MAXPAGES of a call: 0 no limit, -1 nothing left, else what this process holds."""
         if not self.max_pages:
             return 0
-        return max(1, self._allow // share) if self._allow > 0 else -1
+        return self._allow if self._allow > 0 else -1
 
     def _used(self, taken: int) -> None:
         self._allow = max(0, self._allow - taken)
 
     async def _top_up(self) -> None:
         """Take another block of --max-pages when this process's share runs low."""
-        if self.max_pages and self._allow < BLOCK // 2:
-            got = await self.link.call(lambda: self._grant([self.keys.meta], [self.max_pages, BLOCK]))
+        block = max(1, min(BLOCK, self.max_pages // 16))
+        if self.max_pages and self._allow < (block + 1) // 2:
+            got = await self.link.call(lambda: self._grant([self.keys.meta], [self.max_pages, block]))
             self._allow += int(got)
+
+    async def _each(self, calls: list[tuple[AsyncScript, list[str], Callable[[], list[Any]]]]) -> list[Any]:
+        """Run calls whose replies end with what they added to the seen set (ADD, DONE): in
+        one pipeline, or under --max-pages one after the other, each with what is left."""
+        if not self.max_pages:
+            built = [(script, keys, args()) for script, keys, args in calls]
+            return await self.link.call(partial(self._run, built))
+        out = []
+        for script, keys, args in calls:
+            await self._top_up()
+            one = [(script, keys, args())]
+            res = (await self.link.call(partial(self._run, one)))[0]
+            self._used(int(res[-1]))
+            out.append(res)
+        return out
 
     def _totals_of(self, p: int, size: Any, seen: Any) -> None:
         self._sizes[p], self._seens[p] = int(size), int(seen)
@@ -177,13 +195,10 @@ class PartedFrontier(RedisFrontier):
         pend, self._pend = self._pend, {}
         if not pend:
             return
-        await self._top_up()
-        calls: list[Call] = [(self._add, self.pkeys(p), self.std_args(*links, share=len(pend)))
-                             for p, links in pend.items()]
-        res = await self.link.call(lambda: self._run(calls))
-        for p, (_new, size, seen, taken) in zip(pend, res, strict=True):
+        res = await self._each([(self._add, self.pkeys(p), partial(self.std_args, *links))
+                                for p, links in pend.items()])
+        for p, (_new, size, seen, _taken) in zip(pend, res, strict=True):
             self._totals_of(p, size, seen)
-            self._used(int(taken))
 
     async def _send_adds(self, pending: list[bytes | str | int]) -> None:
         await self._send_pend()
@@ -245,16 +260,14 @@ class PartedFrontier(RedisFrontier):
                     await self._send_claimed()
                 if not parts:
                     continue
-                await self._top_up()
-                calls: list[Call] = []
+                calls = []
                 for p in parts:
                     ev = events_of.get(p, [])
                     calls.append((self._done, self.pkeys(p),
-                                  self.std_args(len(ev) // 6, *ev, *batch.get(p, []), share=len(parts))))
-                res = await self.link.call(partial(self._run, calls))
-                for p, (_accepted, _status, _rejected, queued, seen, taken) in zip(parts, res, strict=True):
+                                  partial(self.std_args, len(ev) // 6, *ev, *batch.get(p, []))))
+                res = await self._each(calls)
+                for p, (_accepted, _status, _rejected, queued, seen, _taken) in zip(parts, res, strict=True):
                     self._totals_of(p, queued, seen)
-                    self._used(int(taken))
             finally:
                 self._ops_gone += n
 
