@@ -17,6 +17,7 @@ from ..core.cluster.combine import merge
 from ..core.cluster.keys import Keys, text
 from ..core.cluster.member import LIVE, Member
 from ..core.cluster.records import StreamRecords
+from ..core.cluster.totals import totals_sync
 from ..core.cluster.view import ClusterView
 from ..core.config import CrawlConfig
 from ..core.crawler import Crawler
@@ -124,7 +125,8 @@ def whole_report(url: str, name: str, *, totals: Totals | None = None, wall: flo
             totals = Totals.of_records(StreamRecords(r, name))
         procs = sorted({text(p) for p in r.smembers(k.left)} | {text(p) for p in r.hkeys(k.procs)})
         snaps = _snapshots(r.mget([k.snap(p) for p in procs]) if procs else [])
-        queued = int(r.hget(k.count, "queued") or 0) + int(r.zcard(k.leases))
+        sums = totals_sync(r, name)  # every partition's
+        queued = sums["queued"] + sums["leased"]
         roots = [str(u) for u in json.loads(r.hget(k.meta, "roots") or b"[]")]
     finally:
         r.close()

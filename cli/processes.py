@@ -24,6 +24,7 @@ from ..core.cluster.connect import sync_client
 from ..core.cluster.keys import Keys, text
 from ..core.cluster.oneshot import start
 from ..core.cluster.server import RedisServer, die_with_parent
+from ..core.cluster.totals import read_parts_sync, totals_sync
 from ..core.config import CrawlConfig
 from ..core.monitor.sanitize import clean
 from ..core.sockets.rundir import state_dir
@@ -49,7 +50,8 @@ def supervise(args: argparse.Namespace, name: str, config: CrawlConfig, join: Ma
         server = RedisServer.start(state_dir() / "redis" / name)
         url = server.url
     try:
-        asyncio.run(start(url, name, config, expect_urls=getattr(args, "expect_urls", None)))
+        asyncio.run(start(url, name, config, expect_urls=getattr(args, "expect_urls", None),
+                          partitions=getattr(args, "partitions", None)))
         logs = state_dir() / "log"
         logs.mkdir(mode=0o700, parents=True, exist_ok=True)
         children = [child(join, url, name, config.concurrency, logs / f"{name}.p{i}.log", args.output, i,
@@ -257,6 +259,7 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hup else []))}
     started, sent, shown = time.monotonic(), 0.0, 0.0
     status, records = "?", 0
+    parts: list[Keys] | None = None  # the crawl's partitions (core/cluster/totals.py), read once
     try:
         while any(c.poll() is None for c in children):
             if stopping and not sent:
@@ -277,15 +280,17 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
                 continue
             shown = time.monotonic()
             try:
-                records = int(r.hget(keys.count, "records") or 0)
+                parts = parts if parts is not None else read_parts_sync(r, name)
+                counts = totals_sync(r, name, parts)
+                records = counts["records"]
                 print(f"[{time.monotonic() - started:7.1f}s] {name}: records {records:,} "
-                      f"queued {int(r.hget(keys.count, 'queued') or 0):,} "
-                      f"in flight {r.zcard(keys.leases):,} processes {r.hlen(keys.procs)}", file=sys.stderr, flush=True)
+                      f"queued {counts['queued']:,} in flight {counts['leased']:,} "
+                      f"processes {r.hlen(keys.procs)}", file=sys.stderr, flush=True)
             except redis.RedisError as exc:
                 print(f"crawltop: Redis: {clean(exc)}", file=sys.stderr, flush=True)
         with contextlib.suppress(redis.RedisError):
             status = text(r.hget(keys.meta, "status") or b"?")
-            records = int(r.hget(keys.count, "records") or 0)
+            records = totals_sync(r, name, parts)["records"]
     finally:
         for s, h in old.items():
             signal.signal(s, h)

@@ -263,6 +263,9 @@ def run_shared(args: argparse.Namespace) -> int:
                               "pages": snap.pages, "requisites": snap.requisites, "externals": snap.externals,
                               "queued": snap.queued, "seen": snap.seen,
                               "in_flight": snap.in_flight,
+                              # summed over the crawl's partitions, as the counts above
+                              "hosts": view.totals["hosts"], "hosts_retired": view.totals["retired"],
+                              "over_budget": view.totals["over"], "partitions": len(view.partitions or ()),
                               # --browser: the engines' Chromiums summed (each process's own below)
                               "browser": browser_numbers(snap.browser) or None, "processes": [
                                   {"proc": p.proc, **dataclasses.asdict(p.info), "lost": p.lost, "leases": p.leases,

@@ -11,32 +11,19 @@ have changed its counter. Then nothing can ever be added again, and the crawl is
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-import redis.asyncio as aioredis
-
-from .keys import Keys
+from collections.abc import Awaitable, Callable
 
 State = list[tuple[int, int, int]]  # per partition: queued, leased, changes
-
-
-async def one_pass(r: aioredis.Redis, parts: Sequence[Keys], empty: Any) -> State:
-    """Every partition's (queued, leased, changes), one pipeline (one round trip per node
-    on a cluster). `empty` is the registered EMPTY script (core/cluster/partscripts.py)."""
-    pipe = r.pipeline(transaction=False)
-    for k in parts:
-        pipe.evalsha(empty.sha, 2, k.count, k.leases)
-    return [(int(q), int(n), int(c)) for q, n, c in await pipe.execute()]
 
 
 def all_empty(state: State) -> bool:
     return all(q == 0 and n == 0 for q, n, _c in state)
 
 
-async def finished(r: aioredis.Redis, parts: Sequence[Keys], empty: Any) -> bool:
-    """Two passes: every partition empty in both, and no counter moved in between."""
-    first = await one_pass(r, parts, empty)
+async def finished(read: Callable[[], Awaitable[State]]) -> bool:
+    """Two passes of `read` (every partition's state, core/cluster/parted.py reads them in one
+    pipeline): every partition empty in both, and no counter moved in between."""
+    first = await read()
     if not all_empty(first):
         return False
-    return await one_pass(r, parts, empty) == first
+    return await read() == first

@@ -18,11 +18,12 @@ from .keys import Keys, text
 from .records import StreamRecords
 
 
-async def start(url: str, name: str, config: CrawlConfig, *, expect_urls: int | None = None) -> str:
+async def start(url: str, name: str, config: CrawlConfig, *, expect_urls: int | None = None,
+                partitions: int | None = None) -> str:
     """Create crawl NAME (or continue it with the same settings); its status."""
     r = cluster.client(url)
     try:
-        return (await cluster.start(r, url, name, config, expect_urls=expect_urls))[1]
+        return (await cluster.start(r, url, name, config, expect_urls=expect_urls, partitions=partitions))[1]
     finally:
         await r.aclose()
 

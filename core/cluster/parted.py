@@ -37,7 +37,7 @@ from ..queueing.frontier import Item
 from ..queueing.hosts import PAGES
 from . import partscripts, scripts
 from .bell import listen_all
-from .finish import State, all_empty
+from .finish import State, finished
 from .frontier import IGNORES, LEASE, LINK, MAX_DONE, MAX_DONE_ARGS, MAX_POP, MAX_SLEEP, RedisFrontier, _Lane, _op_size
 from .keys import Keys, decode_item, encode_item, partition_of, partitions, split_member
 from .link import OUTAGE
@@ -103,25 +103,40 @@ class PartedFrontier(RedisFrontier):
     def _used(self, taken: int) -> None:
         self._allow = max(0, self._allow - taken)
 
-    async def _top_up(self) -> None:
-        """Take another block of --max-pages when this process's share runs low."""
-        block = max(1, min(BLOCK, self.max_pages // 16))
-        if self.max_pages and self._allow < (block + 1) // 2:
-            got = await self.link.call(lambda: self._grant([self.keys.meta], [self.max_pages, block]))
+    @property
+    def _block(self) -> int:
+        return max(1, min(BLOCK, self.max_pages // 16))
+
+    async def _top_up(self, need: int = 1) -> None:
+        """Hold enough of --max-pages for a call that may add `need` URLs (what is left of
+        it, if less), taken from the control slot in blocks."""
+        want = max(need, (self._block + 1) // 2) - self._allow
+        if self.max_pages and want > 0:
+            ask = max(want, self._block)
+            got = await self.link.call(lambda: self._grant([self.keys.meta], [self.max_pages, ask]))
             self._allow += int(got)
 
-    async def _each(self, calls: list[tuple[AsyncScript, list[str], Callable[[], list[Any]]]]) -> list[Any]:
-        """Run calls whose replies end with what they added to the seen set (ADD, DONE): in
-        one pipeline, or under --max-pages one after the other, each with what is left."""
+    async def _give_back(self) -> None:
+        """Keep one block: what a call took for links already seen goes back for the others."""
+        extra = self._allow - self._block
+        if extra > 0:
+            await self.link.call(lambda: self._grant([self.keys.meta], [self.max_pages, -extra]))
+            self._allow -= extra
+
+    async def _each(self, calls: Sequence[tuple[AsyncScript, list[str], Callable[[], list[Any]], int]]) -> list[Any]:
+        """Run calls whose replies end with what they added to the seen set (ADD, DONE), each
+        with the links it carries: in one pipeline, or under --max-pages one after the
+        other, each holding enough of what is left for its links."""
         if not self.max_pages:
-            built = [(script, keys, args()) for script, keys, args in calls]
+            built = [(script, keys, args()) for script, keys, args, _need in calls]
             return await self.link.call(partial(self._run, built))
         out = []
-        for script, keys, args in calls:
-            await self._top_up()
+        for script, keys, args, need in calls:
+            await self._top_up(need)
             one = [(script, keys, args())]
             res = (await self.link.call(partial(self._run, one)))[0]
             self._used(int(res[-1]))
+            await self._give_back()
             out.append(res)
         return out
 
@@ -195,7 +210,7 @@ class PartedFrontier(RedisFrontier):
         pend, self._pend = self._pend, {}
         if not pend:
             return
-        res = await self._each([(self._add, self.pkeys(p), partial(self.std_args, *links))
+        res = await self._each([(self._add, self.pkeys(p), partial(self.std_args, *links), len(links) // LINK)
                                 for p, links in pend.items()])
         for p, (_new, size, seen, _taken) in zip(pend, res, strict=True):
             self._totals_of(p, size, seen)
@@ -240,11 +255,13 @@ class PartedFrontier(RedisFrontier):
         while self._ops or self.hosts.events or self._claimed or self._pend:
             batch: dict[int, list[Any]] = {}
             events_of: dict[int, list[str | int]] = {}
+            links_of: dict[int, int] = {}
             n = size = 0
             while self._ops and n < MAX_DONE and size < MAX_DONE_ARGS:
                 op, p = self._ops.popleft(), self._part_ops.popleft()
                 member, url, record, back, after, err, links = op
                 batch.setdefault(p, []).extend((member, url, record, back, after, err, len(links) // LINK, *links))
+                links_of[p] = links_of.get(p, 0) + len(links) // LINK
                 n += 1
                 size += _op_size(op)
             self._ops_args -= size
@@ -264,7 +281,7 @@ class PartedFrontier(RedisFrontier):
                 for p in parts:
                     ev = events_of.get(p, [])
                     calls.append((self._done, self.pkeys(p),
-                                  partial(self.std_args, len(ev) // 6, *ev, *batch.get(p, []))))
+                                  partial(self.std_args, len(ev) // 6, *ev, *batch.get(p, [])), links_of.get(p, 0)))
                 res = await self._each(calls)
                 for p, (_accepted, _status, _rejected, queued, seen, _taken) in zip(parts, res, strict=True):
                     self._totals_of(p, queued, seen)
@@ -408,8 +425,7 @@ class PartedFrontier(RedisFrontier):
             return
         self._checked = now
         await self._send_pend()
-        first = await self._pass()
-        if not all_empty(first) or await self._pass() != first:
+        if not await finished(self._pass):
             return
         status = await self.link.call(lambda: self._finish([self.keys.meta], []))
         self._status(status)

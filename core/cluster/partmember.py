@@ -8,14 +8,20 @@ of partitions.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..monitor.stats import Snapshot
 from .parted import PartedFrontier
 from .procs import ProcessInfo
 
-if TYPE_CHECKING:
-    from .member import Member
+
+class Member(Protocol):
+    """What these steps use of core/cluster/member.py's Member (not imported: it imports us)."""
+
+    reports: bool
+    engine: Any
+
+    def _published(self, snap: Snapshot) -> str: ...
 
 
 async def beat_call(m: Member, f: PartedFrontier, info: ProcessInfo, snap: Snapshot, rows: int,

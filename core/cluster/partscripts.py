@@ -85,9 +85,14 @@ return live_or_claim(KEYS[2], KEYS[6], proc, tonumber(ARGV[2]), ARGV[3])
 """
 
 # KEYS: meta (control)   ARGV: max_pages block
-# A block of --max-pages for one process: what is left of it, at most `block`.
+# A block of --max-pages for one process: what is left of it, at most `block`; a negative
+# block is given back.
 GRANT = SHEBANG + """
 local max, block = tonumber(ARGV[1]), tonumber(ARGV[2])
+if block < 0 then
+  redis.call('HINCRBY', KEYS[1], 'granted', block)
+  return block
+end
 local got = math.max(0, math.min(block, max - (tonumber(redis.call('HGET', KEYS[1], 'granted')) or 0)))
 if got > 0 then redis.call('HINCRBY', KEYS[1], 'granted', got) end
 return got

@@ -30,6 +30,7 @@ from .link import OUTAGE, Link, cancel_and_wait
 from .member import Member
 from .nodes import EVERY, NodeRow, down_nodes, read_nodes
 from .procs import ProcessInfo, ProcessRow
+from .totals import TOTALS, ask, keys_of, summed
 
 POLL = 0.5  # seconds between reads of the crawl
 
@@ -111,6 +112,8 @@ class ClusterView:
         self._final: dict[str, Snapshot] = {}  # each gone process's final one (Keys.left)
         self._tried: set[str] = set()
         self._totals = (0, 0, 0)  # queued, seen, in flight
+        self.totals: dict[str, int] = dict.fromkeys(TOTALS, 0)  # summed over the partitions (core/cluster/totals.py)
+        self.partitions: list[Keys] | None = None  # the crawl's, from its control meta at the first read
         self._detached = asyncio.Event()
         self._paused = False
         self._concurrency = 0
@@ -283,18 +286,21 @@ class ClusterView:
 
     async def read(self) -> None:
         """One pipelined read of the whole crawl (and one more for the leases of lost
-        processes, usually none)."""
+        processes, usually none). Its counts, leases and hosts are summed over the crawl's
+        partitions (core/cluster/totals.py): the first read also asks how many there are,
+        and with more than one reads their totals once more, then knows where they are."""
         k = self.keys
+        first = self.partitions is None
+        parts = self.partitions or [k]
         pipe = self.redis.pipeline(transaction=False)
         pipe.eval(scripts.CLOCK, 1, k.meta)  # TIME has no key: a cluster's pipeline takes it only so
         pipe.hget(k.meta, "status")
         pipe.hgetall(k.procs)
         pipe.hgetall(k.beats)
-        pipe.hget(k.count, "queued")
-        pipe.hget(k.count, "seen")
-        pipe.zcard(k.leases)
-        pipe.hget(k.count, "records")
         pipe.smembers(k.left)
+        if first:
+            pipe.hget(k.meta, "parts")
+        ask(pipe, parts)
         loop = asyncio.get_running_loop()
         # The nodes at most once a second, in a task of their own that this round never waits
         # for: one master that hangs would hold up every row of the crawl. It never raises (a
@@ -304,25 +310,37 @@ class ClusterView:
             self._nodes = asyncio.ensure_future(read_nodes(self.redis, k.meta))
             self._nodes.add_done_callback(self._nodes_read)
         try:
-            now_t, status, procs, beats, queued, seen, leased, records, left = await self.link.once(pipe.execute())
+            replies = await self.link.once(pipe.execute())
+            now_t, status, procs, beats, left = replies[:5]
+            counted = replies[6:] if first else replies[5:]
+            if first:
+                parts = keys_of(self.name, replies[5])
+                if len(parts) > 1:  # the first read asked the control prefix: ask the partitions
+                    pipe = self.redis.pipeline(transaction=False)
+                    ask(pipe, parts)
+                    counted = await self.link.once(pipe.execute())
+                self.partitions = parts
         finally:  # the first round (a one-shot `ctl status`, an outage at start) waits for them
             if self._nodes is not None and not self._read_once:
                 await asyncio.wait((self._nodes,))
             self._read_once = True
-        self.records = int(records or 0)  # every record of the crawl in Redis, from all processes
+        totals = summed(counted)
+        self.records = totals["records"]  # every record of the crawl in Redis, from all processes
         now = int(now_t[0]) * 1000 + int(now_t[1]) // 1000
         own = self.local.engine.frontier.proc if self.local is not None else None
         ids = sorted(p.decode() for p in procs)
+        each = 1 + len(parts)  # per process: its snapshot, then what it holds in each partition
         pipe = self.redis.pipeline(transaction=False)
         for proc in ids:
             pipe.get(k.snap(proc))
-            pipe.smembers(k.held(proc))
+            for part in parts:
+                pipe.smembers(part.held(proc))
         # each one's final snapshot, read once (one still in `ids` left just now: next time)
         gone = sorted(p for p in (x.decode() for x in left) if p not in self._tried and p != own and p not in ids)
         for proc in gone:
             pipe.get(k.snap(proc))
         got = await self.link.once(pipe.execute()) if ids or gone else []
-        for proc, raw_final in zip(gone, got[2 * len(ids):], strict=True):
+        for proc, raw_final in zip(gone, got[each * len(ids):], strict=True):
             self._tried.add(proc)  # once: a final snapshot that expired is not asked for again
             if raw_final is not None:
                 self._final[proc] = _retired(SnapshotDecoder().decode(json.loads(raw_final)))
@@ -330,14 +348,15 @@ class ClusterView:
         others: list[Snapshot] = []
         problem = ""
         for i, proc in enumerate(ids):
-            raw_snap, held = got[2 * i], got[2 * i + 1]
+            raw_snap, helds = got[each * i], got[each * i + 1:each * (i + 1)]
             age = (now - int(beats.get(proc.encode(), 0) or 0)) / 1000
             lost = age > self.lease
             expires = None
-            if held and lost:  # a live process renews its leases; a lost one's run out
-                scores = [s for s in await self.link.once(self.redis.zmscore(k.leases, list(held))) if s is not None]
-                expires = (min(scores) - now) / 1000 if scores else None
-            rows.append(ProcessRow(proc, ProcessInfo.from_json(procs[proc.encode()]), age, lost, len(held), expires))
+            if lost and any(helds):  # a live process renews its leases; a lost one's run out
+                expires = await self._expires([(part, held) for part, held in zip(parts, helds, strict=True) if held],
+                                              now)
+            rows.append(ProcessRow(proc, ProcessInfo.from_json(procs[proc.encode()]), age, lost,
+                                   sum(len(held) for held in helds), expires))
             if raw_snap is not None and proc != own and not lost:
                 try:  # one unreadable snapshot costs its process's numbers, not the whole read
                     snap = self._decoders.setdefault(proc, SnapshotDecoder()).decode(json.loads(raw_snap))
@@ -355,13 +374,23 @@ class ClusterView:
         others += [_retired(snap) for proc, snap in self._last.items() if proc not in live and proc not in self._final]
         self.rows, self._others = rows, others
         self.status = status.decode() if status else "running"
-        self._totals = (int(queued or 0), int(seen or 0), int(leased))
+        self._totals = (totals["queued"], totals["seen"], totals["leased"])
+        self.totals = totals
         if self.local is None:
             running = [r for r in rows if not r.lost]
             self._paused = bool(running) and all(r.info.state == "PAUSED" for r in running)
             self._concurrency = max((r.info.workers for r in running), default=self._concurrency)
         self.problem = problem
         self.stats.snap = self.merged(self.local.stats.snapshot() if self.local is not None else None)
+
+    async def _expires(self, held: list[tuple[Keys, set[Any]]], now: int) -> float | None:
+        """When the first of a lost process's leases runs out (seconds from `now`), from each
+        partition where it holds some; None if none is left."""
+        pipe = self.redis.pipeline(transaction=False)
+        for part, members in held:
+            pipe.zmscore(part.leases, list(members))
+        scores = [s for got in await self.link.once(pipe.execute()) for s in got if s is not None]
+        return (min(scores) - now) / 1000 if scores else None
 
 
 def browsers(snaps: list[Snapshot]) -> BrowserView | None:

@@ -1,7 +1,8 @@
 """Crawls shared through Redis as the dashboard shows them (`crawltop --redis URL`).
 
 One pipelined read per crawl and tick, of small hashes only: its meta (status, roots), its
-processes' heartbeat rows (pages, rate, workers, state), its counts and controls. The
+processes' heartbeat rows (pages, rate, workers, state), its counts (summed over its
+partitions, core/cluster/totals.py: the first read learns how many there are) and controls. The
 outcome counts live in each process's snapshot (`snap:PROC`, a full snapshot): those are
 read every OUTCOMES_EVERY seconds, not per frame. Chromium's numbers (--browser) ride in
 the heartbeat rows, so they are summed per tick. Gone processes' pages are not in the
@@ -18,7 +19,8 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from ..cluster.commands import command
-from ..cluster.keys import Keys, text
+from ..cluster.keys import Keys, partitions, parts_of, text
+from ..cluster.totals import ask, summed
 from ..monitor.summary import SPARK, Summary
 from ..outcomes import OUTCOMES
 
@@ -32,6 +34,7 @@ class RedisCrawl:
     def __init__(self, name: str) -> None:
         self.name = name
         self.keys = Keys(name)
+        self.partitions: list[Keys] | None = None  # from its meta at the first read (fixed at creation)
         self.status = "running"  # running | finished | stopped
         self.root = ""
         self.started = 0.0
@@ -45,13 +48,22 @@ class RedisCrawl:
 
     async def read(self, r: aioredis.Redis, now: float) -> None:
         k = self.keys
+        first = self.partitions is None
         pipe = r.pipeline(transaction=False)
         pipe.hgetall(k.meta)
         pipe.hgetall(k.procs)
-        pipe.hgetall(k.count)
         pipe.hgetall(k.ctl)
-        meta, procs, count, ctl = await pipe.execute()
+        ask(pipe, self.partitions or [k])
+        meta, procs, ctl, *counted = await pipe.execute()
         meta = {text(a): text(b) for a, b in meta.items()}
+        if first:
+            parts = partitions(self.name, parts_of(meta))
+            if len(parts) > 1:  # the first read asked the control prefix: ask the partitions
+                pipe = r.pipeline(transaction=False)
+                ask(pipe, parts)
+                counted = await pipe.execute()
+            self.partitions = parts
+        count = summed(counted)
         infos = [json.loads(v) for v in procs.values()]
         self.status = meta.get("status", "running")
         roots = json.loads(meta.get("roots") or "[]")
@@ -75,7 +87,7 @@ class RedisCrawl:
         pages = sum(int(i.get("pages", 0)) for i in infos)
         self.summary = Summary(
             state=state, elapsed=max(0.0, time.time() - self.started) if self.started else 0.0, pages=pages,
-            records=int(text(count.get(b"records", b"0"))), queued=int(text(count.get(b"queued", b"0"))), seen=0,
+            records=count["records"], queued=count["queued"], seen=0,
             rate_now=rate, rate_avg=0.0,
             concurrency=int(ctl.get("concurrency") or sum(int(i.get("workers", 0)) for i in infos)),
             outcomes=dict(counts) or dict.fromkeys(OUTCOMES, 0), fetched_classes=dict(classes),
@@ -119,8 +131,9 @@ async def names(r: aioredis.Redis) -> list[str]:
     """Every crawl in this Redis (a SCAN for their meta keys)."""
     out = set()
     async for key in r.scan_iter(match="crawltop:{*}:meta", count=500):
-        k = text(key)
-        out.add(k[len("crawltop:{"):-len("}:meta")])
+        k = text(key)[len("crawltop:{"):-len("}:meta")]
+        if ":" not in k:  # a partition's own meta (`{NAME:K}`): its crawl is listed by its control meta
+            out.add(k)
     return sorted(out)
 
 

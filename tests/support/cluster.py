@@ -8,11 +8,13 @@ import subprocess
 import sys
 
 import redis
+import redis.asyncio as aioredis
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.cluster import connect as cluster
-from crawltop.core.cluster.keys import Keys
+from crawltop.core.cluster.keys import Keys, partition_of
 from crawltop.core.cluster.member import Member
+from crawltop.core.cluster.totals import read_parts, read_parts_sync, totals_sync
 from support.sites import page, redirect, slow
 
 CLI = [sys.executable, "-m", "crawltop.cli"]
@@ -28,13 +30,35 @@ def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 
 
 def records_of(r: redis.Redis, name: str) -> int:
-    return int(r.hget(Keys(name).count, "records") or 0)
+    """The crawl's records count, summed over its partitions (one, or meta's `parts`)."""
+    return totals_sync(r, name)["records"]
+
+
+def stream_entries(r: redis.Redis, name: str) -> list[dict[bytes, bytes]]:
+    """Every entry's fields in the crawl's record streams: each partition's, in its order."""
+    return [fields for k in read_parts_sync(r, name) for _id, fields in r.xrange(k.rec)]
+
+
+async def stream_entries_async(r: aioredis.Redis, name: str) -> list[dict[bytes, bytes]]:
+    """stream_entries for an asyncio client."""
+    return [fields for k in await read_parts(r, name) for _id, fields in await r.xrange(k.rec)]
+
+
+def host_part(parts: list[Keys], host_key: str) -> Keys:
+    """The keys of the partition holding a host's queue and state (hq:, h:), among `parts`
+    (read_parts): with one partition, the crawl's own keys."""
+    return parts[partition_of(host_key, len(parts))]
+
+
+async def host_keys(r: aioredis.Redis, name: str, host_key: str) -> Keys:
+    """host_part of crawl NAME, its partitions read from its meta."""
+    return host_part(await read_parts(r, name), host_key)
 
 
 def recorded_by(r: redis.Redis, name: str) -> dict[str, int]:
-    """proc -> records it wrote, from the stream (each entry says who wrote it)."""
+    """proc -> records it wrote, from the streams (each entry says who wrote it)."""
     out: dict[str, int] = {}
-    for _id, fields in r.xrange(Keys(name).rec):
+    for fields in stream_entries(r, name):
         proc = fields[b"proc"].decode()
         out[proc] = out.get(proc, 0) + 1
     return out
@@ -52,15 +76,20 @@ def tree(n: int = 40) -> dict:
     return routes
 
 
-async def engines(url: str, name: str, config: CrawlConfig, n: int) -> list[Member]:
-    """Crawl NAME created in Redis and n engines on it (in this loop; not started)."""
+async def engines(url: str, name: str, config: CrawlConfig, n: int, *,
+                  partitions: int | None = None) -> list[Member]:
+    """Crawl NAME created in Redis and n engines on it (in this loop; not started), as
+    `crawl`/`join` make them: its partitions (`partitions`, else the default: one on one
+    server, several on a Redis Cluster) as its meta says (a Member beats either way)."""
     r = cluster.client(url)
-    await cluster.start(r, url, name, config)
+    await cluster.start(r, url, name, config, partitions=partitions)
     await r.aclose()
+    parts = cluster.partitions_in(url, name)
     members = []
     for _ in range(n):
-        f = cluster.frontier(url, name, config)
-        members.append(Member(Crawler(config, frontier=f, sinks=[f.sink]), f))
+        f = cluster.frontier(url, name, config, parts=parts)
+        crawler = Crawler(config, frontier=f, sinks=[f.sink])
+        members.append(Member(crawler, f))
     return members
 
 

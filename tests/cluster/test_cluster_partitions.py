@@ -1,0 +1,242 @@
+"""A crawl in partitions (core/cluster/parted.py): spread over a cluster's masters by site,
+never finished early whatever the order of link adds, DONEs and finish checks, --max-pages
+exact across engines, bad --partitions refused in one line."""
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+
+import pytest
+from support.cluster import engines, run, stream_entries, sync_redis, unique
+from support.sites import page
+
+from crawltop.core import CrawlConfig
+from crawltop.core.cluster import connect as cluster
+from crawltop.core.cluster.finish import finished
+from crawltop.core.cluster.keys import Keys, encode_item, partition_of
+from crawltop.core.cluster.parted import PartedFrontier
+from crawltop.core.cluster.seen import fingerprint
+from crawltop.core.output.records import Record
+from crawltop.core.queueing.frontier import Item
+
+pytestmark = [pytest.mark.redis, pytest.mark.timeout(180)]
+
+HOSTS = 120  # loopback addresses, each its own site (and registered domain)
+
+
+def address(i: int) -> str:
+    return f"127.1.{i // 250}.{i % 250 + 1}"
+
+
+@pytest.mark.parametrize("cluster_url", ["six"], indirect=True)
+async def test_a_many_site_crawl_spreads_its_keys_over_every_master(serve, cluster_url: str) -> None:
+    sites = [await serve({"/": page("/a", "/b"), "/a": page("/b"), "/b": page("/")}, address(i))
+             for i in range(HOSTS)]
+    roots = tuple(s.url + "/" for s in sites)
+    name = "spread"  # fixed: its partitions' slots, so their masters, are the same every run
+    members = await engines(cluster_url, name, CrawlConfig(roots=roots, concurrency=16, max_tries=1), 2)
+    await asyncio.gather(*(m.crawl() for m in members))
+    r = sync_redis(cluster_url)
+    entries = stream_entries(r, name)
+    urls = [e[b"url"].decode() for e in entries]
+    assert len(urls) == len(set(urls)) == 3 * HOSTS
+    assert set(urls) == {f"{s.url}/{p}" for s in sites for p in ("", "a", "b")}
+    meta = r.hgetall(Keys(name).meta)
+    parts = int(meta[b"parts"])
+    assert parts == 64  # a cluster's default
+    used = {partition_of(s.url.removeprefix("http://"), parts) for s in sites}
+    assert len(used) > parts / 2  # the sites fill most partitions
+    rc = cluster.sync_client(cluster_url)
+    shares = []
+    for node in rc.get_primaries():
+        client = rc.get_redis_connection(node)
+        shares.append(sum(1 for _ in client.scan_iter(match="crawltop:{spread:*", count=1000)))
+    total = sum(shares)
+    assert total > 5 * HOSTS  # host state, queues' traces, seen buckets, counts, streams
+    assert all(0.20 <= s / total <= 0.45 for s in shares), shares
+    assert len(shares) == 3
+
+
+@pytest.mark.parametrize("shared_url", ["server", "one"], indirect=True)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_random_interleavings_never_finish_early(shared_url: str, seed: int) -> None:
+    """Three processes take URLs, finish them with links to every partition, and check for
+    the end, in a random order, their calls overlapping. Whenever a check says finished,
+    nothing may be left: every URL added was finished, none is queued or leased."""
+    rnd = random.Random(seed)
+    name, base = unique("mix"), "http://h{}.test/p/{}"
+    config = CrawlConfig(roots=(base.format(0, 0),))
+    r = cluster.client(shared_url)
+    await cluster.start(r, shared_url, name, config, partitions=5)
+    await r.aclose()
+    procs = [cluster.frontier(shared_url, name, config) for _ in range(3)]
+    assert all(isinstance(f, PartedFrontier) for f in procs)
+    added: set[str] = {config.roots[0]}
+    finished: set[str] = set()
+    procs[0].add(Item(config.roots[0], 10, 0))
+    await procs[0].flush()
+    budget = 120  # URLs the crawl may grow to
+
+    async def work(f: PartedFrontier) -> None:
+        nonlocal budget
+        while not f.finished.is_set():
+            try:
+                async with asyncio.timeout(0.3):
+                    item = await f.pop()
+            except TimeoutError:
+                continue
+            await asyncio.sleep(rnd.random() * 0.01)
+            for _ in range(rnd.randint(0, 4) if budget > 0 else 0):
+                url = base.format(rnd.randint(0, 30), rnd.randint(0, 5))
+                if f.add(Item(url, 10, item.depth + 1)):
+                    added.add(url)
+                    budget -= 1
+            f.sink.write(Record(url=item.url, status=200))
+            f.done(item)
+            finished.add(item.url)
+
+    async def check(f: PartedFrontier) -> None:
+        while not f.finished.is_set():
+            await asyncio.sleep(rnd.random() * 0.005)
+            f._checked = 0.0
+            await f._finish_check()
+            if f.finished.is_set():
+                # the end, as one process saw it: every URL added anywhere was finished
+                assert added <= finished, added - finished
+
+    await asyncio.wait_for(asyncio.gather(*(work(f) for f in procs), check(procs[2])), 120)
+    assert added == finished
+    shared = stream_entries(sync_redis(shared_url), name)
+    assert sorted(e[b"url"].decode() for e in shared) == sorted(finished)  # each once
+    for f in procs:
+        await f.close()
+
+
+@pytest.mark.parametrize("shared_url", ["server", "one"], indirect=True)
+async def test_max_pages_holds_across_engines_and_partitions(serve, shared_url: str) -> None:
+    routes = {"/": page(*[f"/p{i}" for i in range(200)])}
+    routes.update({f"/p{i}": page(f"/p{(i * 7) % 200}", f"/q{i}") for i in range(200)})
+    routes.update({f"/q{i}": page() for i in range(200)})
+    site = await serve(routes)
+    name = unique("cap")
+    config = CrawlConfig(roots=(site.url,), max_pages=90, concurrency=4)
+    members = await engines(shared_url, name, config, 2, partitions=8)
+    await asyncio.gather(*(m.crawl() for m in members))
+    urls = [e[b"url"].decode() for e in stream_entries(sync_redis(shared_url), name)]
+    assert len(urls) == len(set(urls))
+    assert 90 - 2 * 6 <= len(urls) <= 90  # never past it; short by at most a block (90 // 16) per engine
+
+
+def test_bad_partitions_are_refused_in_one_line(redis_url: str) -> None:
+    root = "http://127.0.0.1:9/"
+    for args, says in [(["--partitions", "0"], "--partitions"),
+                       (["--partitions", "x"], "--partitions"),
+                       (["--partitions", "20000"], "--partitions")]:
+        done = run("crawl", root, "--redis", redis_url, "--name", "bad", "--headless", *args)
+        assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
+    done = run("crawl", root, "--partitions", "4", "--headless")
+    assert done.returncode == 2 and "--partitions splits a crawl in Redis" in done.stderr
+    name = unique("fixed")
+    r = sync_redis(redis_url)
+    made = run("crawl", root, "--redis", redis_url, "--name", name, "--partitions", "4", "--headless",
+               "--max-tries", "1", "--timeout", "1")
+    assert made.returncode in (0, 1), made.stderr
+    assert r.hget(Keys(name).meta, "parts") == b"4"
+    again = run("crawl", root, "--redis", redis_url, "--name", name, "--partitions", "8", "--headless",
+                "--max-tries", "1", "--timeout", "1")
+    assert again.returncode == 2
+    assert f"crawl {name!r} exists in Redis with --partitions 4, not 8" in again.stderr
+    assert len(again.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("shared_url", ["server"], indirect=True)
+async def test_every_order_of_reads_adds_and_dones_finishes_only_at_the_end(shared_url: str) -> None:
+    """The finish check against the scripts, one Redis call at a time: two processes pop a
+    URL, add its links to other partitions, then DONE it with its own partition's links; a
+    checker reads the partitions one by one (core/cluster/finish.py's two passes). A random
+    scheduler picks who makes the next call, for many schedules. Whenever the checker says
+    finished, every URL added was done; once all is done, it says so."""
+    for seed in range(40):
+        await one_schedule(shared_url, seed)
+
+
+async def one_schedule(url: str, seed: int) -> None:
+    """One random schedule of the test above."""
+    parts = 3
+    rnd = random.Random(seed)
+    name = unique("order")
+    config = CrawlConfig(roots=("http://h0.test/",))
+    r = cluster.client(url)
+    await cluster.start(r, url, name, config, partitions=parts)
+    f = cluster.frontier(url, name, config)
+    assert isinstance(f, PartedFrontier)
+    added, done, held, grown = set(), set(), set(), [0]
+
+    def link(u: str) -> tuple[int, list]:
+        host = u.split("/")[2]
+        return f.part_of(host), [fingerprint(u), host, 0, encode_item(Item(u, 10, 0))]
+
+    async def call(script, p: int, *args) -> list:
+        return await script(f.pkeys(p), f.std_args(*args))
+
+    p0, root = link(config.roots[0])
+    await call(f._add, p0, *root)
+    added.add(config.roots[0])
+
+    async def worker(turn: asyncio.Queue[None]) -> None:
+        while True:
+            await turn.get()
+            queued = [q for q in range(parts) if any(link(u)[0] == q for u in added - done - held)]
+            p = rnd.choice(queued or range(parts))
+            out = (await call(f._pop, p, 1, 60_000, 0))[0]
+            if not out:
+                continue
+            member = out[0].decode()
+            url = json.loads(member.split(" ", 1)[1])[0]
+            held.add(url)
+            mine, others = [], {}
+            # mostly one link, mostly to another partition: one URL outstanding at a
+            # time, the moment a check that reads partitions one by one could misread
+            for _ in range(rnd.choice((0, 1, 1, 1, 2)) if grown[0] < 40 else 0):
+                new = f"http://h{rnd.randrange(9)}.test/{grown[0]}"
+                q, args = link(new)
+                if new not in added:
+                    grown[0] += 1
+                added.add(new)
+                (mine if q == p else others.setdefault(q, [])).extend(args)
+            for q, args in others.items():  # links to other partitions first, a call each
+                await turn.get()
+                await call(f._add, q, *args)
+            await turn.get()
+            await call(f._done, p, 0, member, url, json.dumps({"url": url}), "", 0, 0, len(mine) // 4, *mine)
+            done.add(url)
+
+    async def checker(turn: asyncio.Queue[None]) -> bool:
+        async def read() -> list[tuple[int, int, int]]:
+            state = []
+            for k in f.parts:  # one partition a turn: the others move in between
+                await turn.get()
+                q, n, c = await f._empty([k.count, k.leases], [])
+                state.append((int(q), int(n), int(c)))
+            return state
+        while True:
+            if await finished(read):
+                assert added == done, (seed, added - done)
+                return True
+
+    turns = [asyncio.Queue(), asyncio.Queue(), asyncio.Queue()]
+    tasks = [asyncio.ensure_future(worker(turns[0])), asyncio.ensure_future(worker(turns[1])),
+             asyncio.ensure_future(checker(turns[2]))]
+    steps = 0
+    while not tasks[2].done() and steps < 20_000:
+        turns[rnd.randrange(3)].put_nowait(None)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0.0002)  # the chosen one's call lands before the next pick
+        steps += 1
+    for t in tasks[:2]:
+        t.cancel()
+    assert tasks[2].done() and tasks[2].result() is True, f"seed {seed}: never finished ({len(done)} done)"
+    assert added == done
+    await f.close()
+    await r.aclose()
