@@ -26,9 +26,10 @@ import zlib
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError, RedisClusterException, RedisError
 
@@ -168,7 +169,15 @@ class PartedFrontier(RedisFrontier):
         for x in results:
             if isinstance(x, Exception):
                 raise x
+        self.link.round_trips += self._nodes(calls) - 1  # the link counted one: a pipeline is one per node
         return results
+
+    def _nodes(self, calls: list[Call]) -> int:
+        """How many nodes a pipeline of these calls went to (one server: one)."""
+        if not self.cluster:
+            return 1
+        rc = cast(RedisCluster, self.redis)
+        return len({getattr(rc.get_node_from_key(keys[0]), "name", None) for _s, keys, _a in calls}) or 1
 
     async def _pipe(self, calls: list[Call]) -> list[Any]:
         pipe = self.redis.pipeline(transaction=False)
