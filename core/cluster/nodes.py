@@ -1,5 +1,6 @@
 """The Redis nodes under a shared crawl, as a monitor shows them: on a Redis Cluster, each
-master's address, keys and memory, and which one serves this crawl's slot (its partition).
+master's address, keys and memory, and how many of this crawl's partitions it serves (the
+slot of each partition's hash tag: one for a crawl of one partition).
 
 A failed master is an outage of the partitions it serves only (docs/scaling.md,
 "Failures"): the rows say which node that is, so an operator knows what to bring back, and
@@ -26,38 +27,39 @@ class NodeRow:
     address: str  # HOST:PORT, as the cluster names it
     keys: int | None  # DBSIZE (the keyspace's db0 keys); None when it did not answer
     memory: int | None  # INFO memory used_memory, bytes; None when it did not answer
-    crawl: bool  # it serves this crawl's slot: the crawl waits while it is down
+    crawl: int  # this crawl's partitions it serves: they wait while it is down
     up: bool  # it answered the last read
+    parts: int = 1  # the crawl's partitions in all
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-async def read_nodes(client: aioredis.Redis, key: str) -> list[NodeRow]:
-    """Every master of a cluster client, in address order (`key`: any key of the crawl, whose
-    slot says which master holds the crawl); [] for a plain Redis (one server: the status
-    line says all there is). Never raises: a node that fails is a row marked down."""
+async def read_nodes(client: aioredis.Redis, keys: list[str]) -> list[NodeRow]:
+    """Every master of a cluster client, in address order (`keys`: a key of each partition of
+    the crawl, whose slots say which masters hold it); [] for a plain Redis (one server: the
+    status line says all there is). Never raises: a node that fails is a row marked down."""
     if not isinstance(client, RedisCluster):
         return []
     rc = client
     try:
         primaries = sorted(rc.get_primaries(), key=lambda n: n.name)
-        holder = rc.get_node_from_key(key)
+        holders = [getattr(rc.get_node_from_key(key), "name", None) for key in keys]
     except (RedisError, RedisClusterException, AttributeError, IndexError):  # its slots not read yet
         return []
 
     async def one(node: Any) -> NodeRow:
-        mine = holder is not None and node.name == holder.name
+        mine = holders.count(node.name)
         try:
             async with asyncio.timeout(ASK_TIMEOUT):
                 info = await rc.info("memory", "keyspace", target_nodes=node)
         except (RedisError, RedisClusterException, OSError, TimeoutError):
             info = await _alone(node)
         if info is None:
-            return NodeRow(node.name, None, None, mine, False)
+            return NodeRow(node.name, None, None, mine, False, len(keys))
         db0 = info.get("db0")
-        keys = int(db0.get("keys", 0)) if isinstance(db0, dict) else 0
-        return NodeRow(node.name, keys, int(info.get("used_memory", 0)), mine, True)
+        count = int(db0.get("keys", 0)) if isinstance(db0, dict) else 0
+        return NodeRow(node.name, count, int(info.get("used_memory", 0)), mine, True, len(keys))
 
     return list(await asyncio.gather(*(one(n) for n in primaries)))
 
@@ -85,7 +87,7 @@ def down_nodes(rows: list[NodeRow]) -> str:
     down = [r for r in rows if not r.up]
     if not down:
         return ""
-    waiting = sum(1 for r in down if r.crawl)
+    waiting = sum(r.crawl for r in down)
     names = ", ".join(r.address for r in down)
     return (f"node {names} unreachable: {waiting} partition{'s' if waiting != 1 else ''} of this crawl waiting"
             if waiting else f"node {names} unreachable: no partition of this crawl on it")

@@ -307,7 +307,7 @@ class ClusterView:
         # node that fails is a row marked down), and its rows are the next rounds'.
         if loop.time() - self._nodes_at >= EVERY and (self._nodes is None or self._nodes.done()):
             self._nodes_at = loop.time()
-            self._nodes = asyncio.ensure_future(read_nodes(self.redis, k.meta))
+            self._nodes = asyncio.ensure_future(read_nodes(self.redis, [p.meta for p in (self.partitions or [k])]))
             self._nodes.add_done_callback(self._nodes_read)
         try:
             replies = await self.link.once(pipe.execute())
@@ -319,6 +319,10 @@ class ClusterView:
                     pipe = self.redis.pipeline(transaction=False)
                     ask(pipe, parts)
                     counted = await self.link.once(pipe.execute())
+                    if self._nodes is not None:  # it asked where the control key lives: ask for every partition
+                        self._nodes.cancel()
+                        self._nodes = asyncio.ensure_future(read_nodes(self.redis, [p.meta for p in parts]))
+                        self._nodes.add_done_callback(self._nodes_read)
                 self.partitions = parts
         finally:  # the first round (a one-shot `ctl status`, an outage at start) waits for them
             if self._nodes is not None and not self._read_once:

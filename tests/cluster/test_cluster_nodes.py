@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -25,7 +26,8 @@ pytestmark = [pytest.mark.redis, pytest.mark.timeout(120)]
 
 async def test_the_panel_shows_each_master_and_the_crawls_slot(serve, cluster_six: LocalCluster, rundir) -> None:
     """Two engines crawl on six nodes, an attached monitor (no engine of its own) shows the
-    three masters with their keys and memory, the crawl's own marked; `ctl status` says the same."""
+    three masters with their keys and memory, and how many of the crawl's 64 partitions each
+    serves (the slots of their hash tags); `ctl status` says the same."""
     name = unique("nodes")
     site = await serve(slow_tree(120, 0.02))
     members = await engines(cluster_six.url, name, CrawlConfig(roots=(site.url,), concurrency=2), 2)
@@ -33,7 +35,8 @@ async def test_the_panel_shows_each_master_and_the_crawls_slot(serve, cluster_si
     r = cluster.client(cluster_six.url)
     view = ClusterView(r, name, [site.url])
     app = CrawlApp(view, refresh_hz=8)
-    holder = sync_redis(cluster_six.url).get_node_from_key(Keys(name).meta).name
+    rc = sync_redis(cluster_six.url)
+    served = Counter(rc.get_node_from_key(Keys(name, p).meta).name for p in range(64))
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             panel = app.processes_panel
@@ -41,12 +44,12 @@ async def test_the_panel_shows_each_master_and_the_crawls_slot(serve, cluster_si
             await until(pilot, lambda: panel.nodes.row_count == 3 and any(n.keys for n in view.nodes()))
             rows = {n.address: n for n in view.nodes()}
             assert set(rows) == {f"127.0.0.1:{p}" for p in cluster_six.masters()}
-            assert [a for a, n in rows.items() if n.crawl] == [holder]
-            assert all(n.up and n.memory and n.memory > 100_000 for n in rows.values())
-            assert rows[holder].keys >= 10  # the crawl's own keys are there
+            assert {a: n.crawl for a, n in rows.items()} == served and sum(served.values()) == 64
+            assert all(n.up and n.memory and n.memory > 100_000 and n.keys >= 10 for n in rows.values())
             assert panel.nodes_heading.display and panel.nodes.display
-            line = panel.nodes.line_of(holder)
-            assert holder in line and "this crawl" in line and " - " not in line, line
+            for address, count in served.items():
+                line = panel.nodes.line_of(address)
+                assert f"{count} partitions" in line and " - " not in line, line
         await running
     finally:
         await r.aclose()
@@ -54,7 +57,7 @@ async def test_the_panel_shows_each_master_and_the_crawls_slot(serve, cluster_si
     assert done.returncode == 0, done.stderr
     nodes = json.loads(done.stdout)["nodes"]
     assert sorted(n["address"] for n in nodes) == sorted(rows)
-    assert [n["address"] for n in nodes if n["crawl"]] == [holder]
+    assert {n["address"]: n["crawl"] for n in nodes} == served
     assert all(n["up"] and n["keys"] >= 0 and n["memory"] > 0 for n in nodes)
 
 
@@ -66,9 +69,9 @@ def three_masters() -> Iterator[LocalCluster]:
 
 
 async def test_a_master_down_is_named_on_the_status_line(three_masters: LocalCluster) -> None:
-    """The master serving the crawl's slot is killed (no replica: it stays down): the
-    monitor's status says REDIS DOWN with that master's address and that the crawl waits
-    on it; the other masters still answer."""
+    """The master serving most of the crawl's partitions is killed (no replica: it stays
+    down): the monitor's status says REDIS DOWN with that master's address and how many
+    partitions wait on it; the other masters still answer."""
     c, name = three_masters, "down"
     r = cluster.client(c.url)
     try:
@@ -76,7 +79,8 @@ async def test_a_master_down_is_named_on_the_status_line(three_masters: LocalClu
         view = ClusterView(r, name, [])
         await view.read()
         assert view.merged(None).notice == "" and all(n.up for n in view.nodes())
-        holder = next(n for n in view.nodes() if n.crawl)
+        holder = max(view.nodes(), key=lambda n: n.crawl)
+        assert holder.parts == 64 and 0 < holder.crawl < 64
         port = int(holder.address.rsplit(":", 1)[1])
         victim = c.ports.index(port)
         c.procs[victim].kill()
@@ -86,7 +90,7 @@ async def test_a_master_down_is_named_on_the_status_line(three_masters: LocalClu
             await view.read()
         notice = view.merged(None).notice
         assert notice.startswith("REDIS DOWN: retrying") and holder.address in notice, notice
-        assert "1 partition of this crawl waiting" in notice, notice
+        assert f"{holder.crawl} partitions of this crawl waiting" in notice, notice
         assert [n.up for n in view.nodes() if n.address != holder.address] == [True, True]
     finally:
         await r.aclose()

@@ -77,10 +77,13 @@ class ProcessesTable(DiffTable):
 
 
 def node_cells(row: NodeRow) -> tuple[Cell, ...]:
+    mine = ("this crawl" if row.parts == 1 else f"{row.crawl} partition{'s' if row.crawl != 1 else ''}"
+            ) if row.crawl else ""
     if not row.up:
-        state = cell("DOWN" + (": this crawl waits" if row.crawl else ""), "bold reverse red")
+        state = cell("DOWN" + (f": {mine} wait" + ("s" if row.parts == 1 else "") if mine else ""),
+                     "bold reverse red")
     else:
-        state = cell("up" + (", this crawl" if row.crawl else ""), "green" if row.crawl else "dim")
+        state = cell("up" + (f", {mine}" if mine else ""), "green" if row.crawl else "dim")
     return (
         cell(row.address, "bold" if row.crawl else ""),
         state,
