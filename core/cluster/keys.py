@@ -1,7 +1,13 @@
 """Where a shared crawl lives in Redis: one key prefix per crawl name (docs/scaling.md, "What lives where").
 
 Every key of crawl NAME starts with `crawltop:{NAME}:` (the braces are a Redis Cluster
-hash tag: all keys of one crawl land on one slot, so the scripts may touch them all).
+hash tag: all keys of one crawl land on one slot, so the scripts may touch them all). A
+crawl of P > 1 partitions (meta's `parts`; core/cluster/parted.py) keeps the keys of its
+hosts (hosts, hq:, h:, ready, checks, later, idle, idle:checks, bell, seen:, leases, owner,
+held:, rec, count, and a meta of its own: the seen set's plan, `part`) under partition
+K's prefix `crawltop:{NAME:K}:`, a host's partition from its registered domain
+(partition_of); the rest below stays under `crawltop:{NAME}:`, and meta there also holds
+`parts` and `granted` (--max-pages taken by processes, in blocks).
 
   meta          HASH   also expect (--expect-urls), sb and sl: the seen set's plan (seen.py)
 

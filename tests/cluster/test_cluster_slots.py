@@ -10,9 +10,15 @@ from redis.cluster import RedisCluster
 from redis.crc import key_slot
 from redis.exceptions import ResponseError
 
-from crawltop.core.cluster import scripts
+from crawltop.core.cluster import partscripts, scripts
 from crawltop.core.cluster.frontier import RedisFrontier
 from crawltop.core.cluster.keys import Keys
+from crawltop.core.cluster.parted import PartedFrontier
+
+# the scripts of a crawl in partitions, beside those of every crawl
+PARTED = {name: getattr(partscripts, name) for name in
+          ("PBEAT", "CTLBEAT", "GIVEBACK", "DEPART", "GRANT", "FINISHED", "EMPTY")}
+EVERY = {**scripts.ALL, **PARTED}
 
 # What a key argument of redis.call may be: a name bound to KEYS, KEYS[n] itself, or a key
 # built from the prefix P (hk, qk, P .. '...'); hh is hk(h), q and Q a lane's ready zset.
@@ -22,9 +28,9 @@ BUILT = re.compile(r"^(KEYS\[\d+\]|READIES\[[^]]+\]|IDLES\[[^]]+\]|hk\(\w+|qk\(\
 KEYLESS = {"TIME", "PUBLISH", "SPUBLISH"}
 
 
-@pytest.mark.parametrize("name", list(scripts.ALL))
+@pytest.mark.parametrize("name", list(EVERY))
 def test_every_script_starts_with_the_shebang_and_builds_keys_from_its_declared_prefix(name: str) -> None:
-    text = scripts.ALL[name]
+    text = EVERY[name]
     assert text.startswith("#!lua\n")
     for command, key in re.findall(r"redis\.call\('(\w+)'(?:,\s*([^,)]+))?", text):
         if command in KEYLESS:
@@ -65,3 +71,22 @@ def test_a_cluster_refuses_a_script_that_slips_out_of_its_slot(cluster_six) -> N
         assert rc.eval("return redis.call('GET', ARGV[1])", 1, k.meta, other) is None  # without: let through
     finally:
         rc.close()
+
+
+@pytest.mark.parametrize("name", ["docs", "a.b", "x-y_0"])  # crawl names: no braces (check_name)
+def test_each_partition_is_one_slot_and_the_control_keys_another(name: str) -> None:
+    """A partition's keys (every host script's, its hosts') share its tag; the control keys
+    (the heartbeat's and leaving's control half) share the crawl's; partitions differ."""
+    control = Keys(name)
+    f = PartedFrontier.__new__(PartedFrontier)  # pkeys needs only parts and proc
+    f.proc, f.parts = "host:1:ab", [Keys(name, p) for p in range(8)]
+    slots = set()
+    for p, k in enumerate(f.parts):
+        keys = [*f.pkeys(p, k.hq("www.example.com"), k.h("www.example.com")), k.bell, k.held("other:2:cd")]
+        assert keys[0] == k.prefix + "meta" and k.prefix == f"crawltop:{{{name}:{p}}}:"
+        assert len({key_slot(key.encode()) for key in keys}) == 1, (name, p)
+        slots.add(key_slot(keys[0].encode()))
+    ctl = [control.procs, control.beats, control.snap("p"), control.ctl, control.ctl_of("p"), control.ignores,
+           control.meta, control.left]
+    assert len({key_slot(key.encode()) for key in ctl}) == 1
+    assert len(slots) == 8 and key_slot(control.meta.encode()) not in slots
