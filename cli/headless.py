@@ -15,6 +15,7 @@ from .endreport import number, one_process
 from .exitcodes import EXIT_NO_ROOT, EXIT_OK
 
 PROGRESS_EVERY = 2.0
+NOTICE_POLL = 0.25  # how soon a new notice gets its own line
 
 
 def progress_line(s: Snapshot) -> str:
@@ -55,10 +56,18 @@ def report(crawler: Engine, out: TextIO) -> None:
 
 
 async def _progress(crawler: Monitor, err: TextIO) -> None:
+    """A line every PROGRESS_EVERY seconds, and one at once when the notice changes (Redis
+    down, partitions waiting for a node): a log shows when an outage began, not the next
+    tick's view of it, which may come after it ended."""
+    loop = asyncio.get_running_loop()
+    next_at, shown = loop.time() + PROGRESS_EVERY, ""
     while True:
-        await asyncio.sleep(PROGRESS_EVERY)
-        err.write(progress_line(crawler.stats.snapshot()) + "\n")
-        err.flush()
+        await asyncio.sleep(NOTICE_POLL)
+        notice = getattr(crawler.stats, "notice", "")  # (a Stats has one; a monitor's copy may not)
+        if loop.time() >= next_at or (notice and notice != shown):
+            err.write(progress_line(crawler.stats.snapshot()) + "\n")
+            err.flush()
+            shown, next_at = notice, loop.time() + PROGRESS_EVERY
 
 
 def no_root_fetched(crawler: Engine) -> str | None:

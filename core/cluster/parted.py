@@ -1,21 +1,21 @@
 """PartedFrontier: RedisFrontier over a crawl in P partitions (--partitions, docs/scaling.md
-"Redis Cluster: shard by host, with hash tags").
+"Partitions: one crawl over every master").
 
 A host belongs to one partition (keys.partition_of: by its registered domain), and its
 queue, state, leases, seen URLs, counts and records live under that partition's hash tag,
 so the scripts of scripts.py run unchanged on one partition's keys. What spans partitions:
-- a URL goes to its host's partition; a page's links to other partitions are sent (ADD,
-  one pipeline: a round trip per node) before the page's DONE, so a process that dies in
-  between leaves links added and its page leased: the page is fetched again, its links
-  found seen;
+- a URL goes to its host's partition; a page's links to other partitions are sent (ADD)
+  before the page's DONE, so a process that dies in between leaves links added and its
+  page leased: the page is fetched again, its links found seen. An op waits until every
+  link added before it is in Redis (`_unsent`: the oldest link not sent, per partition);
 - POP asks the partitions that are due, owned ones first (rendezvous hashing over the live
   processes), one after the other until the waiting workers have enough; each partition's
   bell wakes the lane when one of its hosts comes due;
 - nothing is finished until core/cluster/finish.py has read every partition empty twice;
-- --max-pages is taken in blocks from the control slot (partscripts.GRANT): a call may add
-  at most what this process holds of it to the seen set; with it, the calls of a batch go
-  one after the other, so the crawl never passes N (and stops at most a block per process
-  short of it, a block held where no link is left to use it).
+- --max-pages is taken in blocks from the control slot (core/cluster/budget.py);
+- a batch goes one pipeline per node (core/cluster/nodecalls.py), each tried once: the
+  partitions of a node that fails (a failover, a slot moving) are set aside for AWAY
+  seconds, their calls kept for later, and the rest of the crawl goes on.
 """
 from __future__ import annotations
 
@@ -23,32 +23,51 @@ import asyncio
 import contextlib
 import time
 import zlib
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 import redis.asyncio as aioredis
-from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError, RedisClusterException, RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from ..errors import UsageError
 from ..queueing.frontier import Item
 from ..queueing.hosts import PAGES
 from . import partscripts, scripts
 from .bell import listen_all
+from .budget import Budget
 from .finish import State, finished
-from .frontier import IGNORES, LEASE, LINK, MAX_DONE, MAX_DONE_ARGS, MAX_POP, MAX_SLEEP, RedisFrontier, _Lane, _op_size
+from .frontier import (
+    IGNORES,
+    LEASE,
+    LINK,
+    MAX_DONE,
+    MAX_DONE_ARGS,
+    MAX_POP,
+    MAX_SLEEP,
+    Op,
+    RedisFrontier,
+    _Lane,
+    _op_size,
+)
+from .hosts import Event
 from .keys import Keys, decode_item, encode_item, partition_of, partitions, split_member
-from .link import OUTAGE
+from .link import OUTAGE, node_of, why
+from .nodecalls import Call, by_node, is_outage, node_name
 from .seen import fingerprint
 
-BLOCK = 64  # --max-pages taken from the control slot this many URLs at a time (N / 16 for a small N)
 SWEEP = 2.0  # every partition is asked again at least this often, bell or not
 FINISH_EVERY = 0.2  # seconds between two finish checks of an idle process
+AWAY = 1.0  # seconds a partition whose node failed is left alone before it is tried again
+AWAY_MAX = 8.0  # doubling while the node stays away, up to this
+NODE_WAIT = 3.0  # seconds a node may take to answer a batch before its partitions are set aside
+NEVER = float("inf")
 
-Call = tuple[AsyncScript, list[str], list[Any]]
+# script, partition, its args (made when it goes: --max-pages' share is read then), and the
+# links it may add to the seen set (None: a script that adds none, whose reply does not say)
+Lazy = tuple[AsyncScript, int, Callable[[], list[Any]], int | None]
 
 
 class PartedFrontier(RedisFrontier):
@@ -59,23 +78,28 @@ class PartedFrontier(RedisFrontier):
         super().__init__(client, keys, proc, lease=lease, max_pages=max_pages)
         self.parts = partitions(keys.name, parts)
         self._pend: dict[int, list[bytes | str | int]] = {}  # partition -> fp, host, lane, item, ...
-        self._part_ops: deque[int] = deque()  # the partition of each op in _ops, in step
+        self._first: dict[int, int] = {}  # partition -> number of the first link in _pend
+        self._flying: dict[int, int] = {}  # partition -> number of the first link of an ADD on its way
+        self._links = 0  # links added, ever: numbers them
+        self._sending = asyncio.Lock()  # one _send_pend at a time
+        self._queue: deque[tuple[Op, int, int]] = deque()  # (op, partition, links added before it)
         self._sizes, self._seens = [0] * parts, [0] * parts
         self._wakes: tuple[dict[int, float], dict[int, float]] = ({}, {})  # lane -> part -> due (monotonic; -1 none)
         self._swept = [0.0, 0.0]  # when each lane last asked every partition
         self._checked = 0.0
-        self._allow = 0  # what this process may still add to the seen set (--max-pages)
+        self._away: dict[int, float] = {}  # partition -> when to try its node again (monotonic)
+        self._where: dict[int, str] = {}  # partition -> its node and what failed, while away
+        self._node_of: dict[int, str] = {}  # partition -> the node that last answered for it
+        self._backoff: dict[str, float] = {}  # node -> how long its partitions are left alone now
         self.live: list[str] = [proc]  # live processes, as the last beat read them
         self._owned: set[int] = set(range(parts))
         self._empty = self.script(partscripts.EMPTY)
         self._finish = self.script(partscripts.FINISHED)
-        self._grant = self.script(partscripts.GRANT)
-        self._pbeat = self.script(partscripts.PBEAT)
-        self._giveback = self.script(partscripts.GIVEBACK)
+        self.pbeat, self.giveback = self.script(partscripts.PBEAT), self.script(partscripts.GIVEBACK)
         self.ctlbeat, self.depart = self.script(partscripts.CTLBEAT), self.script(partscripts.DEPART)
         self._turn, self._turn_end = self.script(scripts.TURN), self.script(scripts.TURN_END)
-        self._row_part = 0  # the partition whose host rows the next beat reads
-        self._row_cursor = 0
+        self.budget = Budget(self.link, self.script(partscripts.GRANT), keys.meta, self.max_pages)
+        self.row_part = self.row_cursor = 0  # the partition (and where in it) the next beat reads host rows
 
     # -- keys and arguments --------------------------------------------------------------
     def part_of(self, host_key: str) -> int:
@@ -92,54 +116,8 @@ class PartedFrontier(RedisFrontier):
 
     def std_args(self, *extra: Any, now_ms: int | None = None) -> list[Any]:
         args = super().std_args(*extra, now_ms=now_ms)
-        args[10] = self._cap()
+        args[10] = self.budget.cap()
         return args
-
-    def _cap(self) -> int:
-        """MAXPAGES of a call: 0 no limit, -1 nothing left, else what this process holds."""
-        if not self.max_pages:
-            return 0
-        return self._allow if self._allow > 0 else -1
-
-    def _used(self, taken: int) -> None:
-        self._allow = max(0, self._allow - taken)
-
-    @property
-    def _block(self) -> int:
-        return max(1, min(BLOCK, self.max_pages // 16))
-
-    async def _top_up(self, need: int = 1) -> None:
-        """Hold enough of --max-pages for a call that may add `need` URLs (what is left of
-        it, if less), taken from the control slot in blocks."""
-        want = max(need, (self._block + 1) // 2) - self._allow
-        if self.max_pages and want > 0:
-            ask = max(want, self._block)
-            got = await self.link.call(lambda: self._grant([self.keys.meta], [self.max_pages, ask]))
-            self._allow += int(got)
-
-    async def _give_back(self) -> None:
-        """Keep one block: what a call took for links already seen goes back for the others."""
-        extra = self._allow - self._block
-        if extra > 0:
-            await self.link.call(lambda: self._grant([self.keys.meta], [self.max_pages, -extra]))
-            self._allow -= extra
-
-    async def _each(self, calls: Sequence[tuple[AsyncScript, list[str], Callable[[], list[Any]], int]]) -> list[Any]:
-        """Run calls whose replies end with what they added to the seen set (ADD, DONE), each
-        with the links it carries: in one pipeline, or under --max-pages one after the
-        other, each holding enough of what is left for its links."""
-        if not self.max_pages:
-            built = [(script, keys, args()) for script, keys, args, _need in calls]
-            return await self.link.call(partial(self._run, built))
-        out = []
-        for script, keys, args, need in calls:
-            await self._top_up(need)
-            one = [(script, keys, args())]
-            res = (await self.link.call(partial(self._run, one)))[0]
-            self._used(int(res[-1]))
-            await self._give_back()
-            out.append(res)
-        return out
 
     def _totals_of(self, p: int, size: Any, seen: Any) -> None:
         self._sizes[p], self._seens[p] = int(size), int(seen)
@@ -155,37 +133,68 @@ class PartedFrontier(RedisFrontier):
             self.live = live
             self._owned = {p for p in range(len(self.parts)) if self.owner_of(p) == self.proc}
 
-    # -- scripts in pipelines -------------------------------------------------------------
-    async def _run(self, calls: list[Call]) -> list[Any]:
-        """Each call's reply, in one pipeline (a round trip per node). A script a node does
-        not have (a restarted or promoted node) is loaded and only those calls run again."""
-        results = await self._pipe(calls)
-        again = [i for i, x in enumerate(results) if isinstance(x, NoScriptError)]
-        if again:
-            for script in {id(calls[i][0]): calls[i][0] for i in again}.values():
-                await self.redis.script_load(script.script)
-            for i, x in zip(again, await self._pipe([calls[i] for i in again]), strict=True):
-                results[i] = x
-        for x in results:
-            if isinstance(x, Exception):
-                raise x
-        self.link.round_trips += self._nodes(calls) - 1  # the link counted one: a pipeline is one per node
-        return results
+    # -- partitions whose node fails -------------------------------------------------------
+    def is_away(self, p: int, now: float | None = None) -> bool:
+        return self._away.get(p, 0.0) > (time.monotonic() if now is None else now)
 
-    def _nodes(self, calls: list[Call]) -> int:
-        """How many nodes a pipeline of these calls went to (one server: one)."""
-        if not self.cluster:
-            return 1
-        rc = cast(RedisCluster, self.redis)
-        return len({getattr(rc.get_node_from_key(keys[0]), "name", None) for _s, keys, _a in calls}) or 1
+    def _failed(self, p: int, exc: BaseException) -> None:
+        """An outage of partition p's node: leave it, and every partition last seen on the
+        same node, alone for a while (AWAY seconds, doubling to AWAY_MAX while the node stays
+        away): a dead node costs one try a while, not one per partition. Its name is the
+        failure's, or where its slot was the last time it was known (while redis-py reads
+        the cluster's map again, it knows no node for it)."""
+        node = node_of(exc) or self._node_of.get(p) or node_name(self.redis, self.parts[p].meta)
+        wait = self._backoff[node] = min(AWAY_MAX, self._backoff.get(node, AWAY / 2) * 2)
+        until, where = time.monotonic() + wait, f"{node if node not in ('', '?') else 'a node'} {why(exc)}"
+        for q in [p, *(q for q, n in self._node_of.items() if n == node and node not in ("", "?"))]:
+            self._away[q], self._where[q] = max(until, self._away.get(q, 0.0)), where
+        self._node_of.setdefault(p, node)
 
-    async def _pipe(self, calls: list[Call]) -> list[Any]:
-        pipe = self.redis.pipeline(transaction=False)
-        for script, keys, args in calls:
-            # (by name: redis-py's cluster pipeline blocks its evalsha method, not the command,
-            # which it routes by the script's first key as it does outside a pipeline)
-            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-        return list(await pipe.execute(raise_on_error=False))
+    def _answered(self, p: int) -> None:
+        if self._away.pop(p, None) is not None or p not in self._node_of:
+            self._node_of[p] = node_name(self.redis, self.parts[p].meta)  # (moved, after a failover)
+            self._backoff.pop(self._node_of[p], None)
+        self._where.pop(p, None)
+
+    def away_text(self) -> str:
+        """The status line's words while partitions wait for their node ("" when none do)."""
+        if not self._away:
+            return ""
+        n = len(self._away)
+        where = Counter(self._where.values()).most_common(1)[0][0]  # the node most of them wait for
+        return f"REDIS PARTLY DOWN: {n} partition{'s' if n != 1 else ''} waiting ({where})"
+
+    async def calls(self, lazy: Sequence[Lazy]) -> list[Any]:
+        """Each call's reply, or the outage that stopped it (its partition is set aside).
+        One pipeline per node; under --max-pages, one call after the other, each holding
+        enough of the budget for the links it may add. A failure that is no outage (a
+        script error, a refused password) is fatal, as Link.call makes it."""
+        if not self.max_pages or all(need is None for *_x, need in lazy):
+            calls = [(script, self.pkeys(p), args()) for script, p, args, _n in lazy]
+            return await self._by_node(calls, [p for _s, p, _a, _n in lazy])
+        out: list[Any] = []
+        for script, p, args, need in lazy:
+            if need is not None:
+                await self.budget.top_up(need)
+            (reply,) = await self._by_node([(script, self.pkeys(p), args())], [p])
+            if need is not None:
+                if not isinstance(reply, BaseException):
+                    self.budget.used(int(reply[-1]))  # ADD's and DONE's last: what it added to the seen set
+                await self.budget.give_back()
+            out.append(reply)
+        return out
+
+    async def _by_node(self, calls: list[Call], parts: list[int]) -> list[Any]:
+        replies, nodes = await by_node(self.redis, calls, min(NODE_WAIT, self.link.timeout))
+        self.link.round_trips += nodes
+        for p, reply in zip(parts, replies, strict=True):
+            if not isinstance(reply, BaseException):
+                self._answered(p)
+            elif is_outage(reply):
+                self._failed(p, reply)
+            else:
+                raise self.link._fatal(reply if isinstance(reply, Exception) else RuntimeError(str(reply)))
+        return replies
 
     # -- adding ---------------------------------------------------------------------------
     def add(self, item: Item) -> bool:
@@ -194,11 +203,18 @@ class PartedFrontier(RedisFrontier):
             return False
         hosts = self.hosts
         key = hosts.key(url)
-        self._pend.setdefault(self.part_of(key), []).extend(
-            (fingerprint(url), key, int(hosts.classify(url)), encode_item(item)))
+        p = self.part_of(key)
+        self._links += 1
+        if p not in self._pend:
+            self._first[p] = self._links
+        self._pend.setdefault(p, []).extend((fingerprint(url), key, int(hosts.classify(url)), encode_item(item)))
         if self._add_soon is None:
             self._add_soon = asyncio.get_running_loop().call_later(0.05, self._flush_adds)
         return True
+
+    def _unsent(self) -> float:
+        """The number of the oldest link not in Redis yet, in any partition (NEVER: none)."""
+        return min([*self._first.values(), *self._flying.values()], default=NEVER)
 
     def _take_pending(self) -> list[bytes | str | int]:
         return []  # links wait per partition in _pend, never in the base's flat list
@@ -209,20 +225,28 @@ class PartedFrontier(RedisFrontier):
             self._adding = self.background(self._send_pend())
 
     async def _send_pend(self) -> None:
-        """Every link waiting here, to its partition: one ADD per partition, one pipeline."""
-        if self._adding is not None and not self._adding.done() and self._adding is not asyncio.current_task():
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._adding)
-        if self._add_soon is not None:
-            self._add_soon.cancel()
-            self._add_soon = None
-        pend, self._pend = self._pend, {}
-        if not pend:
-            return
-        res = await self._each([(self._add, self.pkeys(p), partial(self.std_args, *links), len(links) // LINK)
-                                for p, links in pend.items()])
-        for p, (_new, size, seen, _taken) in zip(pend, res, strict=True):
-            self._totals_of(p, size, seen)
+        """Every link waiting here to its partition, one ADD each, the partitions of a node
+        that is away left for later."""
+        async with self._sending:
+            if self._add_soon is not None:
+                self._add_soon.cancel()
+                self._add_soon = None
+            now = time.monotonic()
+            ready = {p: links for p, links in self._pend.items() if not self.is_away(p, now)}
+            if not ready:
+                return
+            for p in ready:
+                del self._pend[p]
+                self._flying[p] = self._first.pop(p)
+            replies = await self.calls([(self._add, p, partial(self.std_args, *links), len(links) // LINK)
+                                        for p, links in ready.items()])
+            for (p, links), reply in zip(ready.items(), replies, strict=True):
+                first = self._flying.pop(p)
+                if isinstance(reply, BaseException):  # back in front, as they were
+                    self._pend[p] = links + self._pend.get(p, [])
+                    self._first[p] = min(first, self._first.get(p, first))
+                else:
+                    self._totals_of(p, reply[1], reply[2])
 
     async def _send_adds(self, pending: list[bytes | str | int]) -> None:
         await self._send_pend()
@@ -233,6 +257,13 @@ class PartedFrontier(RedisFrontier):
             pass
         await self._send_pend()
         while self._ops_gone < target:
+            self._kick_sender()
+            sender = self._sender
+            assert sender is not None
+            await asyncio.shield(sender)
+
+    async def _ops_sent(self) -> None:
+        while self._queue or self.hosts.events or (self._sender is not None and not self._sender.done()):
             self._kick_sender()
             sender = self._sender
             assert sender is not None
@@ -253,49 +284,85 @@ class PartedFrontier(RedisFrontier):
             back = (item, 0.0)
         p = self.part_of(split_member(raw)[0])
         links = self._pend.pop(p, [])  # this partition's links ride with the DONE; others go first
-        self._ops.append((raw, item.url, record, encode_item(back[0]) if back is not None else "",
-                          round(back[1] * 1000) if back is not None else 0, int(err), links))
-        self._part_ops.append(p)
-        self._ops_args += _op_size(self._ops[-1])
+        self._first.pop(p, None)
+        op: Op = (raw, item.url, record, encode_item(back[0]) if back is not None else "",
+                  round(back[1] * 1000) if back is not None else 0, int(err), links)
+        self._queue.append((op, p, self._links))
+        self._ops_args += _op_size(op)
         self._ops_made += 1
         self._kick_sender()
 
-    async def _send_loop(self) -> None:
-        while self._ops or self.hosts.events or self._claimed or self._pend:
-            batch: dict[int, list[Any]] = {}
-            events_of: dict[int, list[str | int]] = {}
-            links_of: dict[int, int] = {}
-            n = size = 0
-            while self._ops and n < MAX_DONE and size < MAX_DONE_ARGS:
-                op, p = self._ops.popleft(), self._part_ops.popleft()
-                member, url, record, back, after, err, links = op
-                batch.setdefault(p, []).extend((member, url, record, back, after, err, len(links) // LINK, *links))
-                links_of[p] = links_of.get(p, 0) + len(links) // LINK
-                n += 1
+    def _batch(self) -> list[tuple[Op, int, int]]:
+        """Ops that may go now, in order: their partition's node not away, and every link
+        added before each of them in Redis. The rest wait in the queue, in order."""
+        unsent, now = self._unsent(), time.monotonic()
+        batch: list[tuple[Op, int, int]] = []
+        rest: deque[tuple[Op, int, int]] = deque()
+        size = 0
+        while self._queue:
+            entry = self._queue.popleft()
+            op, p, before = entry
+            if len(batch) < MAX_DONE and size < MAX_DONE_ARGS and before < unsent and not self.is_away(p, now):
+                batch.append(entry)
                 size += _op_size(op)
-            self._ops_args -= size
-            events = self.hosts.take_events(asyncio.get_running_loop().time())
-            for i in range(0, len(events), 6):
-                events_of.setdefault(self.part_of(str(events[i + 1])), []).extend(events[i:i + 6])
-            parts = sorted(set(batch) | set(events_of))
+            else:
+                rest.append(entry)
+        self._queue = rest
+        self._ops_args -= size
+        return batch
+
+    def _events(self) -> dict[int, list[Any]]:
+        """The hosts' events by partition (core/cluster/hosts.py), those of partitions away
+        left for later."""
+        now = time.monotonic()
+        mine: list[Event] = []
+        later: list[Event] = []
+        for e in self.hosts.events:
+            (later if self.is_away(self.part_of(e[1]), now) else mine).append(e)
+        self.hosts.events = mine
+        flat = self.hosts.take_events(asyncio.get_running_loop().time())
+        self.hosts.events = later + self.hosts.events
+        by: dict[int, list[Any]] = {}
+        for i, e in zip(range(0, len(flat), 6), mine, strict=True):
+            by.setdefault(self.part_of(e[1]), []).append((e, flat[i:i + 6]))
+        return by
+
+    async def _send_loop(self) -> None:
+        while self._queue or self.hosts.events or self._claimed or self._pend:
+            await self._send_pend()  # links to other partitions before the DONEs of their pages
+            if self._claimed:  # before the DONE of the page that loaded them
+                await self._send_claimed()
+            batch, events = self._batch(), self._events()
+            parts = sorted({p for _op, p, _b in batch} | set(events))
+            if not parts:  # what is left waits for a node: look again when the first may be back
+                await asyncio.sleep(max(0.01, min([*self._away.values(), time.monotonic() + AWAY])
+                                        - time.monotonic()))
+                continue
+            ops_of: dict[int, list[tuple[Op, int, int]]] = {}
+            for entry in batch:
+                ops_of.setdefault(entry[1], []).append(entry)
+            lazy: list[Lazy] = []
+            for p in parts:
+                ev = [x for _e, flat in events.get(p, []) for x in flat]
+                args: list[Any] = [len(ev) // 6, *ev]
+                for (member, url, record, back, after, err, links), _p, _b in ops_of.get(p, []):
+                    args += (member, url, record, back, after, err, len(links) // LINK, *links)
+                need = sum(len(op[6]) // LINK for op, _p, _b in ops_of.get(p, []))
+                lazy.append((self._done, p, partial(self.std_args, *args), need))
             try:
-                # the batch was taken first: every link its pages found is in _pend now, and
-                # goes to its partition before their DONEs
-                await self._send_pend()
-                if self._claimed:  # before the DONE of the page that loaded them
-                    await self._send_claimed()
-                if not parts:
+                replies = await self.calls(lazy)
+            except UsageError:  # fatal: on_error stopped the crawl; nobody waits for these
+                self._ops_gone += len(batch)
+                raise
+            for p, reply in zip(parts, replies, strict=True):
+                mine = ops_of.get(p, [])
+                if isinstance(reply, BaseException):  # its node failed: again later, in order
+                    self._queue.extendleft(reversed(mine))
+                    self._ops_args += sum(_op_size(op) for op, _p, _b in mine)
+                    self.hosts.events[:0] = [e for e, _flat in events.get(p, [])]
                     continue
-                calls = []
-                for p in parts:
-                    ev = events_of.get(p, [])
-                    calls.append((self._done, self.pkeys(p),
-                                  partial(self.std_args, len(ev) // 6, *ev, *batch.get(p, [])), links_of.get(p, 0)))
-                res = await self._each(calls)
-                for p, (_accepted, _status, _rejected, queued, seen, _taken) in zip(parts, res, strict=True):
-                    self._totals_of(p, queued, seen)
-            finally:
-                self._ops_gone += n
+                self._totals_of(p, reply[3], reply[4])
+                self._ops_gone += len(mine)
 
     async def _send_claimed(self) -> None:
         batch, self._claimed = self._claimed, []
@@ -339,11 +406,11 @@ class PartedFrontier(RedisFrontier):
     async def _seen_add(self, url: str, cap: int = 0) -> int:
         """As the base's; a cap means this process's share of --max-pages here."""
         if cap:
-            await self._top_up()
-        keys, fp, limit = self._seen_keys_of(url), fingerprint(url), self._cap() if cap else 0
+            await self.budget.top_up()
+        keys, fp, limit = self._seen_keys_of(url), fingerprint(url), self.budget.cap() if cap else 0
         got = int((await self.link.call(lambda: self._seen_add_script(keys, [limit, fp])))[0])
         if got == 1 and cap:
-            self._used(1)
+            self.budget.used(1)
         return got
 
     async def remove_matching(self, predicate: Callable[[str], bool]) -> list[Item]:
@@ -362,12 +429,13 @@ class PartedFrontier(RedisFrontier):
     # -- popping --------------------------------------------------------------------------
     def _due(self, lane: int, now: float) -> list[int]:
         """The partitions to ask, owned ones first, then the soonest due: those never asked,
-        rung, or due by now; every one when the lane's last sweep is SWEEP seconds old."""
+        rung, or due by now; every one when the lane's last sweep is SWEEP seconds old;
+        none whose node is away."""
         wakes = self._wakes[lane]
         if now - self._swept[lane] >= SWEEP:
             self._swept[lane] = now
             wakes.clear()
-        due = [p for p in range(len(self.parts)) if 0 <= wakes.get(p, 0.0) <= now]
+        due = [p for p in range(len(self.parts)) if 0 <= wakes.get(p, 0.0) <= now and not self.is_away(p, now)]
         return sorted(due, key=lambda p: (p not in self._owned, wakes.get(p, 0.0)))
 
     async def _pop_loop(self, w: _Lane) -> None:
@@ -388,8 +456,8 @@ class PartedFrontier(RedisFrontier):
             if got:
                 idle = 0.01
                 continue
-            wakes = [t for t in self._wakes[w.lane].values() if t >= 0]
             now = time.monotonic()
+            wakes = [t for t in self._wakes[w.lane].values() if t >= 0] + list(self._away.values())
             w.wake_at = min(wakes) if wakes else None
             if wakes:
                 sleep, idle = min(max(0.0, min(wakes) - now), MAX_SLEEP), 0.01
@@ -410,9 +478,11 @@ class PartedFrontier(RedisFrontier):
             for p in self._due(w.lane, time.monotonic()):
                 if got >= want:
                     break
-                keys, args = self.pkeys(p), self.std_args(want - got, self.lease_ms, w.lane)
-                out, delays, _status, _new, size, seen, wake, _taken = await self.link.call(
-                    partial(self._pop, keys, args))
+                (reply,) = await self.calls([(self._pop, p, partial(self.std_args, want - got, self.lease_ms, w.lane),
+                                              None)])
+                if isinstance(reply, BaseException):
+                    continue  # its node is away: the others go on
+                out, delays, _status, _new, size, seen, wake, _taken = reply
                 self._totals_of(p, size, seen)
                 wake = int(wake)
                 self._wakes[w.lane][p] = -1.0 if wake < 0 else time.monotonic() + wake / 1000
@@ -428,21 +498,25 @@ class PartedFrontier(RedisFrontier):
 
     async def _finish_check(self) -> None:
         """Every partition empty twice over, nothing changed between: the crawl is finished
-        (core/cluster/finish.py); the control meta says so for every process."""
+        (core/cluster/finish.py); the control meta says so for every process. Not while a
+        partition's node is away, nor while anything of ours is unsent."""
         now = time.monotonic()
-        if now - self._checked < FINISH_EVERY:
+        if now - self._checked < FINISH_EVERY or self._away:
             return
         self._checked = now
         await self._send_pend()
-        if not await finished(self._pass):
+        if self._pend or self._queue or not await finished(self._pass):
             return
         status = await self.link.call(lambda: self._finish([self.keys.meta], []))
         self._status(status)
 
     async def _pass(self) -> State:
+        """Every partition's (queued, leased, changes); a node that fails spoils the pass."""
         calls: list[Call] = [(self._empty, [k.count, k.leases], []) for k in self.parts]
-        res = await self.link.call(lambda: self._run(calls))
-        return [(int(q), int(n), int(c)) for q, n, c in res]
+        replies = await self._by_node(calls, list(range(len(self.parts))))
+        if any(isinstance(x, BaseException) for x in replies):
+            return [(1, 0, 0)]  # not empty: no verdict while a partition cannot be read
+        return [(int(q), int(n), int(c)) for q, n, c in replies]
 
     # -- the bell ------------------------------------------------------------------------
     async def _listen(self) -> None:
@@ -467,41 +541,9 @@ class PartedFrontier(RedisFrontier):
             except (RedisError, RedisClusterException, *OUTAGE):
                 await asyncio.sleep(MAX_SLEEP)
 
-    # -- the heartbeat's partition half ---------------------------------------------------
     def held_by_part(self) -> dict[int, list[str]]:
+        """The lease members this process holds, by partition (the heartbeat renews them)."""
         out: dict[int, list[str]] = {}
         for member in self._raw.values():
             out.setdefault(self.part_of(split_member(member)[0]), []).append(member)
         return out
-
-    async def beat_parts(self, rows: int) -> tuple[list[int], list[Item], list[Any], int]:
-        """Renew the leases held in each partition and read its totals (PBEAT, one pipeline);
-        one partition a beat also gives its first URLs due and a page of host rows, in turn.
-        Returns ([queued, seen, leased, records, hosts, retired, over], head, rows, now)."""
-        held = self.held_by_part()
-        row_part = self._row_part
-        calls: list[Call] = []
-        for p in range(len(self.parts)):
-            page = rows if p == row_part else 0
-            cursor = self._row_cursor if p == row_part else 0
-            calls.append((self._pbeat, self.pkeys(p), self.std_args(self.lease_ms, cursor, page, *held.get(p, []))))
-        res = await self.link.call(lambda: self._run(calls))
-        sums = [0] * 7
-        head: list[Item] = []
-        got_rows: list[Any] = []
-        now = 0
-        for p, (queued, seen, leased, records, hosts, retired, over, h, cursor, r, t) in enumerate(res):
-            for i, v in enumerate((queued, seen, leased, records, hosts, retired, over)):
-                sums[i] += int(v)
-            self._totals_of(p, queued, seen)
-            if p == row_part:
-                head, got_rows, now = [decode_item(raw) for raw in h], r, int(t)
-                self._row_cursor = int(cursor)
-                if not self._row_cursor:
-                    self._row_part = (row_part + 1) % len(self.parts)
-        return sums, head, got_rows, now
-
-    async def give_back(self) -> None:
-        """Leaving: what this process holds goes back in every partition, idle marks go."""
-        calls: list[Call] = [(self._giveback, self.pkeys(p), self.std_args()) for p in range(len(self.parts))]
-        await self.link.call(lambda: self._run(calls))

@@ -9,7 +9,7 @@ import random
 
 import pytest
 from support.cluster import engines, run, stream_entries, sync_redis, unique
-from support.sites import page
+from support.sites import page, slow
 
 from crawltop.core import CrawlConfig
 from crawltop.core.cluster import connect as cluster
@@ -240,3 +240,64 @@ async def one_schedule(url: str, seed: int) -> None:
     assert added == done
     await f.close()
     await r.aclose()
+
+
+async def test_a_dead_master_stops_only_its_own_partitions(serve) -> None:
+    """Three masters, no replicas, full coverage not required (so the survivors still
+    serve): one master dies for good mid-crawl. Every page of the sites whose partitions
+    live on the other two is still crawled and recorded once; the engines say how many
+    partitions wait, and on which node; the dead master's sites simply wait."""
+    from redis.crc import key_slot
+    from support.rediscluster import LocalCluster, say
+
+    c = LocalCluster.start(3, replicas=0, node_timeout=1000)
+    try:
+        for port in c.ports:
+            assert "OK" in say(port, "CONFIG", "SET", "cluster-require-full-coverage", "no")
+        name, parts, n = "iso", 16, 24
+        master_of = {p: c.node_of(key_slot(Keys(name, p).meta.encode())) for p in range(parts)}
+        control = c.node_of(key_slot(Keys(name).meta.encode()))
+        victim = next(port for port in c.ports if port != control and port in master_of.values())
+        sites = [await serve({"/": page(*[f"/p{j}" for j in range(8)]),
+                              **{f"/p{j}": slow(0.05 if k % 2 else 0.3) for j in range(8)}}, address(k))
+                 for k in range(n)]
+        on_victim = {s.url for s in sites if master_of[partition_of(s.url.removeprefix("http://"), parts)] == victim}
+        assert on_victim and len(on_victim) < n  # (the fixed name puts sites on both sides)
+        config = CrawlConfig(roots=tuple(s.url + "/" for s in sites), concurrency=8)
+        members = await engines(c.url, name, config, 2, partitions=parts)
+        running = asyncio.gather(*(m.crawl() for m in members))
+        r = sync_redis(c.url)
+
+        def recorded() -> set[str]:
+            return {e[b"url"].decode() for e in stream_entries(r, name)}
+
+        await until_true(lambda: len(recorded()) >= 20, 60)
+        c.procs[c.ports.index(victim)].kill()
+        c.procs[c.ports.index(victim)].wait()
+        live = {f"{s.url}/{p}" for s in sites if s.url not in on_victim for p in ["", *(f"p{j}" for j in range(8))]}
+        await until_true(lambda: live <= recorded_live(r, name, master_of, victim), 90)
+        urls = [e[b"url"].decode() for e in stream_entries_live(r, name, master_of, victim)]
+        assert len(urls) == len(set(urls))  # each once
+        notices = [m.engine.stats.notice for m in members]
+        assert any(f"127.0.0.1:{victim}" in x and "partitions waiting" in x for x in notices), (victim, notices)
+        for m in members:
+            m.stop()
+        await asyncio.wait_for(running, 60)
+    finally:
+        c.stop()
+
+
+def stream_entries_live(r, name: str, master_of: dict[int, int], dead: int) -> list[dict]:
+    """The record streams of the partitions on masters still alive."""
+    return [fields for p, port in master_of.items() if port != dead
+            for _id, fields in r.xrange(Keys(name, p).rec)]
+
+
+def recorded_live(r, name: str, master_of: dict[int, int], dead: int) -> set[str]:
+    return {e[b"url"].decode() for e in stream_entries_live(r, name, master_of, dead)}
+
+
+async def until_true(cond, timeout: float) -> None:
+    from support.wait import wait_until
+
+    await wait_until(cond, timeout, interval=0.2)

@@ -1,0 +1,84 @@
+"""Script calls on many partitions, one pipeline per node, each node on its own.
+
+A crawl in partitions sends a batch of script calls (DONEs, ADDs, heartbeats) to partitions
+that live on several masters. One pipeline over all of them would fail whole when one
+master fails over, and a retry would wait for that master: every partition would wait for
+the few on it. Here each node's calls go in a pipeline of their own, all at once, each tried
+once: a call's reply, or the failure of its node, comes back per call, and the caller keeps
+the calls of a failed node for later (docs/scaling.md, "Failures").
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from typing import Any, cast
+
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
+from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError, RedisClusterException, RedisError
+
+from .link import OUTAGE, moving
+
+Call = tuple[AsyncScript, list[str], list[Any]]
+
+
+def is_outage(exc: BaseException) -> bool:
+    """A failure that passes (a node down, failing over, its slots moving), not a mistake."""
+    return isinstance(exc, OUTAGE) or moving(exc)
+
+
+def node_name(r: aioredis.Redis, key: str) -> str:
+    """The node serving `key` ("" on one server), as the cluster client's map says now."""
+    if not isinstance(r, RedisCluster):
+        return ""
+    try:
+        return str(getattr(cast(RedisCluster, r).get_node_from_key(key), "name", ""))
+    except (RedisError, RedisClusterException, IndexError, AttributeError):  # its map is being rebuilt
+        return "?"
+
+
+async def by_node(r: aioredis.Redis, calls: Sequence[Call], timeout: float) -> tuple[list[Any], int]:
+    """Each call's reply or the exception that stopped it (its node's, or its own), and how
+    many nodes were asked. A node gets `timeout` seconds: redis-py's cluster client retries
+    a failing master by itself until its replica takes over, and the other nodes' replies
+    must not wait that long. A call cut short may have run: every script here is safe to
+    run again (a DONE run twice finds its lease gone; a POP whose reply was lost leaves its
+    URLs leased until the lease runs out, then they are fetched again). A script a node lacks
+    (one restarted or promoted) is loaded and its calls run once more."""
+    groups: dict[str, list[int]] = {}
+    for i, (_script, keys, _args) in enumerate(calls):
+        groups.setdefault(node_name(r, keys[0]), []).append(i)
+    out: list[Any] = [None] * len(calls)
+
+    async def one(name: str, indexes: list[int]) -> None:
+        try:
+            async with asyncio.timeout(timeout):
+                replies = await _pipe(r, [calls[i] for i in indexes])
+                again = [i for i, x in zip(indexes, replies, strict=True) if isinstance(x, NoScriptError)]
+                for script in {id(calls[i][0]): calls[i][0] for i in again}.values():
+                    await r.script_load(script.script)
+                if again:
+                    replies = [*replies]
+                    redo = dict(zip(again, await _pipe(r, [calls[i] for i in again]), strict=True))
+                    replies = [redo.get(i, x) for i, x in zip(indexes, replies, strict=True)]
+        except (*OUTAGE, RedisError, RedisClusterException) as exc:
+            if name and name != "?" and getattr(exc, "last_failed_node_name", None) is None:
+                with contextlib.suppress(AttributeError):  # (what link.node_of reads)
+                    setattr(exc, "last_failed_node_name", name)  # noqa: B010
+            replies = [exc] * len(indexes)
+        for i, x in zip(indexes, replies, strict=True):
+            out[i] = x
+
+    await asyncio.gather(*(one(name, ix) for name, ix in groups.items()))
+    return out, len(groups)
+
+
+async def _pipe(r: aioredis.Redis, calls: list[Call]) -> list[Any]:
+    pipe = r.pipeline(transaction=False)
+    for script, keys, args in calls:
+        # (by name: redis-py's cluster pipeline blocks its evalsha method, not the command,
+        # which it routes by the script's first key as it does outside a pipeline)
+        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+    return list(await pipe.execute(raise_on_error=False))
