@@ -57,6 +57,7 @@ def crawl_level(join: argparse.ArgumentParser) -> None:
     """Every crawl option join does not take itself is known to it, to be refused clearly."""
     probe = argparse.ArgumentParser(add_help=False)
     add_crawl_options(probe)
+    probe.add_argument("--expect-urls", "--partitions")  # a shared crawl's, fixed when it is made
     taken = set(join._option_string_actions)
     for action in probe._actions:
         strings = [o for o in action.option_strings if o not in taken]

@@ -137,6 +137,8 @@ def test_bad_partitions_are_refused_in_one_line(redis_url: str) -> None:
         assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
     done = run("crawl", root, "--partitions", "4", "--headless")
     assert done.returncode == 2 and "--partitions splits a crawl in Redis" in done.stderr
+    done = run("join", "any", "--redis", redis_url, "--partitions", "4")
+    assert done.returncode == 2 and "--partitions: that is a crawl-level setting" in done.stderr
     name = unique("fixed")
     r = sync_redis(redis_url)
     made = run("crawl", root, "--redis", redis_url, "--name", name, "--partitions", "4", "--headless",
