@@ -13,6 +13,7 @@ never reaches a plain subscriber, so the scripts' text is chosen with the client
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any, cast
@@ -73,13 +74,30 @@ async def listen_all(r: aioredis.Redis, channels: list[str]) -> AsyncGenerator[t
         rc = cast(RedisCluster, r)
         await rc.initialize()
         cpubsub = rc.pubsub()
+        # One read waiting on each node's connection at once: redis-py's own
+        # get_sharded_message asks the nodes in turn, each for its whole timeout, so a ring
+        # on the third node would wait for the first two to time out.
+        waiting: dict[Any, asyncio.Future[Any]] = {}
         try:
             await cpubsub.ssubscribe(*channels)
             while True:
-                message = await cpubsub.get_sharded_message(ignore_subscribe_messages=True, timeout=LISTEN_TICK)
-                if message is not None and message.get("type") in (b"smessage", "smessage"):
-                    yield _bytes(message["channel"]), message["data"]
+                for node_pubsub in list(cpubsub.node_pubsub_mapping.values()):  # (after a failover: new ones)
+                    if node_pubsub not in waiting:
+                        waiting[node_pubsub] = asyncio.ensure_future(
+                            node_pubsub.get_message(ignore_subscribe_messages=True, timeout=LISTEN_TICK))
+                if not waiting:
+                    await asyncio.sleep(LISTEN_TICK)
+                    continue
+                done, _ = await asyncio.wait(waiting.values(), return_when=asyncio.FIRST_COMPLETED)
+                for node_pubsub, fut in list(waiting.items()):
+                    if fut in done:
+                        del waiting[node_pubsub]
+                        message = fut.result()  # a lost connection: the caller opens the bell again
+                        if message is not None and message.get("type") in (b"smessage", "smessage"):
+                            yield _bytes(message["channel"]), message["data"]
         finally:
+            for fut in waiting.values():
+                fut.cancel()
             with contextlib.suppress(RedisError, OSError):
                 await cpubsub.aclose()
         return

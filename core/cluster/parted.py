@@ -82,6 +82,7 @@ class PartedFrontier(RedisFrontier):
         self._flying: dict[int, int] = {}  # partition -> number of the first link of an ADD on its way
         self._links = 0  # links added, ever: numbers them
         self._sending = asyncio.Lock()  # one _send_pend at a time
+        self._news = asyncio.Event()  # an op was queued or links reached Redis: a waiting sender looks again
         self._queue: deque[tuple[Op, int, int]] = deque()  # (op, partition, links added before it)
         self._sizes, self._seens = [0] * parts, [0] * parts
         self._wakes: tuple[dict[int, float], dict[int, float]] = ({}, {})  # lane -> part -> due (monotonic; -1 none)
@@ -122,6 +123,13 @@ class PartedFrontier(RedisFrontier):
     def _totals_of(self, p: int, size: Any, seen: Any) -> None:
         self._sizes[p], self._seens[p] = int(size), int(seen)
         self._size, self._seen = sum(self._sizes), sum(self._seens)
+
+    def _changed(self, p: int) -> None:
+        """Our own ADD or DONE changed partition p (links, a URL given back or waiting out
+        a back-off, a host freed): what its last POP said of it is stale, so every lane asks
+        it again at its next look (the bell covers only hosts due now)."""
+        for wakes in self._wakes:
+            wakes.pop(p, None)
 
     def owner_of(self, p: int) -> str:
         """Rendezvous hashing: the live process with the highest hash for p owns it."""
@@ -247,6 +255,8 @@ class PartedFrontier(RedisFrontier):
                     self._first[p] = min(first, self._first.get(p, first))
                 else:
                     self._totals_of(p, reply[1], reply[2])
+                    self._changed(p)
+            self._news.set()  # an op may go now
 
     async def _send_adds(self, pending: list[bytes | str | int]) -> None:
         await self._send_pend()
@@ -290,6 +300,7 @@ class PartedFrontier(RedisFrontier):
         self._queue.append((op, p, self._links))
         self._ops_args += _op_size(op)
         self._ops_made += 1
+        self._news.set()
         self._kick_sender()
 
     def _batch(self) -> list[tuple[Op, int, int]]:
@@ -334,9 +345,14 @@ class PartedFrontier(RedisFrontier):
                 await self._send_claimed()
             batch, events = self._batch(), self._events()
             parts = sorted({p for _op, p, _b in batch} | set(events))
-            if not parts:  # what is left waits for a node: look again when the first may be back
-                await asyncio.sleep(max(0.01, min([*self._away.values(), time.monotonic() + AWAY])
-                                        - time.monotonic()))
+            if not parts:
+                if self._queue or self._pend or self.hosts.events:
+                    # waiting for a node, or for links on their way: until it may be back, or news
+                    back = min([*self._away.values(), time.monotonic() + AWAY]) - time.monotonic()
+                    self._news.clear()
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(max(0.01, back)):
+                            await self._news.wait()
                 continue
             ops_of: dict[int, list[tuple[Op, int, int]]] = {}
             for entry in batch:
@@ -362,6 +378,7 @@ class PartedFrontier(RedisFrontier):
                     self.hosts.events[:0] = [e for e, _flat in events.get(p, [])]
                     continue
                 self._totals_of(p, reply[3], reply[4])
+                self._changed(p)
                 self._ops_gone += len(mine)
 
     async def _send_claimed(self) -> None:
@@ -475,6 +492,7 @@ class PartedFrontier(RedisFrontier):
             await self._send_pend()  # our links are there before any partition looks empty
             want = min(len(w.waiters), MAX_POP)
             got = 0
+            await self._probe(w.lane)
             for p in self._due(w.lane, time.monotonic()):
                 if got >= want:
                     break
@@ -485,7 +503,10 @@ class PartedFrontier(RedisFrontier):
                 out, delays, _status, _new, size, seen, wake, _taken = reply
                 self._totals_of(p, size, seen)
                 wake = int(wake)
-                self._wakes[w.lane][p] = -1.0 if wake < 0 else time.monotonic() + wake / 1000
+                # a partition that gave URLs is asked again at once, as one partition is: its
+                # empty POP then leaves this process's idle mark there, for its bell
+                self._wakes[w.lane][p] = time.monotonic() if out else -1.0 if wake < 0 else \
+                    time.monotonic() + wake / 1000
                 for member, delay in zip(out, delays, strict=False):
                     member = member.decode()
                     key, raw = split_member(member)
@@ -495,6 +516,22 @@ class PartedFrontier(RedisFrontier):
                     self._hand(w, item)
                 got += len(out)
             return got
+
+    async def _probe(self, lane: int) -> None:
+        """Partitions whose next due time is not known (never asked, swept, rung) are asked
+        all at once, a POP of none each (one pipeline per node): it reaps, brings due
+        retries back, says when its first host comes due, and leaves this process's idle
+        mark there, so its bell rings for us. Only those due get a real POP."""
+        wakes, now = self._wakes[lane], time.monotonic()
+        unknown = [p for p in self._due(lane, now) if p not in wakes]
+        if len(unknown) < 2:
+            return
+        lazy: list[Lazy] = [(self._pop, p, partial(self.std_args, 0, self.lease_ms, lane), None) for p in unknown]
+        for p, reply in zip(unknown, await self.calls(lazy), strict=True):
+            if not isinstance(reply, BaseException):
+                _out, _delays, _status, _new, size, seen, wake, _taken = reply
+                self._totals_of(p, size, seen)
+                wakes[p] = -1.0 if int(wake) < 0 else now + int(wake) / 1000
 
     async def _finish_check(self) -> None:
         """Every partition empty twice over, nothing changed between: the crawl is finished

@@ -247,6 +247,7 @@ end
 # Returns {members, delays, status, new, queued, seen, wake_ms (-1: nothing could come due)}.
 POP = SHEBANG + _HOSTS + """
 local n, lease, lane = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])
+local moved = 0  -- URLs back in their hosts' queues (reaped, due retries): may be another lane's
 local Q, IDLEQ = READIES[lane], IDLES[lane]  -- this lane's: the other's hosts are never looked at
 local new = add_links(17, #ARGV)
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 100)) do
@@ -260,12 +261,14 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 
   it[4] = it[4] + 1
   push(h, cjson.encode(it), true)
   redis.call('HINCRBY', META, 'reaped', 1)
+  moved = moved + 1
 end
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', LATER, '-inf', now, 'LIMIT', 0, 100)) do
   redis.call('ZREM', LATER, m)
   redis.call('HINCRBY', COUNT, 'queued', -1)
   local h, raw = split(m)
   push(h, raw, true)
+  moved = moved + 1
 end
 -- Fair between processes: what processes idle longer than this one (and for 50 ms at
 -- least) asked for is left to them (live ones: they pop at least every second), so a
@@ -285,9 +288,8 @@ for j = 1, #idle, 2 do
     end
   end
 end
-local room = n
+local room, can = n, 0
 if reserved > 0 then  -- what the due hosts can give now: one URL from a host with a delay, more without
-  local can = 0
   for _, h in ipairs(redis.call('ZRANGEBYSCORE', Q, '-inf', now, 'LIMIT', 0, n + reserved)) do
     local s = redis.call('HMGET', hk(h), 'd', 'f', 'r', 'k', 'an', 'tf', 'te')
     local cap = cap_of(s[4], s[5])
@@ -353,8 +355,14 @@ local first = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
 if #first > 0 then wake = math.max(0, tonumber(first[2]) - now) end
 local later = redis.call('ZRANGE', LATER, 0, 0, 'WITHSCORES')
 if #later > 0 and (wake < 0 or tonumber(later[2]) - now < wake) then wake = math.max(0, tonumber(later[2]) - now) end
-if room < tonumber(ARGV[14]) and #out == 0 then wake = math.max(wake, 20) end  -- yielded: look again soon
+if PARTED then  -- a lease that runs out is reaped by a POP here: one partition of many is asked only when due
+  local l1 = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES')
+  if #l1 > 0 and (wake < 0 or tonumber(l1[2]) - now < wake) then wake = math.max(0, tonumber(l1[2]) - now) end
+end
+-- yielded what was due to processes idle longer: look again soon (nothing due: nothing yielded)
+if room < tonumber(ARGV[14]) and #out == 0 and can > 0 then wake = math.max(wake, 20) end
 local status = finish_if_done()
+if moved > 0 then bell(status) end  -- the other lane, and processes idle here, learn of them now
 return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), seen_count(), wake, TAKEN}
 """
 

@@ -8,17 +8,17 @@ import json
 
 import pytest
 import redis.asyncio as aioredis
-from support.cluster import engines, slow_tree, tree, unique
+from support.cluster import engines, host_keys, slow_tree, stream_entries_async, tree, unique
 from support.crawl import crawl
 from support.sites import held, page, slow
 from support.wait import wait_until
 
 from crawltop.core import CrawlConfig, Crawler
 from crawltop.core.cluster import connect as cluster
-from crawltop.core.cluster.frontier import RedisFrontier
 from crawltop.core.cluster.keys import Keys
 from crawltop.core.cluster.member import Member
 from crawltop.core.cluster.seen import fingerprint
+from crawltop.core.cluster.totals import totals
 from crawltop.core.errors import UsageError
 from crawltop.core.output.records import Record
 from crawltop.core.parsing.urls import canonical
@@ -35,10 +35,10 @@ async def shared_crawl(url: str, name: str, root: str, processes: int = 1, **opt
 
 async def records(url: str, name: str) -> list[dict]:
     r = cluster.client(url)
-    entries = await r.xrange(Keys(name).rec)
+    entries = await stream_entries_async(r, name)  # every partition's stream
     await r.aclose()
     out = []
-    for _id, fields in entries:
+    for fields in entries:
         rec = json.loads(fields[b"data"])
         rec["num_new_urls"] = int(fields[b"new"])
         out.append(rec)
@@ -88,7 +88,7 @@ async def test_a_dead_process_leases_come_back(serve, shared_url):
     redis_url, name = shared_url, unique("dead")
     r = cluster.client(redis_url)
     await cluster.start(r, redis_url, name, config)
-    ghost = RedisFrontier(cluster.client(redis_url), Keys(name), "ghost:1:0", lease=0.5)
+    ghost = cluster.frontier(redis_url, name, config, lease=0.5)  # the crawl's kind: partitioned or not
     root = canonical(site.url)
     ghost.add(Item(root, 10, 0))
     taken = await ghost.pop()  # the root, leased to a process that will never finish it
@@ -104,7 +104,7 @@ async def test_a_dead_process_leases_come_back(serve, shared_url):
     urls = [x["url"] for x in shared]
     assert len(urls) == len(set(urls)) == 14
     assert next(x for x in shared if x["url"] == root)["tries"] == 2  # the dead process spent one try
-    assert int(await r.hget(Keys(name).count, "rejected")) == 1
+    assert (await totals(r, name))["rejected"] == 1
     await r.aclose()
     await ghost.close()
 
@@ -170,7 +170,6 @@ async def test_an_ignore_holds_for_the_whole_crawl(serve, shared_url):
     config = CrawlConfig(roots=(site.url,), concurrency=2, robots=False, sitemaps=False)
     redis_url, name = shared_url, unique("ign")
     members = await engines(redis_url, name, config, 2)
-    k = Keys(name)
     r = cluster.client(redis_url)
     run = asyncio.ensure_future(asyncio.gather(*(m.crawl() for m in members)))
     # the root's 4 links for 4 workers: each holds one, none is left to pop another
@@ -180,11 +179,13 @@ async def test_an_ignore_holds_for_the_whole_crawl(serve, shared_url):
         adder.add(Item(base + p, 10, 2, 0, base + "/h0", "LL"))
     await adder.flush()
     await adder.close()
-    assert int(await r.hget(k.count, "queued")) == 46 and await r.zcard(k.leases) == 4
+    now = await totals(r, name)
+    assert (now["queued"], now["leased"]) == (46, 4)
     result = await members[0].add_ignore(r"/m\d+$")
     assert result.ok and result.dropped == 45
     host = members[0].frontier.hosts.key(site.url)
-    assert [json.loads(x)[0] for x in await r.lrange(k.hq(host), 0, -1)] == [base + "/keep"]
+    hq = (await host_keys(r, name, host)).hq(host)
+    assert [json.loads(x)[0] for x in await r.lrange(hq, 0, -1)] == [base + "/keep"]
     await wait_until(lambda: r"/m\d+$" in members[1].ignore_rules, what="the other engine's ignore")
     release.set()
     await asyncio.wait_for(run, 30)
@@ -194,9 +195,9 @@ async def test_an_ignore_holds_for_the_whole_crawl(serve, shared_url):
     assert len(urls) == len(set(urls)) and set(urls) == others | {base + p for p in matching}
     assert {x["url"] for x in shared if x["error_kind"] == "ignored"} == {base + p for p in matching}
     assert not any(p.startswith("/m") for p in site.hits)  # nothing matching was fetched
-    assert int(await r.hget(k.count, "seen")) == len(urls)  # /m100.. found after the ignore: never queued
+    assert (await totals(r, name))["seen"] == len(urls)  # /m100.. found after the ignore: never queued
     assert (members[0].stats.ignored, members[1].stats.ignored) == (45, 0)
-    assert await r.hkeys(k.ignores) == [rb"/m\d+$"]
+    assert await r.hkeys(Keys(name).ignores) == [rb"/m\d+$"]  # a control key: one for the whole crawl
     await r.aclose()
 
 

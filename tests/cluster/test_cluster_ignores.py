@@ -134,12 +134,16 @@ async def test_the_bell_brings_an_ignore_to_every_engine_at_once(shared_url):
     assert other.remove_ignore(r"/m\d+$")
     await wait_until(lambda: r"/m\d+$" not in one.ignore_rules, what="the removal in the first engine")
     assert await r.hkeys(k.ignores) == [] and not waiting.done()
-    waiting.cancel()
-    await asyncio.gather(waiting, return_exceptions=True)
     one.frontier.sink.write(Record(url=root.url, status=200))
     one.frontier.done(root)
     await one.frontier.flush()
+    # the last DONE leaves nothing anywhere: the other engine, still waiting, has the crawl
+    # finished (one partition: that DONE said so; several: the waiting engine's finish check
+    # found every partition empty twice)
+    await asyncio.wait_for(other.frontier.finished.wait(), 10)
     assert (await r.hget(k.meta, "status")) == b"finished"
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
     for m in (one, other):
         await m.frontier.close()
     await r.aclose()

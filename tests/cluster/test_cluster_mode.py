@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
-from support.cluster import recorded_by, run, start, sync_redis
+from support.cluster import recorded_by, records_of, run, start, sync_redis
 from support.rediscluster import SLOTS, LocalCluster, say
 from support.sites import counting_site
 from support.wait import wait_for, wait_until
 
 from crawltop.core.cluster import connect as cluster
-from crawltop.core.cluster.keys import Keys
+from crawltop.core.cluster.defaults import DEFAULT_CLUSTER_PARTITIONS
+from crawltop.core.cluster.keys import Keys, partition_of, partitions
 from crawltop.core.cluster.link import Link
+from crawltop.core.cluster.totals import read_parts_sync
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(180)]
 
@@ -30,7 +35,7 @@ def test_crawl_join_ctl_export_on_a_cluster(cluster_url: str, rundir, tmp_path) 
     with counting_site(pages, 0.005) as site:
         common = ["--redis", cluster_url, "--headless", "-c", "3"]
         first = start("crawl", site.url, "--name", name, "--no-sitemaps", "--no-robots", *common)
-        wait_for(lambda: int(r.hget(k.count, "records") or 0) >= 5 or first.poll() is not None,
+        wait_for(lambda: records_of(r, name) >= 5 or first.poll() is not None,
                  what="the first records")
         second = start("join", name, *common)
         assert run("ctl", name, "--redis", cluster_url, "pause").returncode == 0
@@ -61,25 +66,32 @@ def quick_failover() -> Iterator[LocalCluster]:
 
 def test_a_failover_mid_crawl_is_an_outage_and_the_crawl_goes_on(quick_failover: LocalCluster, rundir,
                                                                   tmp_path) -> None:
-    """The master serving the crawl's slot is killed mid-crawl: REDIS DOWN, with its address,
-    until its replica takes over, then the crawl goes on and finishes; every page has exactly
-    one record (a write the replica had not received yet could only mean a page fetched
-    again, never one lost or recorded twice)."""
+    """The master serving the crawl's slot (of its partitions, the one of the site's host:
+    every POP and DONE of the crawl goes there) is killed mid-crawl: REDIS DOWN, with its
+    address, until its replica takes over, then the crawl goes on and finishes; every page
+    has exactly one record (a write the replica had not received yet could only mean a page
+    fetched again, never one lost or recorded twice)."""
     c, pages = quick_failover, 300
     r = sync_redis(c.url)
-    k = Keys("fo")
-    victim = c.ports.index(r.get_node_from_key(k.meta).port)
-    other = c.urls()[(victim + 1) % len(c.ports)]
+    parts = int(os.environ.get("CRAWLTOP_PARTITIONS") or 0) or DEFAULT_CLUSTER_PARTITIONS  # a new crawl's
     with counting_site(pages, 0.02) as site:
+        host = urlsplit(site.url).netloc
+        k = partitions("fo", parts)[partition_of(host, parts)]
+        victim = c.ports.index(r.get_node_from_key(k.meta).port)
+        other = c.urls()[(victim + 1) % len(c.ports)]
         crawl = start("crawl", site.url, "--redis", other, "--name", "fo", "--headless", "-c", "4",
                       "--no-sitemaps", "--no-robots")
-        wait_for(lambda: int(r.hget(k.count, "records") or 0) >= 40, what="the first records")
+        wait_for(lambda: records_of(r, "fo") >= 40, what="the first records")
+        assert len(read_parts_sync(r, "fo")) == parts and r.scard(k.hosts) == 1  # the host's partition, as computed
         c.procs[victim].kill()
         c.procs[victim].wait()
         _out, err = crawl.communicate(timeout=120)
         assert crawl.returncode == 0, err[-2000:]
-        # the progress line named the master that went away while its replica took over
-        assert f"REDIS DOWN: retrying (127.0.0.1:{c.ports[victim]} " in err, err[-2000:]
+        # the progress line named the master that went away while its replica took over: the
+        # whole crawl waiting on it (one partition, or the control slot's master), or the
+        # partitions it serves while the others go on
+        said = rf"REDIS (DOWN: retrying|PARTLY DOWN: \d+ partitions? waiting) \(127\.0\.0\.1:{c.ports[victim]} "
+        assert re.search(said, err), err[-2000:]
         hits = site.stats()["hits"]
     assert set(hits) == {"/", *(f"/p/{i}" for i in range(1, pages))}
     out = tmp_path / "fo.jsonl"

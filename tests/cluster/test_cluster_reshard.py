@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 from redis.crc import key_slot
-from support.cluster import run, start, sync_redis, unique
+from support.cluster import records_of, run, start, sync_redis, unique
 from support.rediscluster import LocalCluster, say
 from support.sites import counting_site
 from support.wait import wait_for
 
 from crawltop.core.cluster.keys import Keys
+from crawltop.core.cluster.totals import read_parts_sync
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(240)]
 
@@ -30,7 +31,24 @@ def own_cluster() -> Iterator[LocalCluster]:
 
 
 def _records(r, k: Keys) -> int:
-    return int(r.hget(k.count, "records") or 0)
+    return records_of(r, k.name)  # summed over the crawl's partitions
+
+
+def _held(r, k: Keys) -> int:
+    """The leases every live process holds, over every partition (held:PROC is a partition's)."""
+    procs = [p.decode() for p in r.hkeys(k.procs)]
+    pipe = r.pipeline(transaction=False)
+    for part in read_parts_sync(r, k.name):
+        for proc in procs:
+            pipe.scard(part.held(proc))
+    return sum(pipe.execute())
+
+
+def _host_part(r, name: str) -> Keys:
+    """The keys of the partition holding the crawl's one host (its queue, state, leases and
+    records): where every script of the crawl runs. With one partition, the crawl's own."""
+    parts = read_parts_sync(r, name)
+    return next(part for part in parts if r.scard(part.hosts))
 
 
 def _exported_once(url: str, name: str, pages: int, tmp_path: Path) -> None:
@@ -56,7 +74,8 @@ def _clean(err: str) -> None:
 
 def test_the_crawls_slot_moved_to_another_master_and_back_mid_crawl(own_cluster: LocalCluster, rundir,
                                                                       tmp_path) -> None:
-    """The crawl's slot is moved a key at a time, the engines meeting the half-moved slot
+    """The slot of the crawl's host (its partition's: the site's one host, so every script
+    of the crawl runs there) is moved a key at a time, the engines meeting the half-moved slot
     between every two keys: there with the hosts' own keys first (a script whose declared
     keys are all still on the old master touches a host key already moved), and back with
     them last (a script sent to the new master touches one not moved yet). Then the crawl
@@ -64,13 +83,14 @@ def test_the_crawls_slot_moved_to_another_master_and_back_mid_crawl(own_cluster:
     c, pages, name = own_cluster, 600, "rs"
     r = sync_redis(c.url)
     k = Keys(name)
-    slot = key_slot(k.meta.encode())
-    source = r.get_node_from_key(k.meta).port
-    target = next(p for p in c.masters() if p != source)
     with counting_site(pages, 0.01) as site:
         common = ["--redis", c.url, "--headless", "-c", "3"]
         first = start("crawl", site.url, "--name", name, "--no-sitemaps", "--no-robots", *common)
         wait_for(lambda: _records(r, k) >= 30 or first.poll() is not None, what="the first records")
+        part = _host_part(r, name)
+        slot = key_slot(part.meta.encode())
+        source = r.get_node_from_key(part.meta).port
+        target = next(p for p in c.masters() if p != source)
         second = start("join", name, *common)
         wait_for(lambda: r.hlen(k.procs) >= 2 or second.poll() is not None, what="both engines")
         procs = (first, second)
@@ -166,7 +186,7 @@ def test_engines_killed_with_kill_9_on_a_cluster(cluster_six: LocalCluster, rund
         for victim in (second, first):
             before = _records(r, k)
             wait_for(lambda v=victim, n=before: _records(r, k) >= n + 40 or v.poll() is not None, what="more records")
-            held = sum(r.scard(k.held(p.decode())) for p in r.hkeys(k.procs))
+            held = _held(r, k)
             os.kill(victim.pid, signal.SIGKILL)
             victim.wait()
             assert victim.returncode == -signal.SIGKILL

@@ -13,7 +13,7 @@ import sys
 import pytest
 import redis.asyncio as aioredis
 from aiohttp import web
-from support.cluster import engines, unique
+from support.cluster import engines, host_keys, stream_entries_async, unique
 from support.sites import page
 from support.wait import wait_value
 
@@ -79,9 +79,9 @@ class Raw:
 
 async def recorded(url: str, name: str) -> list[dict]:
     r = cluster.client(url)
-    entries = await r.xrange(Keys(name).rec)
+    entries = await stream_entries_async(r, name)  # every partition's stream
     await r.aclose()
-    return [json.loads(f[b"data"]) for _id, f in entries]
+    return [json.loads(f[b"data"]) for f in entries]
 
 
 @pytest.mark.redis
@@ -117,8 +117,8 @@ async def test_connections_to_hosts_that_never_answered_across_two_processes(ser
         assert [by_url[u]["status"] for u in urls["healthy"]] == [200] * 30
         assert healthy.connections >= 31  # 30 pages, robots.txt, the dropped one
         r = cluster.client(redis_url)
-        k = Keys(crawl)
-        state = {name: await r.hgetall(k.h(raw.netloc)) for name, raw in hosts.items()}
+        state = {name: await r.hgetall((await host_keys(r, crawl, raw.netloc)).h(raw.netloc))
+                 for name, raw in hosts.items()}  # each host's state, in its partition
         await r.aclose()
         assert state["silent"].get(b"r") == state["fin"].get(b"r") == b"1"
         assert b"an" not in state["silent"] and b"an" not in state["fin"]
