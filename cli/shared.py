@@ -12,7 +12,7 @@ from ..core.errors import UsageError
 from ..core.sockets.rundir import check_name, default_base
 from .options import whole
 
-MAX_PARTITIONS = 16384  # a Redis Cluster's slots: more partitions could not spread further
+MAX_PARTITIONS = 1024  # each costs every process a call a heartbeat, and a POP a sweep
 MAX_PROCESSES = 128  # engines forked here: more than a machine's cores only adds contention; a typo is not a fork bomb
 
 

@@ -29,8 +29,13 @@ class Budget:
             return 0
         return self.allow if self.allow > 0 else -1
 
-    def used(self, taken: int) -> None:
-        self.allow = max(0, self.allow - taken)
+    async def reserve(self, need: int) -> int:
+        """All this process holds, for one call that may add `need` URLs (taken first if it
+        holds too little): calls at the same time never share one allowance. The caller
+        gives back what the call did not use (`allow +=`)."""
+        await self.top_up(need)
+        held, self.allow = self.allow, 0
+        return held
 
     async def top_up(self, need: int = 1) -> None:
         """Hold enough for a call that may add `need` URLs (what is left of N, if less)."""

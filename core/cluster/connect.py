@@ -7,6 +7,7 @@ foreign data, joining a crawl that does not exist.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import time
@@ -202,8 +203,13 @@ async def _meta(r: aioredis.Redis, keys: Keys, *, old_ok: bool = False) -> dict[
         if meta.get("magic") != MAGIC and meta.get("magic") not in OLD_MAGICS:
             raise UsageError(f"Redis key prefix {keys.prefix} holds foreign data (no crawltop crawl there)")
         return meta
-    async for _key in r.scan_iter(match=keys.prefix.replace("{", "\\{").replace("}", "\\}") + "*", count=1000):
+    tag = keys.prefix.replace("{", "\\{").replace("}", "\\}")
+    async for _key in r.scan_iter(match=tag + "*", count=1000):
         raise UsageError(f"Redis key prefix {keys.prefix} holds foreign data (keys without a crawl)")
+    async for key in r.scan_iter(match=tag[:-3] + ":*", count=1000):  # crawltop:{NAME:K}:...: a partition's
+        raise UsageError(f"Redis holds partitions of an earlier crawl named {keys.name!r} without its control keys "
+                         f"({key.decode() if isinstance(key, bytes) else key}...): delete crawltop:{{{keys.name}:*}} "
+                         f"keys or use another --name")
     return None
 
 
@@ -225,6 +231,7 @@ async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig, *,
                   "status": "running", "created": str(time.time()), "expect": str(expect),
                   "sb": str(seen.plan(expect, limit)), "sl": str(limit)}
         if count > 1:
+            fields["psl"] = psl_version()
             # each partition's own meta first (its seen set's plan, and `part`: it never
             # finishes the crawl alone), so no process ever runs a script on a partition
             # without one; the crawl exists once its control meta does
@@ -244,6 +251,7 @@ async def start(r: aioredis.Redis, url: str, name: str, config: CrawlConfig, *,
         diff = sorted(k for k in set(theirs) | set(mine) if theirs.get(k) != mine.get(k))
         raise UsageError(f"crawl {name!r} exists in Redis with other settings ({', '.join(diff)}); "
                          f"join it with: crawltop join {name} --redis URL")
+    _same_suffixes(name, meta)
     if partitions is not None and partitions != parts_of(meta):
         raise UsageError(f"crawl {name!r} exists in Redis with --partitions {parts_of(meta)}, not {partitions}: "
                          f"its partitions are fixed at creation; leave --partitions out to continue it")
@@ -259,6 +267,22 @@ if redis.call('HSETNX', KEYS[1], 'magic', ARGV[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV, 2))
 return 1
 """
+
+
+def psl_version() -> str:
+    """The version of tldextract, whose bundled list of public suffixes decides a host's
+    registered domain, so its partition (keys.partition_of)."""
+    return importlib.metadata.version("tldextract")
+
+
+def _same_suffixes(name: str, meta: dict[str, str]) -> None:
+    """An engine with another list of public suffixes would file some hosts in other
+    partitions than the crawl's: their URLs fetched twice, their politeness split."""
+    theirs = meta.get("psl")
+    if parts_of(meta) > 1 and theirs and theirs != psl_version():
+        raise UsageError(f"crawl {name!r} files hosts into partitions by tldextract {theirs}'s list of public "
+                         f"suffixes; this machine has tldextract {psl_version()}: install tldextract=={theirs} "
+                         f"to join it")
 
 
 async def _intset_limit(r: aioredis.Redis) -> int:
@@ -284,6 +308,8 @@ async def join(r: aioredis.Redis, url: str, name: str, *, resume: bool = True,
     meta = await _meta(r, keys, old_ok=old_ok)
     if meta is None:
         raise UsageError(f"no crawl named {name!r} in Redis at {url}")
+    if resume:  # (an engine: it files hosts into partitions)
+        _same_suffixes(name, meta)
     raw = json.loads(meta["config"])
     raw["roots"] = json.loads(meta["roots"])
     config = config_from_json(json.dumps(raw))

@@ -17,7 +17,7 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError, RedisClusterException, RedisError
+from redis.exceptions import AuthenticationError, NoScriptError, RedisClusterException, RedisError
 
 from .link import OUTAGE, moving
 
@@ -25,8 +25,9 @@ Call = tuple[AsyncScript, list[str], list[Any]]
 
 
 def is_outage(exc: BaseException) -> bool:
-    """A failure that passes (a node down, failing over, its slots moving), not a mistake."""
-    return isinstance(exc, OUTAGE) or moving(exc)
+    """A failure that passes (a node down, failing over, its slots moving), not a mistake;
+    a refused password is redis-py's ConnectionError too, but it does not pass."""
+    return (isinstance(exc, OUTAGE) or moving(exc)) and not isinstance(exc, AuthenticationError)
 
 
 def node_name(r: aioredis.Redis, key: str) -> str:
@@ -64,7 +65,7 @@ async def by_node(r: aioredis.Redis, calls: Sequence[Call], timeout: float) -> t
                     redo = dict(zip(again, await _pipe(r, [calls[i] for i in again]), strict=True))
                     replies = [redo.get(i, x) for i, x in zip(indexes, replies, strict=True)]
         except (*OUTAGE, RedisError, RedisClusterException) as exc:
-            if name and name != "?" and getattr(exc, "last_failed_node_name", None) is None:
+            if name and name != "?":  # the node these calls went to (redis-py may name the last it tried)
                 with contextlib.suppress(AttributeError):  # (what link.node_of reads)
                     setattr(exc, "last_failed_node_name", name)  # noqa: B010
             replies = [exc] * len(indexes)

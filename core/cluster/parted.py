@@ -24,7 +24,8 @@ import contextlib
 import time
 import zlib
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -65,6 +66,16 @@ AWAY_MAX = 8.0  # doubling while the node stays away, up to this
 NODE_WAIT = 3.0  # seconds a node may take to answer a batch before its partitions are set aside
 NEVER = float("inf")
 
+
+@dataclass(slots=True)
+class _Done:
+    """A finished URL's DONE, waiting to go."""
+    op: Op
+    part: int  # its partition
+    deps: dict[int, int]  # partition -> number of the last link its page added there
+    carried: float  # number of the first link it carries for its partition (NEVER: none)
+    num: int  # ops made before it and it
+
 # script, partition, its args (made when it goes: --max-pages' share is read then), and the
 # links it may add to the seen set (None: a script that adds none, whose reply does not say)
 Lazy = tuple[AsyncScript, int, Callable[[], list[Any]], int | None]
@@ -83,7 +94,9 @@ class PartedFrontier(RedisFrontier):
         self._links = 0  # links added, ever: numbers them
         self._sending = asyncio.Lock()  # one _send_pend at a time
         self._news = asyncio.Event()  # an op was queued or links reached Redis: a waiting sender looks again
-        self._queue: deque[tuple[Op, int, int]] = deque()  # (op, partition, links added before it)
+        self._queue: deque[_Done] = deque()
+        self._deps: dict[str, dict[int, int]] = {}  # a page not done yet -> its links' partitions, last number
+        self._in_flight: set[int] = set()  # the ops of the DONEs on their way
         self._sizes, self._seens = [0] * parts, [0] * parts
         self._wakes: tuple[dict[int, float], dict[int, float]] = ({}, {})  # lane -> part -> due (monotonic; -1 none)
         self._swept = [0.0, 0.0]  # when each lane last asked every partition
@@ -92,11 +105,13 @@ class PartedFrontier(RedisFrontier):
         self._where: dict[int, str] = {}  # partition -> its node and what failed, while away
         self._node_of: dict[int, str] = {}  # partition -> the node that last answered for it
         self._backoff: dict[str, float] = {}  # node -> how long its partitions are left alone now
+        self._node_until: dict[str, float] = {}  # node -> until when (monotonic)
         self.live: list[str] = [proc]  # live processes, as the last beat read them
         self._owned: set[int] = set(range(parts))
         self._empty = self.script(partscripts.EMPTY)
         self._finish = self.script(partscripts.FINISHED)
         self.pbeat, self.giveback = self.script(partscripts.PBEAT), self.script(partscripts.GIVEBACK)
+        self._records_script = self.script(partscripts.RECORDS)
         self.ctlbeat, self.depart = self.script(partscripts.CTLBEAT), self.script(partscripts.DEPART)
         self._turn, self._turn_end = self.script(scripts.TURN), self.script(scripts.TURN_END)
         self.budget = Budget(self.link, self.script(partscripts.GRANT), keys.meta, self.max_pages)
@@ -152,8 +167,11 @@ class PartedFrontier(RedisFrontier):
         failure's, or where its slot was the last time it was known (while redis-py reads
         the cluster's map again, it knows no node for it)."""
         node = node_of(exc) or self._node_of.get(p) or node_name(self.redis, self.parts[p].meta)
-        wait = self._backoff[node] = min(AWAY_MAX, self._backoff.get(node, AWAY / 2) * 2)
-        until, where = time.monotonic() + wait, f"{node if node not in ('', '?') else 'a node'} {why(exc)}"
+        now = time.monotonic()
+        if self._node_until.get(node, 0.0) <= now:  # once per failure of the node, not per partition
+            self._backoff[node] = min(AWAY_MAX, self._backoff.get(node, AWAY / 2) * 2)
+            self._node_until[node] = now + self._backoff[node]
+        until, where = self._node_until[node], f"{node if node not in ('', '?') else 'a node'} {why(exc)}"
         for q in [p, *(q for q, n in self._node_of.items() if n == node and node not in ("", "?"))]:
             self._away[q], self._where[q] = max(until, self._away.get(q, 0.0)), where
         self._node_of.setdefault(p, node)
@@ -172,22 +190,28 @@ class PartedFrontier(RedisFrontier):
         where = Counter(self._where.values()).most_common(1)[0][0]  # the node most of them wait for
         return f"REDIS PARTLY DOWN: {n} partition{'s' if n != 1 else ''} waiting ({where})"
 
-    async def calls(self, lazy: Sequence[Lazy]) -> list[Any]:
+    async def calls(self, lazy: Sequence[Lazy], keys: Callable[[int], list[str]] | None = None) -> list[Any]:
         """Each call's reply, or the outage that stopped it (its partition is set aside).
-        One pipeline per node; under --max-pages, one call after the other, each holding
-        enough of the budget for the links it may add. A failure that is no outage (a
-        script error, a refused password) is fatal, as Link.call makes it."""
+        One pipeline per node (`keys`: a partition's KEYS, else pkeys); under --max-pages,
+        the calls that add links go one after the other, each with all this process holds
+        of it reserved, what it did not add given back when it answers (a call that may
+        have run without an answer keeps its share: never counted twice). A failure that is
+        no outage (a script error, a refused password) is fatal, as Link.call makes it."""
+        keys = keys or self.pkeys
         if not self.max_pages or all(need is None for *_x, need in lazy):
-            calls = [(script, self.pkeys(p), args()) for script, p, args, _n in lazy]
+            calls = [(script, keys(p), args()) for script, p, args, _n in lazy]
             return await self._by_node(calls, [p for _s, p, _a, _n in lazy])
         out: list[Any] = []
         for script, p, args, need in lazy:
+            built = args()
+            held = 0
             if need is not None:
-                await self.budget.top_up(need)
-            (reply,) = await self._by_node([(script, self.pkeys(p), args())], [p])
+                held = await self.budget.reserve(need)
+                built[10] = held if held > 0 else -1  # MAXPAGES (std_args)
+            (reply,) = await self._by_node([(script, keys(p), built)], [p])
             if need is not None:
                 if not isinstance(reply, BaseException):
-                    self.budget.used(int(reply[-1]))  # ADD's and DONE's last: what it added to the seen set
+                    self.budget.allow += max(0, held - int(reply[-1]))  # ADD's and DONE's last: what it added
                 await self.budget.give_back()
             out.append(reply)
         return out
@@ -216,13 +240,11 @@ class PartedFrontier(RedisFrontier):
         if p not in self._pend:
             self._first[p] = self._links
         self._pend.setdefault(p, []).extend((fingerprint(url), key, int(hosts.classify(url)), encode_item(item)))
+        if item.via:  # the page's DONE waits for this link (core/cluster/finish.py says why)
+            self._deps.setdefault(item.via, {})[p] = self._links
         if self._add_soon is None:
             self._add_soon = asyncio.get_running_loop().call_later(0.05, self._flush_adds)
         return True
-
-    def _unsent(self) -> float:
-        """The number of the oldest link not in Redis yet, in any partition (NEVER: none)."""
-        return min([*self._first.values(), *self._flying.values()], default=NEVER)
 
     def _take_pending(self) -> list[bytes | str | int]:
         return []  # links wait per partition in _pend, never in the base's flat list
@@ -246,27 +268,35 @@ class PartedFrontier(RedisFrontier):
             for p in ready:
                 del self._pend[p]
                 self._flying[p] = self._first.pop(p)
-            replies = await self.calls([(self._add, p, partial(self.std_args, *links), len(links) // LINK)
-                                        for p, links in ready.items()])
-            for (p, links), reply in zip(ready.items(), replies, strict=True):
-                first = self._flying.pop(p)
-                if isinstance(reply, BaseException):  # back in front, as they were
-                    self._pend[p] = links + self._pend.get(p, [])
-                    self._first[p] = min(first, self._first.get(p, first))
-                else:
-                    self._totals_of(p, reply[1], reply[2])
-                    self._changed(p)
-            self._news.set()  # an op may go now
+            replies: list[Any] = []
+            try:
+                replies = await self.calls([(self._add, p, partial(self.std_args, *links), len(links) // LINK)
+                                            for p, links in ready.items()])
+            finally:  # (a fatal error too: nothing is left counted as on its way)
+                for i, (p, links) in enumerate(ready.items()):
+                    first = self._flying.pop(p)
+                    reply = replies[i] if replies else None
+                    if reply is None or isinstance(reply, BaseException):  # back in front, as they were
+                        self._pend[p] = links + self._pend.get(p, [])
+                        self._first[p] = min(first, self._first.get(p, first))
+                    else:
+                        self._totals_of(p, reply[1], reply[2])
+                        self._changed(p)
+                if not self._pend and not self._flying and not self._queue:
+                    self._deps.clear()  # every link is in Redis: no page waits for one
+                self._news.set()  # an op may go now
 
     async def _send_adds(self, pending: list[bytes | str | int]) -> None:
         await self._send_pend()
 
     async def _adds_sent(self) -> None:
+        """Every link added and every op queued before this call is in Redis (or waits for
+        a node that is away, and then this waits with it)."""
         target = self._ops_made
         async with self._popping:
             pass
         await self._send_pend()
-        while self._ops_gone < target:
+        while any(d.num <= target for d in self._queue) or any(n <= target for n in self._in_flight):
             self._kick_sender()
             sender = self._sender
             assert sender is not None
@@ -293,31 +323,45 @@ class PartedFrontier(RedisFrontier):
         if not record and back is None:
             back = (item, 0.0)
         p = self.part_of(split_member(raw)[0])
-        links = self._pend.pop(p, [])  # this partition's links ride with the DONE; others go first
-        self._first.pop(p, None)
+        links = self._pend.pop(p, [])  # the partition's links waiting here ride with this DONE
+        carried = self._first.pop(p, NEVER) if links else NEVER
         op: Op = (raw, item.url, record, encode_item(back[0]) if back is not None else "",
                   round(back[1] * 1000) if back is not None else 0, int(err), links)
-        self._queue.append((op, p, self._links))
-        self._ops_args += _op_size(op)
         self._ops_made += 1
+        self._queue.append(_Done(op, p, self._deps.pop(item.url, {}), carried, self._ops_made))
+        self._ops_args += _op_size(op)
         self._news.set()
         self._kick_sender()
 
-    def _batch(self) -> list[tuple[Op, int, int]]:
+    def _batch(self) -> list[_Done]:
         """Ops that may go now, in order: their partition's node not away, and every link
-        added before each of them in Redis. The rest wait in the queue, in order."""
-        unsent, now = self._unsent(), time.monotonic()
-        batch: list[tuple[Op, int, int]] = []
-        rest: deque[tuple[Op, int, int]] = deque()
+        their page added in Redis, in its partition's queue of links (_pend), on its way
+        (_flying) or carried by another op: a partition's links always, another's only once
+        that op has gone (the partitions of one batch are written at once, in no order).
+        Within a partition, ops go in order: one held back holds back those after it."""
+        now = time.monotonic()
+        carried: dict[int, float] = {}
+        for d in self._queue:
+            carried[d.part] = min(d.carried, carried.get(d.part, NEVER))
+
+        def sent(q: int, n: int, mine: bool) -> bool:
+            unsent = min(self._first.get(q, NEVER), self._flying.get(q, NEVER))
+            return n < (unsent if mine else min(unsent, carried.get(q, NEVER)))
+
+        batch: list[_Done] = []
+        rest: deque[_Done] = deque()
+        held: set[int] = set()
         size = 0
         while self._queue:
-            entry = self._queue.popleft()
-            op, p, before = entry
-            if len(batch) < MAX_DONE and size < MAX_DONE_ARGS and before < unsent and not self.is_away(p, now):
-                batch.append(entry)
-                size += _op_size(op)
+            d = self._queue.popleft()
+            ok = (d.part not in held and len(batch) < MAX_DONE and size < MAX_DONE_ARGS
+                  and not self.is_away(d.part, now) and all(sent(q, n, q == d.part) for q, n in d.deps.items()))
+            if ok:
+                batch.append(d)
+                size += _op_size(d.op)
             else:
-                rest.append(entry)
+                held.add(d.part)
+                rest.append(d)
         self._queue = rest
         self._ops_args -= size
         return batch
@@ -344,9 +388,9 @@ class PartedFrontier(RedisFrontier):
             if self._claimed:  # before the DONE of the page that loaded them
                 await self._send_claimed()
             batch, events = self._batch(), self._events()
-            parts = sorted({p for _op, p, _b in batch} | set(events))
+            parts = sorted({d.part for d in batch} | set(events))
             if not parts:
-                if self._queue or self._pend or self.hosts.events:
+                if self._queue or self._pend or self.hosts.events or self._claimed:
                     # waiting for a node, or for links on their way: until it may be back, or news
                     back = min([*self._away.values(), time.monotonic() + AWAY]) - time.monotonic()
                     self._news.clear()
@@ -354,44 +398,56 @@ class PartedFrontier(RedisFrontier):
                         async with asyncio.timeout(max(0.01, back)):
                             await self._news.wait()
                 continue
-            ops_of: dict[int, list[tuple[Op, int, int]]] = {}
-            for entry in batch:
-                ops_of.setdefault(entry[1], []).append(entry)
-            lazy: list[Lazy] = []
-            for p in parts:
-                ev = [x for _e, flat in events.get(p, []) for x in flat]
-                args: list[Any] = [len(ev) // 6, *ev]
-                for (member, url, record, back, after, err, links), _p, _b in ops_of.get(p, []):
-                    args += (member, url, record, back, after, err, len(links) // LINK, *links)
-                need = sum(len(op[6]) // LINK for op, _p, _b in ops_of.get(p, []))
-                lazy.append((self._done, p, partial(self.std_args, *args), need))
-            try:
-                replies = await self.calls(lazy)
-            except UsageError:  # fatal: on_error stopped the crawl; nobody waits for these
-                self._ops_gone += len(batch)
-                raise
-            for p, reply in zip(parts, replies, strict=True):
-                mine = ops_of.get(p, [])
-                if isinstance(reply, BaseException):  # its node failed: again later, in order
-                    self._queue.extendleft(reversed(mine))
-                    self._ops_args += sum(_op_size(op) for op, _p, _b in mine)
-                    self.hosts.events[:0] = [e for e, _flat in events.get(p, [])]
-                    continue
-                self._totals_of(p, reply[3], reply[4])
-                self._changed(p)
-                self._ops_gone += len(mine)
+            await self._send_batch(batch, events, parts)
+
+    async def _send_batch(self, batch: list[_Done], events: dict[int, list[Any]], parts: list[int]) -> None:
+        """One DONE per partition, one pipeline per node; a failed partition's ops and
+        events go back, first, in order."""
+        ops_of: dict[int, list[_Done]] = {}
+        for d in batch:
+            ops_of.setdefault(d.part, []).append(d)
+        lazy: list[Lazy] = []
+        for p in parts:
+            ev = [x for _e, flat in events.get(p, []) for x in flat]
+            args: list[Any] = [len(ev) // 6, *ev]
+            for d in ops_of.get(p, []):
+                member, url, record, back, after, err, links = d.op
+                args += (member, url, record, back, after, err, len(links) // LINK, *links)
+            need = sum(len(d.op[6]) // LINK for d in ops_of.get(p, []))
+            lazy.append((self._done, p, partial(self.std_args, *args), need))
+        self._in_flight = {d.num for d in batch}
+        try:
+            replies = await self.calls(lazy)
+        except UsageError:  # fatal: on_error stopped the crawl; nobody waits for these
+            self._ops_gone += len(batch)
+            raise
+        finally:
+            self._in_flight = set()
+        for p, reply in zip(parts, replies, strict=True):
+            mine = ops_of.get(p, [])
+            if isinstance(reply, BaseException):  # its node failed: again later, in order
+                self._queue.extendleft(reversed(mine))
+                self._ops_args += sum(_op_size(d.op) for d in mine)
+                self.hosts.events[:0] = [e for e, _flat in events.get(p, [])]
+                continue
+            self._totals_of(p, reply[3], reply[4])
+            self._changed(p)
+            self._ops_gone += len(mine)
 
     async def _send_claimed(self) -> None:
-        batch, self._claimed = self._claimed, []
-
-        def send() -> Awaitable[Any]:
-            pipe = self.redis.pipeline(transaction=False)
-            for url, data in batch:
-                k = self.parts[self.part_of(self.hosts.key(url))]
-                pipe.xadd(k.rec, {"url": url, "data": data, "new": 0, "proc": self.proc})
-                pipe.hincrby(k.count, "records", 1)
-            return pipe.execute()
-        await self.link.call(send)
+        """The Records of URLs our tabs claimed, each in its partition's stream (RECORDS,
+        one pipeline per node); a partition whose node fails keeps its own for later, and
+        the others are never written twice."""
+        by: dict[int, list[str]] = {}
+        for url, data in self._claimed:
+            by.setdefault(self.part_of(self.hosts.key(url)), []).extend((url, data))
+        self._claimed = []
+        lazy: list[Lazy] = [(self._records_script, p, partial(list, [self.proc, *pairs]), None)
+                            for p, pairs in by.items()]
+        replies = await self.calls(lazy, keys=lambda p: [self.parts[p].rec, self.parts[p].count])
+        for (_p, pairs), reply in zip(by.items(), replies, strict=True):
+            if isinstance(reply, BaseException):
+                self._claimed[:0] = list(zip(pairs[::2], pairs[1::2], strict=True))
 
     # -- one host, one URL ----------------------------------------------------------------
     def host_ctl(self, op: str, host: str, value: str = "") -> None:
@@ -421,13 +477,12 @@ class PartedFrontier(RedisFrontier):
         return bool(await self.link.call(lambda: self._seen_has(keys, [fp])))
 
     async def _seen_add(self, url: str, cap: int = 0) -> int:
-        """As the base's; a cap means this process's share of --max-pages here."""
-        if cap:
-            await self.budget.top_up()
-        keys, fp, limit = self._seen_keys_of(url), fingerprint(url), self.budget.cap() if cap else 0
+        """As the base's; a cap means this process's share of --max-pages here (one URL of
+        it reserved for the call)."""
+        held = await self.budget.reserve(1) if cap and self.max_pages else 0
+        keys, fp, limit = self._seen_keys_of(url), fingerprint(url), (held or -1) if cap and self.max_pages else 0
         got = int((await self.link.call(lambda: self._seen_add_script(keys, [limit, fp])))[0])
-        if got == 1 and cap:
-            self.budget.used(1)
+        self.budget.allow += max(0, held - (1 if got == 1 else 0))
         return got
 
     async def remove_matching(self, predicate: Callable[[str], bool]) -> list[Item]:
@@ -474,17 +529,20 @@ class PartedFrontier(RedisFrontier):
                 idle = 0.01
                 continue
             now = time.monotonic()
-            wakes = [t for t in self._wakes[w.lane].values() if t >= 0] + list(self._away.values())
+            # when a partition comes due, or one set aside may be asked again (none past: a
+            # partition whose node is away is not due, and a loop that never sleeps would
+            # hold up every other task of the process)
+            wakes = [t for p, t in self._wakes[w.lane].items() if t > now and not self.is_away(p, now)]
+            wakes += [t for t in self._away.values() if t > now]
             w.wake_at = min(wakes) if wakes else None
             if wakes:
-                sleep, idle = min(max(0.0, min(wakes) - now), MAX_SLEEP), 0.01
+                sleep, idle = min(min(wakes) - now, MAX_SLEEP), 0.01
             else:
                 sleep, idle = idle, min(idle * 2, 0.2 if w.lane == PAGES else MAX_SLEEP)
-            sleep = min(sleep, max(0.0, self._swept[w.lane] + SWEEP - now))
-            if sleep > 0:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(sleep):
-                        await w.poke.wait()
+            sleep = max(0.005, min(sleep, self._swept[w.lane] + SWEEP - now))
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(sleep):
+                    await w.poke.wait()
 
     async def _pop_round(self, w: _Lane) -> int:
         """One POP per due partition, in order, until the lane's waiting workers have enough."""
@@ -579,8 +637,11 @@ class PartedFrontier(RedisFrontier):
                 await asyncio.sleep(MAX_SLEEP)
 
     def held_by_part(self) -> dict[int, list[str]]:
-        """The lease members this process holds, by partition (the heartbeat renews them)."""
+        """The lease members this process holds, by partition (the heartbeat renews them):
+        URLs at work, and finished ones whose DONE waits (for a node, or its links)."""
         out: dict[int, list[str]] = {}
         for member in self._raw.values():
             out.setdefault(self.part_of(split_member(member)[0]), []).append(member)
+        for d in self._queue:
+            out.setdefault(d.part, []).append(d.op[0])
         return out

@@ -110,3 +110,13 @@ EMPTY = SHEBANG + """
 local c = redis.call('HMGET', KEYS[1], 'queued', 'ch')
 return {tonumber(c[1]) or 0, redis.call('ZCARD', KEYS[2]), tonumber(c[2]) or 0}
 """
+
+# KEYS: a partition's rec count   ARGV: proc (url data)...
+# The Records of URLs a browser tab claimed (they have no lease to ride a DONE with).
+RECORDS = SHEBANG + """
+for i = 2, #ARGV, 2 do
+  redis.call('XADD', KEYS[1], '*', 'url', ARGV[i], 'data', ARGV[i + 1], 'new', 0, 'proc', ARGV[1])
+end
+redis.call('HINCRBY', KEYS[2], 'records', (#ARGV - 1) / 2)
+return 1
+"""

@@ -247,8 +247,10 @@ async def one_schedule(url: str, seed: int) -> None:
 async def test_a_dead_master_stops_only_its_own_partitions(serve) -> None:
     """Three masters, no replicas, full coverage not required (so the survivors still
     serve): one master dies for good mid-crawl. Every page of the sites whose partitions
-    live on the other two is still crawled and recorded once; the engines say how many
-    partitions wait, and on which node; the dead master's sites simply wait."""
+    live on the other two is still crawled and recorded once, but one: a page that links to
+    a site on the dead master waits with its link (its record would otherwise say its links
+    were queued), and holds up no other; the engines say how many partitions wait, and on
+    which node; the dead master's sites simply wait."""
     from redis.crc import key_slot
     from support.rediscluster import LocalCluster, say
 
@@ -265,6 +267,9 @@ async def test_a_dead_master_stops_only_its_own_partitions(serve) -> None:
                  for k in range(n)]
         on_victim = {s.url for s in sites if master_of[partition_of(s.url.removeprefix("http://"), parts)] == victim}
         assert on_victim and len(on_victim) < n  # (the fixed name puts sites on both sides)
+        linker = next(s for s in sites if s.url not in on_victim)
+        far = min(on_victim)
+        linker.routes["/p7"] = slow(3.0, page(far + "/far"))  # late: it asks for the dead master after the kill
         config = CrawlConfig(roots=tuple(s.url + "/" for s in sites), concurrency=8)
         members = await engines(c.url, name, config, 2, partitions=parts)
         running = asyncio.gather(*(m.crawl() for m in members))
@@ -277,7 +282,11 @@ async def test_a_dead_master_stops_only_its_own_partitions(serve) -> None:
         c.procs[c.ports.index(victim)].kill()
         c.procs[c.ports.index(victim)].wait()
         live = {f"{s.url}/{p}" for s in sites if s.url not in on_victim for p in ["", *(f"p{j}" for j in range(8))]}
+        live.discard(linker.url + "/p7")
         await until_true(lambda: live <= recorded_live(r, name, master_of, victim), 90)
+        await asyncio.sleep(1.0)  # (time for it, had it not waited)
+        assert linker.url + "/p7" not in recorded_live(r, name, master_of, victim)
+        assert linker.hits.get("/p7") == 1  # fetched, and waiting for its link's partition
         urls = [e[b"url"].decode() for e in stream_entries_live(r, name, master_of, victim)]
         assert len(urls) == len(set(urls))  # each once
         notices = [m.engine.stats.notice for m in members]

@@ -17,7 +17,7 @@ from crawltop.core.cluster.parted import PartedFrontier
 
 # the scripts of a crawl in partitions, beside those of every crawl
 PARTED = {name: getattr(partscripts, name) for name in
-          ("PBEAT", "CTLBEAT", "GIVEBACK", "DEPART", "GRANT", "FINISHED", "EMPTY")}
+          ("PBEAT", "CTLBEAT", "GIVEBACK", "DEPART", "GRANT", "FINISHED", "EMPTY", "RECORDS")}
 EVERY = {**scripts.ALL, **PARTED}
 
 # What a key argument of redis.call may be: a name bound to KEYS, KEYS[n] itself, or a key

@@ -80,7 +80,7 @@ def node_cells(row: NodeRow) -> tuple[Cell, ...]:
     mine = ("this crawl" if row.parts == 1 else f"{row.crawl} partition{'s' if row.crawl != 1 else ''}"
             ) if row.crawl else ""
     if not row.up:
-        state = cell("DOWN" + (f": {mine} wait" + ("s" if row.parts == 1 else "") if mine else ""),
+        state = cell("DOWN" + (f": {mine} wait" + ("s" if row.parts == 1 or row.crawl == 1 else "") if mine else ""),
                      "bold reverse red")
     else:
         state = cell("up" + (f", {mine}" if mine else ""), "green" if row.crawl else "dim")
