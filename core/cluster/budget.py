@@ -10,6 +10,8 @@ block a process (N / 16, at most 64), held where no link was left to use it.
 """
 from __future__ import annotations
 
+import asyncio
+
 from redis.commands.core import AsyncScript
 
 from .link import Link
@@ -21,6 +23,7 @@ class Budget:
     def __init__(self, link: Link, grant: AsyncScript, meta: str, max_pages: int) -> None:
         self.link, self.grant, self.meta, self.max_pages = link, grant, meta, max_pages
         self.allow = 0  # what this process may still add to the seen set
+        self.lock = asyncio.Lock()  # one call adding links at a time (reserve)
         self.block = max(1, min(BLOCK, max_pages // 16))
 
     def cap(self) -> int:
@@ -30,11 +33,13 @@ class Budget:
         return self.allow if self.allow > 0 else -1
 
     async def reserve(self, need: int) -> int:
-        """All this process holds, for one call that may add `need` URLs (taken first if it
-        holds too little): calls at the same time never share one allowance. The caller
-        gives back what the call did not use (`allow +=`)."""
+        """Up to `need` URLs of what this process holds, for one call (taken from the control
+        slot first if it holds too little), under `lock`: the caller gives back what the call
+        did not use (`allow +=`); a call that may have run without an answer keeps its share,
+        so a URL is never counted twice."""
         await self.top_up(need)
-        held, self.allow = self.allow, 0
+        held = min(self.allow, max(1, need))
+        self.allow -= held
         return held
 
     async def top_up(self, need: int = 1) -> None:

@@ -4,10 +4,10 @@
 A host belongs to one partition (keys.partition_of: by its registered domain), and its
 queue, state, leases, seen URLs, counts and records live under that partition's hash tag,
 so the scripts of scripts.py run unchanged on one partition's keys. What spans partitions:
-- a URL goes to its host's partition; a page's links to other partitions are sent (ADD)
+- a URL goes to its host's partition; a page's links are sent (ADD, one per partition)
   before the page's DONE, so a process that dies in between leaves links added and its
-  page leased: the page is fetched again, its links found seen. An op waits until every
-  link added before it is in Redis (`_unsent`: the oldest link not sent, per partition);
+  page leased: the page is fetched again, its links found seen. A DONE waits only for its
+  own page's links (numbered: `_deps`), and for links of no page (roots, seeds);
 - POP asks the partitions that are due, owned ones first (rendezvous hashing over the live
   processes), one after the other until the waiting workers have enough; each partition's
   bell wakes the lane when one of its hosts comes due;
@@ -72,8 +72,7 @@ class _Done:
     """A finished URL's DONE, waiting to go."""
     op: Op
     part: int  # its partition
-    deps: dict[int, int]  # partition -> number of the last link its page added there
-    carried: float  # number of the first link it carries for its partition (NEVER: none)
+    deps: dict[int, int]  # partition -> number of the last link its page (or no page) added there
     num: int  # ops made before it and it
 
 # script, partition, its args (made when it goes: --max-pages' share is read then), and the
@@ -96,6 +95,7 @@ class PartedFrontier(RedisFrontier):
         self._news = asyncio.Event()  # an op was queued or links reached Redis: a waiting sender looks again
         self._queue: deque[_Done] = deque()
         self._deps: dict[str, dict[int, int]] = {}  # a page not done yet -> its links' partitions, last number
+        self._orphans: dict[int, int] = {}  # the same for links of no page at work here
         self._in_flight: set[int] = set()  # the ops of the DONEs on their way
         self._sizes, self._seens = [0] * parts, [0] * parts
         self._wakes: tuple[dict[int, float], dict[int, float]] = ({}, {})  # lane -> part -> due (monotonic; -1 none)
@@ -204,15 +204,16 @@ class PartedFrontier(RedisFrontier):
         out: list[Any] = []
         for script, p, args, need in lazy:
             built = args()
-            held = 0
-            if need is not None:
-                held = await self.budget.reserve(need)
-                built[10] = held if held > 0 else -1  # MAXPAGES (std_args)
-            (reply,) = await self._by_node([(script, keys(p), built)], [p])
-            if need is not None:
-                if not isinstance(reply, BaseException):
-                    self.budget.allow += max(0, held - int(reply[-1]))  # ADD's and DONE's last: what it added
-                await self.budget.give_back()
+            if need is None:
+                (reply,) = await self._by_node([(script, keys(p), built)], [p])
+            else:
+                async with self.budget.lock:  # one call adding links at a time: no two share a reserve
+                    held = await self.budget.reserve(need)
+                    built[10] = held if held > 0 else -1  # MAXPAGES (std_args)
+                    (reply,) = await self._by_node([(script, keys(p), built)], [p])
+                    if not isinstance(reply, BaseException):
+                        self.budget.allow += max(0, held - int(reply[-1]))  # ADD's last: what it added
+                    await self.budget.give_back()
             out.append(reply)
         return out
 
@@ -240,8 +241,11 @@ class PartedFrontier(RedisFrontier):
         if p not in self._pend:
             self._first[p] = self._links
         self._pend.setdefault(p, []).extend((fingerprint(url), key, int(hosts.classify(url)), encode_item(item)))
-        if item.via:  # the page's DONE waits for this link (core/cluster/finish.py says why)
-            self._deps.setdefault(item.via, {})[p] = self._links
+        # the DONE of the page that found it waits for it (core/cluster/finish.py says why); a
+        # link of no page at work here (a root, a seed, a sitemap's, what a tab's stylesheet
+        # named) holds every DONE queued after it
+        owner = self._deps.setdefault(item.via, {}) if item.via in self._raw else self._orphans
+        owner[p] = self._links
         if self._add_soon is None:
             self._add_soon = asyncio.get_running_loop().call_later(0.05, self._flush_adds)
         return True
@@ -282,8 +286,9 @@ class PartedFrontier(RedisFrontier):
                     else:
                         self._totals_of(p, reply[1], reply[2])
                         self._changed(p)
-                if not self._pend and not self._flying and not self._queue:
-                    self._deps.clear()  # every link is in Redis: no page waits for one
+                if not self._pend and not self._flying:
+                    self._deps.clear()  # every link is in Redis: no DONE waits for one
+                    self._orphans.clear()
                 self._news.set()  # an op may go now
 
     async def _send_adds(self, pending: list[bytes | str | int]) -> None:
@@ -292,11 +297,17 @@ class PartedFrontier(RedisFrontier):
     async def _adds_sent(self) -> None:
         """Every link added and every op queued before this call is in Redis (or waits for
         a node that is away, and then this waits with it)."""
-        target = self._ops_made
+        target, last = self._ops_made, self._links
         async with self._popping:
             pass
         await self._send_pend()
-        while any(d.num <= target for d in self._queue) or any(n <= target for n in self._in_flight):
+
+        def waiting() -> bool:  # (what waits for a node that is away is not waited for)
+            now = time.monotonic()
+            unsent = [n for q, n in [*self._first.items(), *self._flying.items()] if not self.is_away(q, now)]
+            return (min(unsent, default=NEVER) <= last or any(n <= target for n in self._in_flight)
+                    or any(d.num <= target and not self.is_away(d.part, now) for d in self._queue))
+        while waiting():
             self._kick_sender()
             sender = self._sender
             assert sender is not None
@@ -323,44 +334,37 @@ class PartedFrontier(RedisFrontier):
         if not record and back is None:
             back = (item, 0.0)
         p = self.part_of(split_member(raw)[0])
-        links = self._pend.pop(p, [])  # the partition's links waiting here ride with this DONE
-        carried = self._first.pop(p, NEVER) if links else NEVER
+        # every link goes by ADD, none rides in a DONE: a DONE waits only for its own page's
+        # links, so a node that is away holds up only the pages that linked there
         op: Op = (raw, item.url, record, encode_item(back[0]) if back is not None else "",
-                  round(back[1] * 1000) if back is not None else 0, int(err), links)
+                  round(back[1] * 1000) if back is not None else 0, int(err), [])
+        deps = self._deps.pop(item.url, {})
+        for q, n in self._orphans.items():
+            deps[q] = max(n, deps.get(q, 0))
         self._ops_made += 1
-        self._queue.append(_Done(op, p, self._deps.pop(item.url, {}), carried, self._ops_made))
+        self._queue.append(_Done(op, p, deps, self._ops_made))
         self._ops_args += _op_size(op)
         self._news.set()
         self._kick_sender()
 
     def _batch(self) -> list[_Done]:
         """Ops that may go now, in order: their partition's node not away, and every link
-        their page added in Redis, in its partition's queue of links (_pend), on its way
-        (_flying) or carried by another op: a partition's links always, another's only once
-        that op has gone (the partitions of one batch are written at once, in no order).
-        Within a partition, ops go in order: one held back holds back those after it."""
+        their page added in Redis (none waiting here, _pend, or on its way, _flying)."""
         now = time.monotonic()
-        carried: dict[int, float] = {}
-        for d in self._queue:
-            carried[d.part] = min(d.carried, carried.get(d.part, NEVER))
 
-        def sent(q: int, n: int, mine: bool) -> bool:
-            unsent = min(self._first.get(q, NEVER), self._flying.get(q, NEVER))
-            return n < (unsent if mine else min(unsent, carried.get(q, NEVER)))
+        def sent(q: int, n: int) -> bool:
+            return n < min(self._first.get(q, NEVER), self._flying.get(q, NEVER))
 
         batch: list[_Done] = []
         rest: deque[_Done] = deque()
-        held: set[int] = set()
         size = 0
         while self._queue:
             d = self._queue.popleft()
-            ok = (d.part not in held and len(batch) < MAX_DONE and size < MAX_DONE_ARGS
-                  and not self.is_away(d.part, now) and all(sent(q, n, q == d.part) for q, n in d.deps.items()))
-            if ok:
+            if (len(batch) < MAX_DONE and size < MAX_DONE_ARGS and not self.is_away(d.part, now)
+                    and all(sent(q, n) for q, n in d.deps.items())):
                 batch.append(d)
                 size += _op_size(d.op)
             else:
-                held.add(d.part)
                 rest.append(d)
         self._queue = rest
         self._ops_args -= size
@@ -413,8 +417,7 @@ class PartedFrontier(RedisFrontier):
             for d in ops_of.get(p, []):
                 member, url, record, back, after, err, links = d.op
                 args += (member, url, record, back, after, err, len(links) // LINK, *links)
-            need = sum(len(d.op[6]) // LINK for d in ops_of.get(p, []))
-            lazy.append((self._done, p, partial(self.std_args, *args), need))
+            lazy.append((self._done, p, partial(self.std_args, *args), None))  # (its links went by ADD)
         self._in_flight = {d.num for d in batch}
         try:
             replies = await self.calls(lazy)
@@ -439,9 +442,17 @@ class PartedFrontier(RedisFrontier):
         one pipeline per node); a partition whose node fails keeps its own for later, and
         the others are never written twice."""
         by: dict[int, list[str]] = {}
+        keep: list[tuple[str, str]] = []
+        now = time.monotonic()
         for url, data in self._claimed:
-            by.setdefault(self.part_of(self.hosts.key(url)), []).extend((url, data))
-        self._claimed = []
+            p = self.part_of(self.hosts.key(url))
+            if self.is_away(p, now):
+                keep.append((url, data))  # its node is away: later, not a wait in every batch
+            else:
+                by.setdefault(p, []).extend((url, data))
+        self._claimed = keep
+        if not by:
+            return
         lazy: list[Lazy] = [(self._records_script, p, partial(list, [self.proc, *pairs]), None)
                             for p, pairs in by.items()]
         replies = await self.calls(lazy, keys=lambda p: [self.parts[p].rec, self.parts[p].count])
@@ -479,10 +490,13 @@ class PartedFrontier(RedisFrontier):
     async def _seen_add(self, url: str, cap: int = 0) -> int:
         """As the base's; a cap means this process's share of --max-pages here (one URL of
         it reserved for the call)."""
-        held = await self.budget.reserve(1) if cap and self.max_pages else 0
-        keys, fp, limit = self._seen_keys_of(url), fingerprint(url), (held or -1) if cap and self.max_pages else 0
-        got = int((await self.link.call(lambda: self._seen_add_script(keys, [limit, fp])))[0])
-        self.budget.allow += max(0, held - (1 if got == 1 else 0))
+        keys, fp = self._seen_keys_of(url), fingerprint(url)
+        if not (cap and self.max_pages):
+            return int((await self.link.call(lambda: self._seen_add_script(keys, [0, fp])))[0])
+        async with self.budget.lock:
+            held = await self.budget.reserve(1)
+            got = int((await self.link.call(lambda: self._seen_add_script(keys, [held or -1, fp])))[0])
+            self.budget.allow += max(0, held - (1 if got == 1 else 0))
         return got
 
     async def remove_matching(self, predicate: Callable[[str], bool]) -> list[Item]:
