@@ -27,7 +27,8 @@ Entry = tuple[bytes, dict[bytes, bytes]]  # a stream entry's id and fields (a cl
 
 def _record(fields: dict[bytes, bytes]) -> dict:
     rec = loads(fields[b"data"])
-    rec["num_new_urls"] = int(fields[b"new"])  # counted by Redis, across the cluster
+    if fields.get(b"new"):  # counted by Redis, across the cluster (a partitioned crawl's links go
+        rec["num_new_urls"] = int(fields[b"new"])  # apart from their page's DONE: the engine's own count)
     return rec
 
 

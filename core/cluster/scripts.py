@@ -456,7 +456,9 @@ while i <= #ARGV do
         push(h, back, true)
       end
     else
-      redis.call('XADD', REC, '*', 'url', url, 'data', record, 'new', new, 'proc', PROC)
+      local counted = new  -- (one partition of several: links go by ADD, the record's own count stands)
+      if PARTED then counted = '' end
+      redis.call('XADD', REC, '*', 'url', url, 'data', record, 'new', counted, 'proc', PROC)
       if err == '1' then redis.call('HINCRBY', hk(h), 'er', 1) end
       accepted = accepted + 1
       schedule(h)
