@@ -493,14 +493,8 @@ class RedisFrontier:
         idleness)."""
         idle = 0.01
         while True:
-            while self._ops_args > 2 * MAX_DONE_ARGS and self._sender is not None and not self._sender.done():
-                # backpressure: link-heavy pages finish faster than their links reach Redis;
-                # no new URL until the backlog is sent, so it stays bounded
-                await asyncio.shield(self._sender)
-            w.waiters = deque(f for f in w.waiters if not f.done())
-            if not w.waiters:
+            if not await self._still_wanted(w):
                 return
-            w.poke.clear()
             try:
                 async with self._popping:
                     if self._adding is not None and not self._adding.done():
@@ -534,6 +528,17 @@ class RedisFrontier:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(sleep):
                         await w.poke.wait()
+
+    async def _still_wanted(self, w: _Lane) -> bool:
+        """Before a lane's next POP: workers still wait for it (poke cleared: a ring from here
+        on counts), once the backlog of finished URLs is sent (backpressure: link-heavy pages
+        finish faster than their links reach Redis; no new URL until it is, so it stays
+        bounded)."""
+        while self._ops_args > 2 * MAX_DONE_ARGS and self._sender is not None and not self._sender.done():
+            await asyncio.shield(self._sender)
+        w.waiters = deque(f for f in w.waiters if not f.done())
+        w.poke.clear()
+        return bool(w.waiters)
 
     async def _listen(self) -> None:
         """The bell (core/cluster/scripts.py): another process made a host of a lane (the

@@ -527,12 +527,8 @@ class PartedFrontier(RedisFrontier):
     async def _pop_loop(self, w: _Lane) -> None:
         idle = 0.01
         while True:
-            while self._ops_args > 2 * MAX_DONE_ARGS and self._sender is not None and not self._sender.done():
-                await asyncio.shield(self._sender)
-            w.waiters = deque(f for f in w.waiters if not f.done())
-            if not w.waiters:
+            if not await self._still_wanted(w):
                 return
-            w.poke.clear()
             try:
                 got = await self._pop_round(w)
                 if not got and not self._raw and self._size == 0 and not self.finished.is_set():

@@ -7,34 +7,21 @@ POP, DONE, ADD, REMOVE, HOSTCTL, TURN and SEEN_* are scripts.py's, run on a part
 """
 from __future__ import annotations
 
-from .scripts import _HOSTS, _LIVE, _NOW, HOST_FIELDS, SHEBANG
+from .scripts import _HOSTS, _LIVE, _NOW, SHEBANG, VIEW
 
 # A partition's half of BEAT. Host-script KEYS and ARGV, then ARGV[14..]: lease_ms cursor
 # rows (0: none) member...  Renews this process's leases there (XX, as BEAT), and reads its
 # totals; with rows > 0 also the next URLs of its first due hosts and a page of host rows.
 # Returns {queued, seen, leased, records, hosts, retired, over, head, cursor, rows, now}.
-PBEAT = SHEBANG + _HOSTS + """
+PBEAT = SHEBANG + _HOSTS + VIEW + """
 local deadline = now + tonumber(ARGV[14])
 for j = 17, #ARGV do
   redis.call('ZADD', LEASES, 'XX', deadline, ARGV[j])
 end
 local head, rows, cursor = {}, {}, '0'
 if tonumber(ARGV[16]) > 0 then
-  for lane = 0, 1 do
-    for _, h in ipairs(redis.call('ZRANGE', READIES[lane], 0, 9 - #head)) do
-      local raw = redis.call('LINDEX', qk(h), 0)
-      if raw then head[#head + 1] = raw end
-    end
-    if #head >= 10 then break end
-  end
-  local scan = redis.call('SSCAN', HOSTS, ARGV[15], 'COUNT', tonumber(ARGV[16]))
-  cursor = scan[1]
-  for _, h in ipairs(scan[2]) do
-    local row = redis.call('HMGET', hk(h), """ + ", ".join(f"'{f}'" for f in HOST_FIELDS) + """)
-    rows[#rows + 1] = h
-    rows[#rows + 1] = redis.call('LLEN', qk(h))
-    for j = 1, #row do rows[#rows + 1] = row[j] or '' end
-  end
+  head = head_of()
+  cursor, rows = rows_of(ARGV[15], tonumber(ARGV[16]))
 end
 return {num(redis.call('HGET', COUNT, 'queued')), seen_count(), redis.call('ZCARD', LEASES),
         num(redis.call('HGET', COUNT, 'records')), redis.call('SCARD', HOSTS),

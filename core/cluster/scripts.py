@@ -533,7 +533,35 @@ return redis.call('LLEN', qk(h))
 # read back control and totals, the next URLs of the first hosts due, and a page of host
 # rows for the queues view (SSCAN from `cursor`: every host comes round in turn), all in
 # one round trip.
-BEAT = SHEBANG + _HOSTS + """
+# The queues view's reads (BEAT, and partscripts.PBEAT per partition): the next URLs of the
+# first hosts due, the pages' lane first, and a page of host rows from `cursor` (SSCAN:
+# every host comes round in turn), each row its host, queue length and HOST_FIELDS.
+VIEW = """
+local function head_of()
+  local head = {}
+  for lane = 0, 1 do
+    for _, h in ipairs(redis.call('ZRANGE', READIES[lane], 0, 9 - #head)) do
+      local raw = redis.call('LINDEX', qk(h), 0)
+      if raw then head[#head + 1] = raw end
+    end
+    if #head >= 10 then break end
+  end
+  return head
+end
+local function rows_of(cursor, count)
+  local rows = {}
+  local scan = redis.call('SSCAN', HOSTS, cursor, 'COUNT', count)
+  for _, h in ipairs(scan[2]) do
+    local row = redis.call('HMGET', hk(h), """ + ", ".join(f"'{f}'" for f in HOST_FIELDS) + """)
+    rows[#rows + 1] = h
+    rows[#rows + 1] = redis.call('LLEN', qk(h))
+    for j = 1, #row do rows[#rows + 1] = row[j] or '' end
+  end
+  return scan[1], rows
+end
+"""
+
+BEAT = SHEBANG + _HOSTS + VIEW + """
 local deadline = now + tonumber(ARGV[17])
 for j = 20, #ARGV do
   redis.call('ZADD', LEASES, 'XX', deadline, ARGV[j])
@@ -541,26 +569,12 @@ end
 redis.call('HSET', KEYS[14], PROC, ARGV[14])
 redis.call('HSET', KEYS[15], PROC, now)
 if ARGV[15] ~= '' then redis.call('SET', KEYS[16], ARGV[15], 'PX', tonumber(ARGV[16])) end
-local head = {}
-for lane = 0, 1 do  -- the pages first, then the checks
-  for _, h in ipairs(redis.call('ZRANGE', READIES[lane], 0, 9 - #head)) do
-    local raw = redis.call('LINDEX', qk(h), 0)
-    if raw then head[#head + 1] = raw end
-  end
-  if #head >= 10 then break end
-end
-local rows = {}
-local scan = redis.call('SSCAN', HOSTS, ARGV[18], 'COUNT', tonumber(ARGV[19]))
-for _, h in ipairs(scan[2]) do
-  local row = redis.call('HMGET', hk(h), """ + ", ".join(f"'{f}'" for f in HOST_FIELDS) + """)
-  rows[#rows + 1] = h
-  rows[#rows + 1] = redis.call('LLEN', qk(h))
-  for j = 1, #row do rows[#rows + 1] = row[j] or '' end
-end
+local head = head_of()
+local cursor, rows = rows_of(ARGV[18], tonumber(ARGV[19]))
 return {redis.call('HGETALL', KEYS[17]), redis.call('HGETALL', KEYS[18]), redis.call('HGET', META, 'status'),
         num(redis.call('HGET', COUNT, 'queued')), seen_count(), redis.call('ZCARD', LEASES),
         redis.call('HGET', COUNT, 'records') or 0, head, redis.call('HKEYS', KEYS[19]),
-        now, scan[1], rows, redis.call('SCARD', HOSTS), num(redis.call('HGET', COUNT, 'retired')),
+        now, cursor, rows, redis.call('SCARD', HOSTS), num(redis.call('HGET', COUNT, 'retired')),
         num(redis.call('HGET', COUNT, 'over'))}
 """
 

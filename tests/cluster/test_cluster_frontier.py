@@ -40,7 +40,8 @@ async def records(url: str, name: str) -> list[dict]:
     out = []
     for fields in entries:
         rec = json.loads(fields[b"data"])
-        rec["num_new_urls"] = int(fields[b"new"])
+        if fields[b"new"]:  # (a partitioned crawl's: the engine's own count, kept in the record)
+            rec["num_new_urls"] = int(fields[b"new"])
         out.append(rec)
     return out
 
