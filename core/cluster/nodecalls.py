@@ -18,6 +18,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
 from redis.exceptions import AuthenticationError, NoScriptError, RedisClusterException, RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from .link import OUTAGE, moving
 
@@ -64,7 +65,11 @@ async def by_node(r: aioredis.Redis, calls: Sequence[Call], timeout: float) -> t
                     replies = [*replies]
                     redo = dict(zip(again, await _pipe(r, [calls[i] for i in again]), strict=True))
                     replies = [redo.get(i, x) for i, x in zip(indexes, replies, strict=True)]
-        except (*OUTAGE, RedisError, RedisClusterException) as exc:
+        except Exception as exc:  # noqa: BLE001  a node's I/O failing is its outage, whatever raised it
+            if not isinstance(exc, (*OUTAGE, RedisError, RedisClusterException)):
+                # (Python 3.13.0's asyncio raises TypeError writing to a transport the node
+                # closed: CPython gh-121784's fix came in 3.13.1)
+                exc = RedisConnectionError(f"{name or 'Redis'}: {exc!r}")
             if name and name != "?":  # the node these calls went to (redis-py may name the last it tried)
                 with contextlib.suppress(AttributeError):  # (what link.node_of reads)
                     setattr(exc, "last_failed_node_name", name)  # noqa: B010

@@ -43,8 +43,10 @@ async def beat_call(m: Member, f: PartedFrontier, info: ProcessInfo, snap: Snaps
     sums, head, host_rows = await beat_parts(f, rows)
     _queued, _seen, _leased, _records, total, retired, over = sums
     notice, away = m.engine.stats.notice, f.away_text()
-    if away or notice.startswith(PARTLY):
-        m.engine.stats.notice = away
+    if away:  # (a call retrying on one of those partitions has the link say REDIS DOWN too)
+        m.engine.stats.notice = f"{f.link.down_text()}; {away}" if f.link.down else away
+    elif PARTLY in notice:
+        m.engine.stats.notice = f.link.down_text()
     return ctl, mine, status, head, ignores, redis_now, host_rows, total, retired, over
 
 

@@ -93,7 +93,19 @@ class LocalCluster:
         """`nodes` == 1: one master with every slot (none if not `slots`: a cluster node that
         serves nothing); more: made by redis-cli, `replicas` per master (6 and 1: three
         masters and three replicas; 3 and 0: three masters). `node_timeout` (ms): how long a
-        node may be silent before the others count it failed (a failover follows)."""
+        node may be silent before the others count it failed (a failover follows). A node
+        that never answers (another process took its port, or its bus port, between the
+        check and the bind) costs one more try on other ports, not the test."""
+        for tries in range(3):
+            try:
+                return cls._start_once(nodes, replicas=replicas, slots=slots, node_timeout=node_timeout)
+            except AssertionError:
+                if tries == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    @classmethod
+    def _start_once(cls, nodes: int, *, replicas: int, slots: bool, node_timeout: int) -> LocalCluster:
         if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
             raise RuntimeError("redis-server and redis-cli are needed (apt-get install redis-server)")
         base = Path(tempfile.mkdtemp(prefix="ctc"))
