@@ -284,7 +284,8 @@ async def test_a_dead_master_stops_only_its_own_partitions(serve) -> None:
         live = {f"{s.url}/{p}" for s in sites if s.url not in on_victim for p in ["", *(f"p{j}" for j in range(8))]}
         live.discard(linker.url + "/p7")
         await until_true(lambda: live <= recorded_live(r, name, master_of, victim), 90)
-        await asyncio.sleep(1.0)  # (time for it, had it not waited)
+        await until_true(lambda: linker.hits.get("/p7", 0) >= 1, 60)
+        await asyncio.sleep(4.5)  # its 3 s answer, and time for its DONE, had it not waited
         assert linker.url + "/p7" not in recorded_live(r, name, master_of, victim)
         assert linker.hits.get("/p7") == 1  # fetched, and waiting for its link's partition
         urls = [e[b"url"].decode() for e in stream_entries_live(r, name, master_of, victim)]
