@@ -508,13 +508,7 @@ class RedisFrontier:
             self._totals(size, seen)
             wake = int(wake)
             w.wake_at = None if wake < 0 else time.monotonic() + wake / 1000
-            for member, delay in zip(out, delays, strict=False):
-                member = member.decode()
-                key, raw = split_member(member)
-                item = decode_item(raw)
-                self._raw[item.url] = member
-                self.hosts.handed(key, int(delay), w.lane)
-                self._hand(w, item)
+            self._take(w, out, delays)
             self._status(status)
             if out:
                 idle = 0.01
@@ -558,6 +552,16 @@ class RedisFrontier:
                                 w.poke.set()
             except (RedisError, RedisClusterException, *OUTAGE):
                 await asyncio.sleep(MAX_SLEEP)
+
+    def _take(self, w: _Lane, out: list[bytes], delays: list[Any]) -> None:
+        """The URLs a POP leased to us, each to a waiting worker of the lane."""
+        for member, delay in zip(out, delays, strict=False):
+            text_member = member.decode()
+            key, raw = split_member(text_member)
+            item = decode_item(raw)
+            self._raw[item.url] = text_member
+            self.hosts.handed(key, int(delay), w.lane)
+            self._hand(w, item)
 
     def _hand(self, w: _Lane, item: Item) -> None:
         while w.waiters:

@@ -575,13 +575,7 @@ class PartedFrontier(RedisFrontier):
                 # empty POP then leaves this process's idle mark there, for its bell
                 self._wakes[w.lane][p] = time.monotonic() if out else -1.0 if wake < 0 else \
                     time.monotonic() + wake / 1000
-                for member, delay in zip(out, delays, strict=False):
-                    member = member.decode()
-                    key, raw = split_member(member)
-                    item = decode_item(raw)
-                    self._raw[item.url] = member
-                    self.hosts.handed(key, int(delay), w.lane)
-                    self._hand(w, item)
+                self._take(w, out, delays)
                 got += len(out)
             return got
 

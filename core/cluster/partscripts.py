@@ -43,15 +43,7 @@ return {redis.call('HGETALL', KEYS[4]), redis.call('HGETALL', KEYS[5]), redis.ca
 # A partition's half of LEAVE: whatever this process still holds there goes back first in
 # its hosts' queues, and it is no longer idle there.
 GIVEBACK = SHEBANG + _HOSTS + """
-for _, m in ipairs(redis.call('SMEMBERS', HELD)) do
-  if redis.call('ZREM', LEASES, m) == 1 then
-    local h, raw = release(m, PROC)
-    push(h, raw, true)
-  end
-end
-redis.call('DEL', HELD)
-redis.call('HDEL', IDLES[0], PROC)
-redis.call('HDEL', IDLES[1], PROC)
+give_back_held()
 return 1
 """
 

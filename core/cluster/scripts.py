@@ -222,6 +222,19 @@ local function release(m, holder)
   changed()
   return h, raw
 end
+-- Leaving: what PROC still holds goes back first in its hosts' queues (their in-flight
+-- counts come down), and it is idle no more.
+local function give_back_held()
+  for _, m in ipairs(redis.call('SMEMBERS', HELD)) do
+    if redis.call('ZREM', LEASES, m) == 1 then
+      local h, raw = release(m, PROC)
+      push(h, raw, true)
+    end
+  end
+  redis.call('DEL', HELD)
+  redis.call('HDEL', IDLES[0], PROC)
+  redis.call('HDEL', IDLES[1], PROC)
+end
 local function retire(h)
   if redis.call('HGET', hk(h), 'r') ~= '1' then
     redis.call('HSET', hk(h), 'r', 1)
@@ -607,15 +620,8 @@ end
 # monitors (what it did still counts in their totals); then LIVE's answer (the last one
 # out writes the final report).
 LEAVE = SHEBANG + _HOSTS + _LIVE + """
-for _, m in ipairs(redis.call('SMEMBERS', HELD)) do
-  if redis.call('ZREM', LEASES, m) == 1 then
-    local h, raw = release(m, PROC)
-    push(h, raw, true)
-  end
-end
-redis.call('DEL', HELD, KEYS[17])
-redis.call('HDEL', IDLES[0], PROC)
-redis.call('HDEL', IDLES[1], PROC)
+give_back_held()
+redis.call('DEL', KEYS[17])
 redis.call('SET', KEYS[16], ARGV[16], 'PX', tonumber(ARGV[17]))
 redis.call('SADD', KEYS[18], PROC)
 redis.call('PEXPIRE', KEYS[18], tonumber(ARGV[17]))
