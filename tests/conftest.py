@@ -103,6 +103,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 _BASE = pytest.StashKey[Path]()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[pytest.TestReport]:
+    """A failing test that ran crawls in a private run directory shows the tail of each
+    engine's log (a `--processes` child writes only there): its cause, when a child exits 1."""
+    report = yield
+    rundir = getattr(item, "funcargs", {}).get("rundir")
+    if report.when == "call" and report.failed and isinstance(rundir, Path):
+        for log in sorted((rundir.parent / "state" / "crawltop" / "log").glob("*.log")):
+            with __import__("contextlib").suppress(OSError):
+                report.sections.append((f"engine log {log.name}", log.read_text(errors="replace")[-3000:]))
+    return report
+
+
 # -- what a test needs: one rule for the markers redis, tmux, chromium and pywb ----------
 
 def _tool(*names: str, hint: str) -> Callable[[], str | None]:

@@ -6,18 +6,25 @@ master fails over, and a retry would wait for that master: every partition would
 the few on it. Here each node's calls go in a pipeline of their own, all at once, each tried
 once: a call's reply, or the failure of its node, comes back per call, and the caller keeps
 the calls of a failed node for later (docs/scaling.md, "Failures").
+
+The pipelines go through connections of their own, one pool per node (`NodeClients`):
+redis-py's cluster client answers one failing node by closing the connections of every
+node, the calls in flight on the healthy masters included, so one dead master failed them
+all, again at each retry of its partitions. Only the map of slots is the cluster client's,
+read again after a node fails.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Sequence
 from typing import Any, cast
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
-from redis.exceptions import AuthenticationError, NoScriptError, RedisClusterException, RedisError
+from redis.exceptions import AskError, AuthenticationError, MovedError, NoScriptError, RedisClusterException, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from .link import OUTAGE, moving
@@ -26,9 +33,11 @@ Call = tuple[AsyncScript, list[str], list[Any]]
 
 
 def is_outage(exc: BaseException) -> bool:
-    """A failure that passes (a node down, failing over, its slots moving), not a mistake;
-    a refused password is redis-py's ConnectionError too, but it does not pass."""
-    return (isinstance(exc, OUTAGE) or moving(exc)) and not isinstance(exc, AuthenticationError)
+    """A failure that passes (a node down, failing over, its slots moving: MOVED and ASK
+    come back here, as these calls bypass the cluster client), not a mistake; a refused
+    password is redis-py's ConnectionError too, but it does not pass."""
+    return ((isinstance(exc, (*OUTAGE, MovedError, AskError)) or moving(exc))
+            and not isinstance(exc, AuthenticationError))
 
 
 def node_name(r: aioredis.Redis, key: str) -> str:
@@ -41,7 +50,55 @@ def node_name(r: aioredis.Redis, key: str) -> str:
         return "?"
 
 
-async def by_node(r: aioredis.Redis, calls: Sequence[Call], timeout: float) -> tuple[list[Any], int]:
+REFRESH_EVERY = 1.0  # seconds: a failing node has the cluster's map read again at most this often
+
+
+class NodeClients:
+    """A plain client per cluster node, each with its own connections; on one server,
+    the client itself."""
+
+    def __init__(self, r: aioredis.Redis) -> None:
+        self.r = r
+        self._clients: dict[str, aioredis.Redis] = {}
+        self._refreshed = 0.0
+        self._refresh: asyncio.Task[None] | None = None
+
+    def of(self, name: str) -> aioredis.Redis:
+        if not name or name == "?" or not isinstance(self.r, RedisCluster):
+            return self.r  # (one server; or a map being rebuilt: redis-py routes it)
+        client = self._clients.get(name)
+        if client is None:
+            node = cast(RedisCluster, self.r).get_node(node_name=name)
+            if node is None:
+                return self.r
+            pool = aioredis.ConnectionPool(connection_class=node.connection_class, **node.connection_kwargs)
+            client = self._clients[name] = aioredis.Redis(connection_pool=pool)
+        return client
+
+    def failed(self) -> None:
+        """A node failed or its slots moved: the cluster's map is read again, in the
+        background, at most once a REFRESH_EVERY (redis-py does it only when its own
+        commands fail, and these calls are not its own)."""
+        if not isinstance(self.r, RedisCluster) or time.monotonic() - self._refreshed < REFRESH_EVERY:
+            return
+        if self._refresh is None or self._refresh.done():
+            self._refreshed = time.monotonic()
+            self._refresh = asyncio.ensure_future(self._read_map())
+
+    async def _read_map(self) -> None:
+        with contextlib.suppress(RedisError, RedisClusterException, OSError):
+            await cast(RedisCluster, self.r).nodes_manager.initialize()
+
+    async def aclose(self) -> None:
+        if self._refresh is not None:
+            self._refresh.cancel()
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            with contextlib.suppress(RedisError, OSError):
+                await client.aclose()
+
+
+async def by_node(nodes: NodeClients, calls: Sequence[Call], timeout: float) -> tuple[list[Any], int]:
     """Each call's reply or the exception that stopped it (its node's, or its own), and how
     many nodes were asked. A node gets `timeout` seconds: redis-py's cluster client retries
     a failing master by itself until its replica takes over, and the other nodes' replies
@@ -51,10 +108,11 @@ async def by_node(r: aioredis.Redis, calls: Sequence[Call], timeout: float) -> t
     (one restarted or promoted) is loaded and its calls run once more."""
     groups: dict[str, list[int]] = {}
     for i, (_script, keys, _args) in enumerate(calls):
-        groups.setdefault(node_name(r, keys[0]), []).append(i)
+        groups.setdefault(node_name(nodes.r, keys[0]), []).append(i)
     out: list[Any] = [None] * len(calls)
 
     async def one(name: str, indexes: list[int]) -> None:
+        r = nodes.of(name)
         try:
             async with asyncio.timeout(timeout):
                 replies = await _pipe(r, [calls[i] for i in indexes])
@@ -74,6 +132,8 @@ async def by_node(r: aioredis.Redis, calls: Sequence[Call], timeout: float) -> t
                 with contextlib.suppress(AttributeError):  # (what link.node_of reads)
                     setattr(exc, "last_failed_node_name", name)  # noqa: B010
             replies = [exc] * len(indexes)
+        if any(isinstance(x, BaseException) and is_outage(x) for x in replies):
+            nodes.failed()
         for i, x in zip(indexes, replies, strict=True):
             out[i] = x
 

@@ -56,7 +56,7 @@ from .frontier import (
 from .hosts import Event
 from .keys import Keys, decode_item, encode_item, partition_of, partitions, split_member
 from .link import OUTAGE, node_of, why
-from .nodecalls import Call, by_node, is_outage, node_name
+from .nodecalls import Call, NodeClients, by_node, is_outage, node_name
 from .seen import fingerprint
 
 SWEEP = 2.0  # every partition is asked again at least this often, bell or not
@@ -87,6 +87,7 @@ class PartedFrontier(RedisFrontier):
                  max_pages: int | None = None) -> None:
         super().__init__(client, keys, proc, lease=lease, max_pages=max_pages)
         self.parts = partitions(keys.name, parts)
+        self.nodes = NodeClients(client)
         self._pend: dict[int, list[bytes | str | int]] = {}  # partition -> fp, host, lane, item, ...
         self._first: dict[int, int] = {}  # partition -> number of the first link in _pend
         self._flying: dict[int, int] = {}  # partition -> number of the first link of an ADD on its way
@@ -116,6 +117,10 @@ class PartedFrontier(RedisFrontier):
         self._turn, self._turn_end = self.script(scripts.TURN), self.script(scripts.TURN_END)
         self.budget = Budget(self.link, self.script(partscripts.GRANT), keys.meta, self.max_pages)
         self.row_part = self.row_cursor = 0  # the partition (and where in it) the next beat reads host rows
+
+    async def close(self) -> None:
+        await super().close()
+        await self.nodes.aclose()
 
     # -- keys and arguments --------------------------------------------------------------
     def part_of(self, host_key: str) -> int:
@@ -218,7 +223,7 @@ class PartedFrontier(RedisFrontier):
         return out
 
     async def _by_node(self, calls: list[Call], parts: list[int]) -> list[Any]:
-        replies, nodes = await by_node(self.redis, calls, min(NODE_WAIT, self.link.timeout))
+        replies, nodes = await by_node(self.nodes, calls, min(NODE_WAIT, self.link.timeout))
         self.link.round_trips += nodes
         for p, reply in zip(parts, replies, strict=True):
             if not isinstance(reply, BaseException):

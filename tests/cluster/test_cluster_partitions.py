@@ -291,7 +291,10 @@ async def test_a_dead_master_stops_only_its_own_partitions(serve) -> None:
         urls = [e[b"url"].decode() for e in stream_entries_live(r, name, master_of, victim)]
         assert len(urls) == len(set(urls))  # each once
         notices = [m.engine.stats.notice for m in members]
-        assert any(f"127.0.0.1:{victim}" in x and "partitions waiting" in x for x in notices), (victim, notices)
+        # only the dead master's partitions wait: its failures never fail the calls in flight
+        # on the others (redis-py's cluster client closes every node's connections on one's)
+        waiting = f"{list(master_of.values()).count(victim)} partitions waiting (127.0.0.1:{victim} unreachable)"
+        assert any(waiting in x for x in notices), (waiting, notices)
         for m in members:
             m.stop()
         await asyncio.wait_for(running, 60)
@@ -313,3 +316,34 @@ async def until_true(cond, timeout: float) -> None:
     from support.wait import wait_until
 
     await wait_until(cond, timeout, interval=0.2)
+
+
+async def test_a_node_failing_never_fails_the_calls_in_flight_on_another() -> None:
+    """One batch over two masters: the dead one's calls fail at once, the live one's (a
+    script busy for 0.3 s) still answer. redis-py's cluster client closes every node's
+    connections when one fails, which failed the live calls too (core/cluster/nodecalls.py)."""
+    from redis.crc import key_slot
+    from support.rediscluster import LocalCluster
+
+    from crawltop.core.cluster.nodecalls import NodeClients, by_node, is_outage
+
+    c = LocalCluster.start(3, replicas=0, node_timeout=60_000)
+    r = cluster.client(c.url)
+    nodes = NodeClients(r)
+    try:
+        tag = {c.node_of(key_slot(f"{{t{i}}}".encode())): f"{{t{i}}}" for i in range(50)}
+        live, dead = c.ports[:2]
+        busy = r.register_script("local t = redis.call('TIME') local s = t[1] * 1e6 + t[2] "
+                              "repeat t = redis.call('TIME') until t[1] * 1e6 + t[2] - s > 300000 "
+                              "return redis.call('INCR', KEYS[1])")
+        await by_node(nodes, [(busy, [tag[live] + "n"], []), (busy, [tag[dead] + "n"], [])], 5)  # (loaded, connected)
+        c.procs[1].kill()
+        c.procs[1].wait()
+        for attempt in range(3):
+            replies, _ = await by_node(nodes, [(busy, [tag[live] + "n"], []), (busy, [tag[dead] + "n"], [])], 5)
+            assert replies[0] == attempt + 2, replies  # the live master answered, each time
+            assert isinstance(replies[1], BaseException) and is_outage(replies[1]), replies
+    finally:
+        await nodes.aclose()
+        await r.aclose()
+        c.stop()
