@@ -40,10 +40,12 @@ def ours():
         except OSError:
             continue
     return pids, groups - spare
-for _ in range(20):
+deadline, killed = time.monotonic() + 10, False  # a loaded machine may take seconds to end them all
+while time.monotonic() < deadline:
     pids, groups = ours() if marks else (set(), set())
     if not pids:
         break
+    killed = True
     for group in groups:
         try:
             os.killpg(group, signal.SIGKILL)
@@ -64,6 +66,9 @@ for p in profiles:
     folder = os.path.dirname(socket)
     if os.path.basename(folder).startswith("org.chromium.Chromium."):
         shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(p, ignore_errors=True)
+time.sleep(0.2 if killed else 0)
+for p in profiles if killed else ():  # once more: a process the kill had not reached yet may have written since
     shutil.rmtree(p, ignore_errors=True)
 """
 
@@ -88,7 +93,7 @@ class Reaper:
     def watch(self, profile: str) -> None:
         self._send(profile)
 
-    def close(self, wait: float = 10.0) -> None:
+    def close(self, wait: float = 15.0) -> None:
         """Close its pipe and wait for its pass (the browser is closed by then: it finds
         nothing, or what a close left behind)."""
         proc, self._proc = self._proc, None

@@ -234,8 +234,10 @@ async def test_hosts_view_and_host_pause_over_the_control_socket(serve, redis_ur
     the pause is in Redis and none of its URLs is in flight, no request reaches it from
     either engine while the others get 15 more, until it is resumed. No time bound: the
     test waits for states, and the pause's arithmetic in Lua is test_cluster_policy.py's."""
-    sites = [await serve(tree(40), f"127.0.0.{i}") for i in range(2, 8)]
-    a, b = await two_engines(redis_url, "qv", [s.url + "/" for s in sites], "--delay", "0.2", "--no-robots", c=3)
+    # 60 pages a host, 0.5 s apart: 30 s of crawl, outliving the steps below on a loaded
+    # machine (each `ctl` a Python start); the crawl ending first lost the control socket
+    sites = [await serve(tree(60), f"127.0.0.{i}") for i in range(2, 8)]
+    a, b = await two_engines(redis_url, "qv", [s.url + "/" for s in sites], "--delay", "0.5", "--no-robots", c=3)
     path = rundir / "qv"
     await wait_until(path.exists, timeout=20, what="the control socket")
     paused = sites[0].url.split("//")[1]
@@ -253,7 +255,7 @@ async def test_hosts_view_and_host_pause_over_the_control_socket(serve, redis_ur
 
     snap = await wait_value(snap_now, shown, timeout=20, interval=0.2)
     assert {h.host for h in snap.hosts} == {s.url.split("//")[1] for s in sites}
-    assert all(h.delay == pytest.approx(0.2) and h.source == "delay" for h in snap.hosts), \
+    assert all(h.delay == pytest.approx(0.5) and h.source == "delay" for h in snap.hosts), \
         [(h.host, h.delay, h.source) for h in snap.hosts]
     # `ctl NAME hosts` (parts.host_table over the socket): the whole crawl's rows, pages
     # done by both engines counted (Redis's numbers, not this engine's own)
@@ -293,7 +295,7 @@ async def test_hosts_view_and_host_pause_over_the_control_socket(serve, redis_ur
     await asyncio.to_thread(ctl, "host_resume", "host", paused)
     await finish(a, b)
     recs = await recorded(redis_url, "qv")
-    assert len(recs) == 240 and len({p for p, _r in recs}) == 2
+    assert len(recs) == 360 and len({p for p, _r in recs}) == 2
 
 
 async def test_an_older_formats_crawl_is_refused_and_still_exports(redis_url, tmp_path):
