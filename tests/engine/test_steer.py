@@ -257,7 +257,10 @@ async def test_host_delay_spaces_fetches(serve) -> None:
         crawler.steering.set_host_delay(host, -1)
     await asyncio.wait_for(crawler.crawl(), 10)
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-    assert len(times) == 4 and min(gaps) >= 0.18
+    # stamped when the handler runs, on the crawl's own loop: a request whose handler a busy
+    # loop held back shortens the next gap by as much (seen: 0.163 on a loaded machine);
+    # without the delay the gaps are milliseconds
+    assert len(times) == 4 and min(gaps) >= 0.15, gaps
     assert any(h.host == host and h.delay == 0.2 for h in crawler.stats.snapshot().hosts)
 
 
