@@ -144,12 +144,14 @@ class PartedFrontier(RedisFrontier):
         self._sizes[p], self._seens[p] = int(size), int(seen)
         self._size, self._seen = sum(self._sizes), sum(self._seens)
 
-    def _changed(self, p: int) -> None:
+    def _changed(self, p: int, *wakes_ms: Any) -> None:
         """Our own ADD or DONE changed partition p (links, a URL given back or waiting out
-        a back-off, a host freed): what its last POP said of it is stale, so every lane asks
-        it again at its next look (the bell covers only hosts due now)."""
-        for wakes in self._wakes:
-            wakes.pop(p, None)
+        a back-off, a host freed): its reply says when each lane's first host there comes
+        due (ms; -1: none could), so each lane asks it then, without a probe (the bell
+        covers what other processes change)."""
+        now = time.monotonic()
+        for wakes, ms in zip(self._wakes, wakes_ms, strict=True):
+            wakes[p] = now + int(ms) / 1000 if int(ms) >= 0 else -1.0
 
     def owner_of(self, p: int) -> str:
         """Rendezvous hashing: the live process with the highest hash for p owns it."""
@@ -217,7 +219,7 @@ class PartedFrontier(RedisFrontier):
                     built[10] = held if held > 0 else -1  # MAXPAGES (std_args)
                     (reply,) = await self._by_node([(script, keys(p), built)], [p])
                     if not isinstance(reply, BaseException):
-                        self.budget.allow += max(0, held - int(reply[-1]))  # ADD's last: what it added
+                        self.budget.allow += max(0, held - int(reply[3]))  # ADD's TAKEN: what it added
                     await self.budget.give_back()
             out.append(reply)
         return out
@@ -290,7 +292,7 @@ class PartedFrontier(RedisFrontier):
                         self._first[p] = min(first, self._first.get(p, first))
                     else:
                         self._totals_of(p, reply[1], reply[2])
-                        self._changed(p)
+                        self._changed(p, *reply[4:6])
                 if not self._pend and not self._flying:
                     self._deps.clear()  # every link is in Redis: no DONE waits for one
                     self._orphans.clear()
@@ -439,7 +441,7 @@ class PartedFrontier(RedisFrontier):
                 self.hosts.events[:0] = [e for e, _flat in events.get(p, [])]
                 continue
             self._totals_of(p, reply[3], reply[4])
-            self._changed(p)
+            self._changed(p, *reply[6:8])
             self._ops_gone += len(mine)
 
     async def _send_claimed(self) -> None:
@@ -637,6 +639,9 @@ class PartedFrontier(RedisFrontier):
                                 self.on_ignores()
                             continue
                         p = part_of.get(channel)
+                        if p is not None and b":" in data:
+                            self._sooner(p, data)
+                            continue
                         for w in self._lanes:
                             if data not in (b"0", b"1") or data == b"%d" % w.lane:
                                 if p is not None:
@@ -644,6 +649,23 @@ class PartedFrontier(RedisFrontier):
                                 w.poke.set()
             except (RedisError, RedisClusterException, *OUTAGE):
                 await asyncio.sleep(MAX_SLEEP)
+
+    def _sooner(self, p: int, data: bytes) -> None:
+        """Another process brought partition p's first due host forward ("LANE:MS"): it is
+        asked by then (sooner than its last reply to us said), at once if due now."""
+        lane_text, _, ms_text = data.partition(b":")
+        try:
+            lane, due = int(lane_text), time.monotonic() + int(ms_text) / 1000
+        except ValueError:
+            return
+        if lane not in (0, 1):
+            return
+        wakes = self._wakes[lane]
+        if p in wakes and (wakes[p] < 0 or due < wakes[p]):  # (unknown ones are probed anyway)
+            wakes[p] = due
+            for w in self._lanes:
+                if w.lane == lane:
+                    w.poke.set()
 
     def held_by_part(self) -> dict[int, list[str]]:
         """The lease members this process holds, by partition (the heartbeat renews them):

@@ -192,13 +192,48 @@ end
 -- until its first host is due; when a change here makes a host of the lane due now (a slot
 -- freed, links, a resume) or ends the crawl, ring it (PUBLISH the lane on P..'bell'), so
 -- it pops at once instead of polling. Only a lane with idle processes rings.
-local function bell(status)
+-- In a partition, an ADD or DONE that brings a lane's first due host forward (`was`: each
+-- lane's first due time when the call began) says so to every process, "LANE:MS" (ms from
+-- now): the others ask a partition when the last reply they had from it said it comes due,
+-- and this is news to them.
+local function firsts()
+  if not PARTED then return nil end
+  local out = {}
+  for lane = 0, 1 do
+    local f = redis.call('ZRANGE', READIES[lane], 0, 0, 'WITHSCORES')
+    out[lane] = #f > 0 and tonumber(f[2]) or false
+  end
+  return out
+end
+local function bell(status, was)
   for lane = 0, 1 do
     if redis.call('HLEN', IDLES[lane]) > 0 and (status ~= 'running'
         or #redis.call('ZRANGEBYSCORE', READIES[lane], '-inf', now, 'LIMIT', 0, 1) > 0) then
       redis.call('PUBLISH', P .. 'bell', lane)
+    elseif was and status == 'running' then
+      local f = redis.call('ZRANGE', READIES[lane], 0, 0, 'WITHSCORES')
+      if #f > 0 and (not was[lane] or tonumber(f[2]) < was[lane]) then
+        redis.call('PUBLISH', P .. 'bell', lane .. ':' .. math.max(0, tonumber(f[2]) - now))
+      end
     end
   end
+end
+-- When each lane's first host here comes due (ms from now; -1: nothing could), counting
+-- retries waiting out a back-off and, in a partition, leases that run out (a POP here reaps
+-- them): what a crawl in partitions keeps per partition to ask only the due ones.
+local function wakes()
+  local out = {}
+  local later = redis.call('ZRANGE', LATER, 0, 0, 'WITHSCORES')
+  local leased = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES')
+  for lane = 0, 1 do
+    local wake = -1
+    for _, first in ipairs({redis.call('ZRANGE', READIES[lane], 0, 0, 'WITHSCORES'), later, leased}) do
+      local ms = #first > 0 and math.max(0, tonumber(first[2]) - now) or -1
+      if ms >= 0 and (wake < 0 or ms < wake) then wake = ms end
+    end
+    out[lane + 1] = wake
+  end
+  return out
 end
 local function finish_if_done()
   if PARTED then return redis.call('HGET', META, 'status') end
@@ -395,7 +430,10 @@ return {out, delays, status, new, num(redis.call('HGET', COUNT, 'queued')), seen
 # URLs: record == '' gives the URL back as `back` (first in its host's queue, or in
 # after_ms); else the record is written, only by the lease holder. A batch sent again
 # after a lost reply finds its leases gone: its URLs count as `rejected`.
+# Returns {accepted, status, rejected, queued, seen, taken}, and in a partition each lane's
+# wake_ms too (wakes(): when the caller asks this partition next).
 DONE = SHEBANG + _HOSTS + """
+local was = firsts()
 local e = tonumber(ARGV[14])
 local i = 15
 for _ = 1, e do
@@ -483,15 +521,21 @@ end
 if accepted > 0 then redis.call('HINCRBY', COUNT, 'records', accepted) end
 if rejected > 0 then redis.call('HINCRBY', COUNT, 'rejected', rejected) end
 local status = finish_if_done()
-bell(status)
-return {accepted, status, rejected, num(redis.call('HGET', COUNT, 'queued')), seen_count(), TAKEN}
+bell(status, was)
+local reply = {accepted, status, rejected, num(redis.call('HGET', COUNT, 'queued')), seen_count(), TAKEN}
+if PARTED then local w = wakes() reply[7], reply[8] = w[1], w[2] end
+return reply
 """
 
 # ARGV[14..]: (fp host lane item)...   (links found outside a page: roots, seeds, sitemaps)
+# Returns {new, queued, seen, taken}, and in a partition each lane's wake_ms too.
 ADD = SHEBANG + _HOSTS + """
+local was = firsts()
 local new = add_links(14, #ARGV)
-bell('running')
-return {new, num(redis.call('HGET', COUNT, 'queued')), seen_count(), TAKEN}
+bell('running', was)
+local reply = {new, num(redis.call('HGET', COUNT, 'queued')), seen_count(), TAKEN}
+if PARTED then local w = wakes() reply[5], reply[6] = w[1], w[2] end
+return reply
 """
 
 # ARGV[14..]: lease_ms (host item)...

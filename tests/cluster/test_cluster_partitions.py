@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 
 import pytest
 from support.cluster import engines, run, stream_entries, sync_redis, unique
@@ -347,3 +348,44 @@ async def test_a_node_failing_never_fails_the_calls_in_flight_on_another() -> No
         await nodes.aclose()
         await r.aclose()
         c.stop()
+
+
+@pytest.mark.parametrize("shared_url", ["server"], indirect=True)
+async def test_news_of_a_host_due_sooner_reaches_every_process_without_a_probe(shared_url: str) -> None:
+    """A process asks a partition only when the last reply it had from there said a host
+    comes due. Another process's ADD that brings the first due host forward rings "LANE:MS"
+    for everyone, and the listener moves its due time forward; an ADD that changes nothing
+    of the kind rings nothing."""
+    name, parts = unique("soon"), 4
+    config = CrawlConfig(roots=("http://h0.test/",))
+    r = cluster.client(shared_url)
+    await cluster.start(r, shared_url, name, config, partitions=parts)
+    a, b = cluster.frontier(shared_url, name, config), cluster.frontier(shared_url, name, config)
+    assert isinstance(a, PartedFrontier) and isinstance(b, PartedFrontier)
+    hosts = [h for h in (f"h{i}.test" for i in range(100)) if b.part_of(h) == 1][:2]
+    pubsub = r.pubsub()
+    await pubsub.subscribe(Keys(name, 1).bell)
+    await pubsub.get_message(timeout=1)  # (the subscription's own)
+    listening = asyncio.ensure_future(a._listen())
+    try:
+        await asyncio.sleep(0.3)  # a's subscription is in place
+        a._wakes[0][1] = -1.0  # what a knows: nothing there could come due
+        reply = await b._add(b.pkeys(1), b.std_args(fingerprint(f"http://{hosts[0]}/"), hosts[0], 0,
+                                                     encode_item(Item(f"http://{hosts[0]}/", 10, 0))))
+        assert int(reply[4]) == 0  # the ADD's own reply: due now, in lane 0
+        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=2)
+        assert message is not None and message["data"] == b"0:0", message
+        for _ in range(100):
+            if 0 <= a._wakes[0].get(1, -1.0) <= time.monotonic():
+                break
+            await asyncio.sleep(0.02)
+        assert 0 <= a._wakes[0][1] <= time.monotonic(), a._wakes[0]
+        await b._add(b.pkeys(1), b.std_args(fingerprint(f"http://{hosts[1]}/"), hosts[1], 0,
+                                            encode_item(Item(f"http://{hosts[1]}/", 10, 0))))
+        assert await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5) is None  # due already
+    finally:
+        listening.cancel()
+        await pubsub.aclose()
+        for f in (a, b):
+            await f.close()
+        await r.aclose()
