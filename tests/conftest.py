@@ -8,6 +8,7 @@ registered in pyproject.toml) and one rule for all four, here: without the tool 
 is skipped with the reason, but with CI set it fails, so CI can never silently not run it."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -111,7 +112,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     rundir = getattr(item, "funcargs", {}).get("rundir")
     if report.when == "call" and report.failed and isinstance(rundir, Path):
         for log in sorted((rundir.parent / "state" / "crawltop" / "log").glob("*.log")):
-            with __import__("contextlib").suppress(OSError):
+            with contextlib.suppress(OSError):
                 report.sections.append((f"engine log {log.name}", log.read_text(errors="replace")[-3000:]))
     return report
 

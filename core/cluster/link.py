@@ -29,7 +29,6 @@ from redis.exceptions import (
     BusyLoadingError,
     ClusterDownError,
     ClusterError,
-    MovedError,
     RedisClusterException,
     RedisError,
     ResponseError,
@@ -162,7 +161,7 @@ def node_of(exc: BaseException | None) -> str | None:
 
 def why(exc: BaseException | None) -> str:
     """A failure in the words of a status line."""
-    if isinstance(exc, (TryAgainError, AskError, MovedError)) or (moving(exc) and "non local key" in str(exc)):
+    if isinstance(exc, (TryAgainError, AskError)) or (moving(exc) and "non local key" in str(exc)):
         return "moving the crawl's slot"
     if isinstance(exc, (ClusterDownError, SlotNotCoveredError)) or moving(exc):
         return "cluster down"

@@ -24,7 +24,7 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
-from redis.exceptions import AskError, AuthenticationError, MovedError, NoScriptError, RedisClusterException, RedisError
+from redis.exceptions import AskError, AuthenticationError, NoScriptError, RedisClusterException, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from .link import OUTAGE, moving
@@ -36,7 +36,7 @@ def is_outage(exc: BaseException) -> bool:
     """A failure that passes (a node down, failing over, its slots moving: MOVED and ASK
     come back here, as these calls bypass the cluster client), not a mistake; a refused
     password is redis-py's ConnectionError too, but it does not pass."""
-    return ((isinstance(exc, (*OUTAGE, MovedError, AskError)) or moving(exc))
+    return ((isinstance(exc, (*OUTAGE, AskError)) or moving(exc))  # (MovedError is an AskError)
             and not isinstance(exc, AuthenticationError))
 
 
@@ -51,6 +51,7 @@ def node_name(r: aioredis.Redis, key: str) -> str:
 
 
 REFRESH_EVERY = 1.0  # seconds: a failing node has the cluster's map read again at most this often
+REFRESH_MOVED = 0.1  # and a MOVED or ASK (a slot elsewhere now) this often
 
 
 class NodeClients:
@@ -62,10 +63,11 @@ class NodeClients:
         self._clients: dict[str, aioredis.Redis] = {}
         self._refreshed = 0.0
         self._refresh: asyncio.Task[None] | None = None
+        self._closed = False
 
     def of(self, name: str) -> aioredis.Redis:
-        if not name or name == "?" or not isinstance(self.r, RedisCluster):
-            return self.r  # (one server; or a map being rebuilt: redis-py routes it)
+        if self._closed or not name or name == "?" or not isinstance(self.r, RedisCluster):
+            return self.r  # (one server; a map being rebuilt: redis-py routes it; closed)
         client = self._clients.get(name)
         if client is None:
             node = cast(RedisCluster, self.r).get_node(node_name=name)
@@ -75,23 +77,28 @@ class NodeClients:
             client = self._clients[name] = aioredis.Redis(connection_pool=pool)
         return client
 
-    def failed(self) -> None:
-        """A node failed or its slots moved: the cluster's map is read again, in the
-        background, at most once a REFRESH_EVERY (redis-py does it only when its own
-        commands fail, and these calls are not its own)."""
-        if not isinstance(self.r, RedisCluster) or time.monotonic() - self._refreshed < REFRESH_EVERY:
+    def failed(self, moved: bool = False) -> None:
+        """A node failed or a slot moved: the cluster's map is read again, in the
+        background, at most once a REFRESH_EVERY (REFRESH_MOVED after a MOVED or ASK);
+        redis-py does it only when its own commands fail, and these calls are not its own."""
+        since = time.monotonic() - self._refreshed
+        if self._closed or not isinstance(self.r, RedisCluster) or since < (REFRESH_MOVED if moved else REFRESH_EVERY):
             return
         if self._refresh is None or self._refresh.done():
             self._refreshed = time.monotonic()
             self._refresh = asyncio.ensure_future(self._read_map())
 
     async def _read_map(self) -> None:
-        with contextlib.suppress(RedisError, RedisClusterException, OSError):
+        with contextlib.suppress(Exception):  # (a failed read is tried again at the next failure)
             await cast(RedisCluster, self.r).nodes_manager.initialize()
 
     async def aclose(self) -> None:
+        """Before the cluster client closes: a map being read would reconnect it."""
+        self._closed = True
         if self._refresh is not None:
             self._refresh.cancel()
+            with contextlib.suppress(BaseException):
+                await self._refresh
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             with contextlib.suppress(RedisError, OSError):
@@ -100,9 +107,9 @@ class NodeClients:
 
 async def by_node(nodes: NodeClients, calls: Sequence[Call], timeout: float) -> tuple[list[Any], int]:
     """Each call's reply or the exception that stopped it (its node's, or its own), and how
-    many nodes were asked. A node gets `timeout` seconds: redis-py's cluster client retries
-    a failing master by itself until its replica takes over, and the other nodes' replies
-    must not wait that long. A call cut short may have run: every script here is safe to
+    many nodes were asked. A node gets `timeout` seconds, tried once (its calls come back as
+    outages; the caller tries again later, after the map is read again), so the other nodes'
+    replies never wait for a master failing over. A call cut short may have run: every script here is safe to
     run again (a DONE run twice finds its lease gone; a POP whose reply was lost leaves its
     URLs leased until the lease runs out, then they are fetched again). A script a node lacks
     (one restarted or promoted) is loaded and its calls run once more."""
@@ -133,7 +140,7 @@ async def by_node(nodes: NodeClients, calls: Sequence[Call], timeout: float) -> 
                     setattr(exc, "last_failed_node_name", name)  # noqa: B010
             replies = [exc] * len(indexes)
         if any(isinstance(x, BaseException) and is_outage(x) for x in replies):
-            nodes.failed()
+            nodes.failed(moved=any(isinstance(x, AskError) for x in replies))
         for i, x in zip(indexes, replies, strict=True):
             out[i] = x
 

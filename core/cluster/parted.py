@@ -31,7 +31,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
-from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import AskError, RedisClusterException, RedisError
 
 from ..errors import UsageError
 from ..queueing.frontier import Item
@@ -63,6 +63,7 @@ SWEEP = 2.0  # every partition is asked again at least this often, bell or not
 FINISH_EVERY = 0.2  # seconds between two finish checks of an idle process
 AWAY = 1.0  # seconds a partition whose node failed is left alone before it is tried again
 AWAY_MAX = 8.0  # doubling while the node stays away, up to this
+MOVED_WAIT = 0.2  # seconds a partition whose slot moved waits (its node's others go on)
 NODE_WAIT = 3.0  # seconds a node may take to answer a batch before its partitions are set aside
 NEVER = float("inf")
 
@@ -100,6 +101,7 @@ class PartedFrontier(RedisFrontier):
         self._in_flight: set[int] = set()  # the ops of the DONEs on their way
         self._sizes, self._seens = [0] * parts, [0] * parts
         self._wakes: tuple[dict[int, float], dict[int, float]] = ({}, {})  # lane -> part -> due (monotonic; -1 none)
+        self._rung: dict[int, int] = {}  # partition -> rings heard from it (_changed)
         self._swept = [0.0, 0.0]  # when each lane last asked every partition
         self._checked = 0.0
         self._away: dict[int, float] = {}  # partition -> when to try its node again (monotonic)
@@ -119,8 +121,8 @@ class PartedFrontier(RedisFrontier):
         self.row_part = self.row_cursor = 0  # the partition (and where in it) the next beat reads host rows
 
     async def close(self) -> None:
-        await super().close()
         await self.nodes.aclose()
+        await super().close()
 
     # -- keys and arguments --------------------------------------------------------------
     def part_of(self, host_key: str) -> int:
@@ -144,14 +146,26 @@ class PartedFrontier(RedisFrontier):
         self._sizes[p], self._seens[p] = int(size), int(seen)
         self._size, self._seen = sum(self._sizes), sum(self._seens)
 
-    def _changed(self, p: int, *wakes_ms: Any) -> None:
+    def _changed(self, p: int, wakes_ms: Sequence[Any], rung: int) -> None:
         """Our own ADD or DONE changed partition p (links, a URL given back or waiting out
         a back-off, a host freed): its reply says when each lane's first host there comes
         due (ms; -1: none could), so each lane asks it then, without a probe (the bell
-        covers what other processes change)."""
-        now = time.monotonic()
-        for wakes, ms in zip(self._wakes, wakes_ms, strict=True):
-            wakes[p] = now + int(ms) / 1000 if int(ms) >= 0 else -1.0
+        covers what other processes change). A ring that came while the call was on its way
+        (`rung`: the count before it) may be newer: then the due time only moves sooner."""
+        now, newer = time.monotonic(), self._rung.get(p, 0) != rung
+        if len(wakes_ms) != len(self._wakes):  # (not a partition's reply: ask it again)
+            for wakes in self._wakes:
+                wakes.pop(p, None)
+            return
+        for w, wakes, ms in zip(self._lanes, self._wakes, wakes_ms, strict=True):
+            due = now + int(ms) / 1000 if int(ms) >= 0 else -1.0
+            if newer and p not in wakes:
+                continue  # rung: asked again anyway
+            if newer and 0 <= wakes[p] and (due < 0 or wakes[p] <= due):
+                continue
+            wakes[p] = due
+            if 0 <= due and (w.wake_at is None or due < w.wake_at):
+                w.poke.set()  # sooner than the lane sleeps for
 
     def owner_of(self, p: int) -> str:
         """Rendezvous hashing: the live process with the highest hash for p owns it."""
@@ -175,6 +189,9 @@ class PartedFrontier(RedisFrontier):
         the cluster's map again, it knows no node for it)."""
         node = node_of(exc) or self._node_of.get(p) or node_name(self.redis, self.parts[p].meta)
         now = time.monotonic()
+        if isinstance(exc, AskError):  # MOVED or ASK: p's slot, not its node; the map is read again
+            self._away[p], self._where[p] = max(now + MOVED_WAIT, self._away.get(p, 0.0)), f"{node} {why(exc)}"
+            return
         if self._node_until.get(node, 0.0) <= now:  # once per failure of the node, not per partition
             self._backoff[node] = min(AWAY_MAX, self._backoff.get(node, AWAY / 2) * 2)
             self._node_until[node] = now + self._backoff[node]
@@ -280,6 +297,7 @@ class PartedFrontier(RedisFrontier):
                 del self._pend[p]
                 self._flying[p] = self._first.pop(p)
             replies: list[Any] = []
+            rung = {p: self._rung.get(p, 0) for p in ready}
             try:
                 replies = await self.calls([(self._add, p, partial(self.std_args, *links), len(links) // LINK)
                                             for p, links in ready.items()])
@@ -292,7 +310,7 @@ class PartedFrontier(RedisFrontier):
                         self._first[p] = min(first, self._first.get(p, first))
                     else:
                         self._totals_of(p, reply[1], reply[2])
-                        self._changed(p, *reply[4:6])
+                        self._changed(p, reply[4:], rung[p])
                 if not self._pend and not self._flying:
                     self._deps.clear()  # every link is in Redis: no DONE waits for one
                     self._orphans.clear()
@@ -426,6 +444,7 @@ class PartedFrontier(RedisFrontier):
                 args += (member, url, record, back, after, err, len(links) // LINK, *links)
             lazy.append((self._done, p, partial(self.std_args, *args), None))  # (its links went by ADD)
         self._in_flight = {d.num for d in batch}
+        rung = {p: self._rung.get(p, 0) for p in parts}
         try:
             replies = await self.calls(lazy)
         except UsageError:  # fatal: on_error stopped the crawl; nobody waits for these
@@ -441,7 +460,7 @@ class PartedFrontier(RedisFrontier):
                 self.hosts.events[:0] = [e for e, _flat in events.get(p, [])]
                 continue
             self._totals_of(p, reply[3], reply[4])
-            self._changed(p, *reply[6:8])
+            self._changed(p, reply[6:], rung[p])
             self._ops_gone += len(mine)
 
     async def _send_claimed(self) -> None:
@@ -627,7 +646,8 @@ class PartedFrontier(RedisFrontier):
     # -- the bell ------------------------------------------------------------------------
     async def _listen(self) -> None:
         """Every partition's bell and the control one (IGNORES). A partition's ring makes it
-        due again for the lane it names."""
+        due again for the lane it names ("LANE": asked at once, probed first; "LANE:MS": by
+        then, _sooner)."""
         channels = [k.bell for k in self.parts] + [self.keys.bell]
         part_of = {k.bell.encode(): p for p, k in enumerate(self.parts)}
         while not self.link.closed:
@@ -639,6 +659,8 @@ class PartedFrontier(RedisFrontier):
                                 self.on_ignores()
                             continue
                         p = part_of.get(channel)
+                        if p is not None:
+                            self._rung[p] = self._rung.get(p, 0) + 1
                         if p is not None and b":" in data:
                             self._sooner(p, data)
                             continue
@@ -651,8 +673,8 @@ class PartedFrontier(RedisFrontier):
                 await asyncio.sleep(MAX_SLEEP)
 
     def _sooner(self, p: int, data: bytes) -> None:
-        """Another process brought partition p's first due host forward ("LANE:MS"): it is
-        asked by then (sooner than its last reply to us said), at once if due now."""
+        """A process (this one too) brought partition p's first due host forward
+        ("LANE:MS"): it is asked by then, if that is sooner than its last reply said."""
         lane_text, _, ms_text = data.partition(b":")
         try:
             lane, due = int(lane_text), time.monotonic() + int(ms_text) / 1000

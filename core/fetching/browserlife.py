@@ -158,7 +158,7 @@ class BrowserLife:
             while self._profiles:
                 shutil.rmtree(self._profiles.pop(), ignore_errors=True)
             reaper, self._reaper = self._reaper, None
-            if reaper is not None:  # its pass (milliseconds) ends what a close left; it exits, waited for
+            if reaper is not None:  # its pass ends what a close left (milliseconds when nothing is); waited for
                 reaper.close()
 
     async def relaunch(self, generation: int) -> None:

@@ -372,7 +372,7 @@ async def test_news_of_a_host_due_sooner_reaches_every_process_without_a_probe(s
         a._wakes[0][1] = -1.0  # what a knows: nothing there could come due
         reply = await b._add(b.pkeys(1), b.std_args(fingerprint(f"http://{hosts[0]}/"), hosts[0], 0,
                                                      encode_item(Item(f"http://{hosts[0]}/", 10, 0))))
-        assert int(reply[4]) == 0  # the ADD's own reply: due now, in lane 0
+        assert (int(reply[4]), int(reply[5])) == (0, -1)  # the ADD's own reply: due now in lane 0, none in 1
         message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=2)
         assert message is not None and message["data"] == b"0:0", message
         for _ in range(100):
@@ -388,4 +388,33 @@ async def test_news_of_a_host_due_sooner_reaches_every_process_without_a_probe(s
         await pubsub.aclose()
         for f in (a, b):
             await f.close()
+        await r.aclose()
+
+
+@pytest.mark.parametrize("shared_url", ["server"], indirect=True)
+async def test_a_reply_older_than_a_ring_only_brings_a_partition_sooner(shared_url: str) -> None:
+    """An ADD's or DONE's reply says when its partition comes due; a ring heard while the call
+    was on its way may be newer, and then the reply may only bring the due time sooner."""
+    name = unique("race")
+    config = CrawlConfig(roots=("http://h0.test/",))
+    r = cluster.client(shared_url)
+    await cluster.start(r, shared_url, name, config, partitions=4)
+    f = cluster.frontier(shared_url, name, config)
+    assert isinstance(f, PartedFrontier)
+    try:
+        now = time.monotonic()
+        f._wakes[0][2] = now + 0.1  # a ring said: soon
+        before = f._rung.get(2, 0)
+        f._rung[2] = before + 1  # (that ring came while the call was on its way)
+        f._changed(2, [5000, 3000], before)
+        assert f._wakes[0][2] == pytest.approx(now + 0.1, abs=0.05)  # not put off by the older reply
+        assert 2 not in f._wakes[1]  # rung, unknown: probed anyway
+        f._changed(2, [0, -1], before)
+        assert f._wakes[0][2] <= time.monotonic()  # sooner: taken
+        f._changed(2, [5000, -1], f._rung[2])  # no ring since the call: the reply is the news
+        assert f._wakes[0][2] == pytest.approx(time.monotonic() + 5, abs=0.5) and f._wakes[1][2] == -1.0
+        f._changed(2, [1, 2, 3, 4], f._rung[2])  # not a partition's reply: asked again
+        assert 2 not in f._wakes[0] and 2 not in f._wakes[1]
+    finally:
+        await f.close()
         await r.aclose()
