@@ -127,8 +127,9 @@ class Forked:
     """An engine forked from this process, with the part of Popen's interface watch()
     uses. A fork starts crawling at once: its imports (0.4 s of CPU) are already done."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, log: Path | None = None) -> None:
         self.pid = pid
+        self.log = log  # where its output goes: shown when it exits with an error
         self.returncode: int | None = None
         self.signalled: int | None = None  # the last signal escalate() sent
         self.fd = -1  # a pidfd, readable once the engine has exited (nap); -1 without one
@@ -183,7 +184,7 @@ def child(join: Main, url: str, name: str, concurrency: int, log: Path, output: 
     pid = os.fork()
     if pid:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        return Forked(pid)
+        return Forked(pid, log)
     code = 1
     try:
         os.setsid()
@@ -296,6 +297,9 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
             signal.signal(s, h)
         r.close()
     codes = [c.wait() for c in children]
+    for i, c in enumerate(children, 1):
+        if c.returncode:
+            failed(i, c)
     if gather is not None:
         gather.finish()
     print(f"crawl {name!r} {status}: {records:,} records from {len(children)} processes "
@@ -306,6 +310,21 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
         totals = gather.totals() if gather is not None else None
         write_report(lambda: whole_report(url, name, totals=totals, wall=time.monotonic() - started, keep=keep))
     return 0 if all(c == 0 for c in codes) else 1
+
+
+def failed(i: int, c: Forked, lines: int = 6) -> None:
+    """An engine that exited with an error says so on stderr, with the end of its log (its
+    own stderr went there): the cause, without opening the file."""
+    tail: list[str] = []
+    if c.log is not None:
+        with contextlib.suppress(OSError), open(c.log, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - 8192))
+            tail = [clean(x, 300) for x in fh.read().decode(errors="replace").splitlines()[-lines:]]
+    where = f"; the end of its log, {c.log}:" if tail else ""
+    print(f"crawltop: process {i} exited with code {c.returncode}{where}", file=sys.stderr)
+    for line in tail:
+        print(f"  {line}", file=sys.stderr)
+    sys.stderr.flush()
 
 
 def escalate(children: list[Forked], since_stop: float, grace: float = STOP_GRACE) -> None:
