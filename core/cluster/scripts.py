@@ -568,6 +568,7 @@ return out
 #   op: pause, resume, delay ('' ms: no live delay)
 # Steering one host for the whole crawl. Returns the URLs queued for it.
 HOSTCTL = SHEBANG + _HOSTS + """
+local was = firsts()
 local op, h = ARGV[14], ARGV[15]
 redis.call('SADD', HOSTS, h)
 if op == 'pause' then
@@ -579,7 +580,7 @@ elseif op == 'delay' then
   recompute(h)
 end
 schedule(h)
-bell('running')
+bell('running', was)
 return redis.call('LLEN', qk(h))
 """
 
@@ -768,12 +769,14 @@ return {0, math.max(0, due - now), free}
 """
 # ARGV[14]: host. A tab request granted by TURN is over: one fewer counted against the cap.
 TURN_END = SHEBANG + _HOSTS + """
+local was = firsts()
 local h = ARGV[14]
 local s = redis.call('HMGET', hk(h), 'tf', 'te')
 local out = tabs(s[1], s[2])
 if out > 0 then
   redis.call('HSET', hk(h), 'tf', out - 1)
   schedule(h)
+  if was then bell('running', was) end  -- (a partition: a host freed sooner is news)
 end
 return out
 """
