@@ -159,7 +159,7 @@ class BrowserLife:
                 shutil.rmtree(self._profiles.pop(), ignore_errors=True)
             reaper, self._reaper = self._reaper, None
             if reaper is not None:  # its pass ends what a close left (milliseconds when nothing is); waited for
-                reaper.close()
+                await asyncio.to_thread(reaper.close)  # (seconds, after a kill: the loop goes on)
 
     async def relaunch(self, generation: int) -> None:
         """The first page to see a launch die starts the next one; a browser that dies
