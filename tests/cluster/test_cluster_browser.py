@@ -204,11 +204,12 @@ async def test_two_engines_tabs_take_their_hosts_turns_in_redis(serve, redis_url
     assert sum(gaps) >= 0.4 * len(gaps) - 0.1, (gaps, site.times)
     assert statistics.median(gaps) >= 0.4 - 0.03, (gaps, site.times)
     # A request that leaves late (Chromium's network stack, a loaded machine) makes a long gap
-    # then a short one, the two still two delays; a turn granted twice would make a short gap
-    # after a normal one
+    # then short ones, and the lateness may last a few requests (seen: 0.675, 0.391, 0.277);
+    # from some stamp before it, the span is still as many delays. A turn granted twice
+    # makes a short gap that no earlier stamp's span makes up for.
     for i, gap in enumerate(gaps):
         if gap < 0.3:
-            assert i > 0 and gaps[i - 1] + gap >= 0.8 - 0.1, (i, gaps, site.times)
+            assert any(times[i + 1] - times[k] >= 0.4 * (i + 1 - k) - 0.1 for k in range(i)), (i, gaps, site.times)
 
 
 @pytest.mark.redis
