@@ -127,9 +127,9 @@ class Forked:
     """An engine forked from this process, with the part of Popen's interface watch()
     uses. A fork starts crawling at once: its imports (0.4 s of CPU) are already done."""
 
-    def __init__(self, pid: int, log: Path | None = None) -> None:
+    def __init__(self, pid: int, log: Path | None = None, start: int = 0) -> None:
         self.pid = pid
-        self.log = log  # where its output goes: shown when it exits with an error
+        self.log, self.start = log, start  # its log, and where this run's part of it begins
         self.returncode: int | None = None
         self.signalled: int | None = None  # the last signal escalate() sent
         self.fd = -1  # a pidfd, readable once the engine has exited (nap); -1 without one
@@ -178,13 +178,14 @@ def child(join: Main, url: str, name: str, concurrency: int, log: Path, output: 
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()
+    start = log.stat().st_size if log.exists() else 0  # (appended to: a crawl run again adds to it)
     # no signal between fork and setsid: a Ctrl-C there would unwind the child into our
     # stack (and stop the private redis-server of the others)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
     pid = os.fork()
     if pid:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        return Forked(pid, log)
+        return Forked(pid, log, start)
     code = 1
     try:
         os.setsid()
@@ -313,18 +314,19 @@ def watch(url: str, name: str, children: list[Forked], *, hup: bool = True, stop
 
 
 def failed(i: int, c: Forked, lines: int = 6) -> None:
-    """An engine that exited with an error says so on stderr, with the end of its log (its
-    own stderr went there): the cause, without opening the file."""
+    """An engine that exited with an error says so on stderr, with the end of what it wrote
+    to its log in this run (its own stderr went there): the cause, without opening the file."""
     tail: list[str] = []
     if c.log is not None:
         with contextlib.suppress(OSError), open(c.log, "rb") as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - 8192))
-            tail = [clean(x, 300) for x in fh.read().decode(errors="replace").splitlines()[-lines:]]
-    where = f"; the end of its log, {c.log}:" if tail else ""
-    print(f"crawltop: process {i} exited with code {c.returncode}{where}", file=sys.stderr)
+            at = max(c.start, os.fstat(fh.fileno()).st_size - 8192)
+            fh.seek(at)
+            text = fh.read().decode(errors="replace").splitlines()
+            tail = [clean(x, 300) for x in text[1 if at > c.start else 0:][-lines:]]  # (no cut first line)
+    where = "" if c.log is None else f"; its log, {c.log}, " + ("ends:" if tail else "is empty")
+    print(f"crawltop: process {i} exited with code {c.returncode}{where}", file=sys.stderr, flush=True)
     for line in tail:
-        print(f"  {line}", file=sys.stderr)
-    sys.stderr.flush()
+        print(f"  {line}", file=sys.stderr, flush=True)
 
 
 def escalate(children: list[Forked], since_stop: float, grace: float = STOP_GRACE) -> None:

@@ -203,13 +203,14 @@ async def test_two_engines_tabs_take_their_hosts_turns_in_redis(serve, redis_url
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert sum(gaps) >= 0.4 * len(gaps) - 0.1, (gaps, site.times)
     assert statistics.median(gaps) >= 0.4 - 0.03, (gaps, site.times)
-    # A request that leaves late (Chromium's network stack, a loaded machine) makes a long gap
-    # then short ones, and the lateness may last a few requests (seen: 0.675, 0.391, 0.277);
-    # from some stamp before it, the span is still as many delays. A turn granted twice
-    # makes a short gap that no earlier stamp's span makes up for.
-    for i, gap in enumerate(gaps):
-        if gap < 0.3:
-            assert any(times[i + 1] - times[k] >= 0.4 * (i + 1 - k) - 0.1 for k in range(i)), (i, gaps, site.times)
+    # A request leaves at most `late` after its turn was granted (Chromium's network stack, a
+    # loaded machine; seen: gaps of 0.675, 0.391, 0.277 as one lateness lasted a few
+    # requests), and turns are granted 0.4 s apart: every pair of stamps is as many delays
+    # apart, less `late`. A turn granted twice puts two stamps together.
+    late = 0.35
+    for j in range(1, len(times)):
+        for k in range(j):
+            assert times[j] - times[k] >= 0.4 * (j - k) - late, (k, j, gaps, site.times)
 
 
 @pytest.mark.redis
