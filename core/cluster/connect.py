@@ -207,11 +207,11 @@ async def _meta(r: aioredis.Redis, keys: Keys, *, old_ok: bool = False) -> dict[
     async for _key in r.scan_iter(match=tag + "*", count=1000):
         raise UsageError(f"Redis key prefix {keys.prefix} holds foreign data (keys without a crawl)")
     async for key in r.scan_iter(match=tag[:-3] + ":*", count=1000):  # crawltop:{NAME:K}:...: a partition's
-        if (key.decode() if isinstance(key, bytes) else str(key)).endswith("}:meta"):
+        found = key.decode() if isinstance(key, bytes) else str(key)
+        if found.endswith("}:meta"):
             continue  # a partition's meta alone: a crawl being made now, or a start cut short
         raise UsageError(f"Redis holds partitions of an earlier crawl named {keys.name!r} without its control keys "
-                         f"({key.decode() if isinstance(key, bytes) else key}...): delete crawltop:{{{keys.name}:*}} "
-                         f"keys or use another --name")
+                         f"({found}...): delete crawltop:{{{keys.name}:*}} keys or use another --name")
     return None
 
 

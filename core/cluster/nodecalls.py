@@ -108,9 +108,9 @@ class NodeClients:
 async def by_node(nodes: NodeClients, calls: Sequence[Call], timeout: float) -> tuple[list[Any], int]:
     """Each call's reply or the exception that stopped it (its node's, or its own), and how
     many nodes were asked. A node gets `timeout` seconds, tried once (its calls come back as
-    outages; the caller tries again later, after the map is read again), so the other nodes'
-    replies never wait for a master failing over. A call cut short may have run: every script here is safe to
-    run again (a DONE run twice finds its lease gone; a POP whose reply was lost leaves its
+    outages; the caller tries again later, after the map is read again), so the other
+    nodes' replies never wait for a master failing over. A call cut short may have run:
+    every script here is safe to run again (a DONE run twice finds its lease gone; a POP whose reply was lost leaves its
     URLs leased until the lease runs out, then they are fetched again). A script a node lacks
     (one restarted or promoted) is loaded and its calls run once more."""
     groups: dict[str, list[int]] = {}

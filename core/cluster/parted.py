@@ -188,14 +188,14 @@ class PartedFrontier(RedisFrontier):
         failure's, or where its slot was the last time it was known (while redis-py reads
         the cluster's map again, it knows no node for it)."""
         node = node_of(exc) or self._node_of.get(p) or node_name(self.redis, self.parts[p].meta)
-        now = time.monotonic()
+        now, where = time.monotonic(), f"{node if node not in ('', '?') else 'a node'} {why(exc)}"
         if isinstance(exc, AskError):  # MOVED or ASK: p's slot, not its node; the map is read again
-            self._away[p], self._where[p] = max(now + MOVED_WAIT, self._away.get(p, 0.0)), f"{node} {why(exc)}"
+            self._away[p], self._where[p] = max(now + MOVED_WAIT, self._away.get(p, 0.0)), where
             return
         if self._node_until.get(node, 0.0) <= now:  # once per failure of the node, not per partition
             self._backoff[node] = min(AWAY_MAX, self._backoff.get(node, AWAY / 2) * 2)
             self._node_until[node] = now + self._backoff[node]
-        until, where = self._node_until[node], f"{node if node not in ('', '?') else 'a node'} {why(exc)}"
+        until = self._node_until[node]
         for q in [p, *(q for q, n in self._node_of.items() if n == node and node not in ("", "?"))]:
             self._away[q], self._where[q] = max(until, self._away.get(q, 0.0)), where
         self._node_of.setdefault(p, node)

@@ -218,22 +218,23 @@ local function bell(status, was)
     end
   end
 end
--- When each lane's first host here comes due (ms from now; -1: nothing could), counting
+-- When the lane's first host here comes due (ms from now; -1: nothing could), counting
 -- retries waiting out a back-off and, in a partition, leases that run out (a POP here reaps
--- them): what a crawl in partitions keeps per partition to ask only the due ones.
-local function wakes()
-  local out = {}
-  local later = redis.call('ZRANGE', LATER, 0, 0, 'WITHSCORES')
-  local leased = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES')
-  for lane = 0, 1 do
-    local wake = -1
-    for _, first in ipairs({redis.call('ZRANGE', READIES[lane], 0, 0, 'WITHSCORES'), later, leased}) do
-      local ms = #first > 0 and math.max(0, tonumber(first[2]) - now) or -1
-      if ms >= 0 and (wake < 0 or ms < wake) then wake = ms end
-    end
-    out[lane + 1] = wake
+-- them): POP's answer, and what a crawl in partitions keeps per partition to ask only the
+-- due ones (wakes(), in ADD's and DONE's replies).
+local function wake_of(lane)
+  local wake = -1
+  local sets = {READIES[lane], LATER}
+  if PARTED then sets[3] = LEASES end
+  for _, key in ipairs(sets) do
+    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    local ms = #first > 0 and math.max(0, tonumber(first[2]) - now) or -1
+    if ms >= 0 and (wake < 0 or ms < wake) then wake = ms end
   end
-  return out
+  return wake
+end
+local function wakes()
+  return {wake_of(0), wake_of(1)}
 end
 local function finish_if_done()
   if PARTED then return redis.call('HGET', META, 'status') end
@@ -398,15 +399,7 @@ if #out == 0 then
 else
   redis.call('HDEL', IDLEQ, PROC)
 end
-local wake = -1
-local first = redis.call('ZRANGE', Q, 0, 0, 'WITHSCORES')
-if #first > 0 then wake = math.max(0, tonumber(first[2]) - now) end
-local later = redis.call('ZRANGE', LATER, 0, 0, 'WITHSCORES')
-if #later > 0 and (wake < 0 or tonumber(later[2]) - now < wake) then wake = math.max(0, tonumber(later[2]) - now) end
-if PARTED then  -- a lease that runs out is reaped by a POP here: one partition of many is asked only when due
-  local l1 = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES')
-  if #l1 > 0 and (wake < 0 or tonumber(l1[2]) - now < wake) then wake = math.max(0, tonumber(l1[2]) - now) end
-end
+local wake = wake_of(lane)
 -- yielded what was due to processes idle longer: look again soon (nothing due: nothing yielded)
 if room < tonumber(ARGV[14]) and #out == 0 and can > 0 then wake = math.max(wake, 20) end
 local status = finish_if_done()
